@@ -1,0 +1,1007 @@
+//! A store: one database file plus its WAL, with snapshot read transactions and one
+//! write transaction at a time. This is where pages, the buffer pool and the WAL meet.
+//!
+//! ## Versions and snapshots
+//! Committed page versions are immutable and named by LSN (see `wal.rs`). Three
+//! LSNs move forward:
+//! - `committed`: the newest committed transaction's last frame. The write
+//!   transaction builds on it.
+//! - `visible`: what a new reader's snapshot is. Under `synchronous = full` it moves
+//!   only after the commit is durable, so no reader ever sees data a crash could take
+//!   back; otherwise it equals `committed`.
+//! - `backfilled`: frames up to here have been copied into the database file.
+//!
+//! A reader registers its snapshot; a checkpoint copies only frames ≤ the oldest
+//! registered snapshot, and truncates the WAL only when every reader is at the newest
+//! commit, so a reader never blocks a writer and is never blocked by one.
+//!
+//! ## The write transaction
+//! The writer holds the write lock (others wait, up to `writer_timeout`). The first
+//! `write_page` of a page copies its newest committed version into a private frame;
+//! private frames live outside the buffer pool, so nobody else can see them. When there
+//! are more than `writer_dirty_pages_max` of them, unpinned ones are *spilled*: written
+//! to the WAL as frames without COMMIT, to be re-read if needed. Commit appends the
+//! remaining private frames, the last one marked COMMIT, then publishes them.
+//! Rollback throws the private frames away; spilled frames stay in the WAL as
+//! garbage that recovery skips.
+//!
+//! ## Synchronous modes (like SQLite's in WAL mode)
+//! - `full`: a commit returns after its COMMIT frame is synced; concurrent
+//!   committers share one sync (group commit). A crash loses no acknowledged commit.
+//! - `normal`: commits are not synced; the WAL is synced before each checkpoint. A
+//!   power loss may lose the most recent commits, never consistency.
+//! - `off`: like `normal` (BeeDB still syncs at checkpoints, so even `off` never
+//!   corrupts the database; it only gives up durability of recent commits).
+//!
+//! ## State transitions
+//! | transition                     | function                 |
+//! |--------------------------------|--------------------------|
+//! | closed → open (recovery)       | [`Store::open`]          |
+//! | idle → writing                 | [`Store::begin_write`]   |
+//! | writing → committed            | [`WriteTxn::commit`]     |
+//! | writing → idle (rolled back)   | [`WriteTxn::rollback`] / drop |
+//! | WAL → database file            | [`Store::checkpoint`]    |
+//! | open → closed                  | [`Store::close`] / drop  |
+//! | any → poisoned (I/O failure)   | `StoreInner::poison`     |
+//!
+//! A failed WAL write or sync *poisons* the store: the outcome of that commit is
+//! unknown until recovery, so no further write is allowed; reopen to recover.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::access::{Frame, PageBuf, PageRead, PageReadGuard, PageWrite, PageWriteGuard};
+use crate::buffer_pool::BufferPool;
+use crate::error::{Error, Result};
+use crate::file::{FileSystem, MemFileSystem, OpenOptions, OsFileSystem, StorageFile};
+use crate::header::{self, FILE_FORMAT_VERSION, IDENTIFY_BYTES, ROOT_SLOTS};
+use crate::ids::{Lsn, PageId, TxnId};
+use crate::page::{
+    self, DEFAULT_PAGE_SIZE, PageKind, format_page, read_u32, seal_page, verify_page, write_u32,
+};
+use crate::wal::{FrameWrite, Wal};
+
+/// When a commit is durable; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    Off,
+    Normal,
+    #[default]
+    Full,
+}
+
+impl std::str::FromStr for Synchronous {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "off" | "0" => Ok(Synchronous::Off),
+            "normal" | "1" => Ok(Synchronous::Normal),
+            "full" | "2" => Ok(Synchronous::Full),
+            other => Err(Error::InvalidArgument(format!(
+                "synchronous must be off, normal or full, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Options for [`Store::open`].
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Page size of a new database (ignored when opening an existing one).
+    pub page_size: usize,
+    /// Buffer pool size in bytes.
+    pub cache_size_bytes: usize,
+    pub synchronous: Synchronous,
+    /// How long `begin_write` waits for another writer before failing.
+    pub writer_timeout: Duration,
+    /// Checkpoint automatically when the WAL holds more frames than this.
+    pub checkpoint_frames: u64,
+    /// Spill a writer's private pages to the WAL beyond this many.
+    pub writer_dirty_pages_max: usize,
+    /// Create the database if the file does not exist.
+    pub create: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            page_size: DEFAULT_PAGE_SIZE,
+            cache_size_bytes: 256 << 20,
+            synchronous: Synchronous::Full,
+            writer_timeout: Duration::from_secs(5),
+            checkpoint_frames: 2000,
+            writer_dirty_pages_max: 4096,
+            create: true,
+        }
+    }
+}
+
+/// Counters, for tests and benchmarks.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    pub commits: AtomicU64,
+    pub rollbacks: AtomicU64,
+    pub frames_written: AtomicU64,
+    pub pages_spilled: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub wal_resets: AtomicU64,
+}
+
+/// What recovery did at open.
+#[derive(Debug, Default, Clone)]
+pub struct OpenReport {
+    pub created: bool,
+    pub recovered_txns: u64,
+    pub discarded_frames: u64,
+}
+
+struct StoreInner {
+    path: PathBuf,
+    db_file: Arc<dyn StorageFile>,
+    wal: Wal,
+    pool: BufferPool,
+    page_size: usize,
+    options: RwLock<StoreOptions>,
+    writer_busy: Mutex<bool>,
+    writer_released: Condvar,
+    committed: AtomicU64,
+    visible: AtomicU64,
+    backfilled: AtomicU64,
+    /// Registered reader snapshots (LSN → number of readers at it).
+    readers: Mutex<BTreeMap<u64, usize>>,
+    next_txn: AtomicU64,
+    poisoned: Mutex<Option<String>>,
+    stats: StoreStats,
+}
+
+/// An open database file. Cheap to clone; every clone is the same store.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-wal");
+    PathBuf::from(s)
+}
+
+fn random_id() -> u64 {
+    // No `rand` dependency in the engine: time and address entropy is enough for an
+    // identifier that only has to differ between databases.
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish() | 1
+}
+
+impl Store {
+    /// Opens the database at `path` on the real file system; `":memory:"` opens a new
+    /// in-memory database.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<(Store, OpenReport)> {
+        let path = path.as_ref();
+        if path.as_os_str() == ":memory:" {
+            let fs = MemFileSystem::new();
+            return Self::open_with(&fs, Path::new(":memory:"), options);
+        }
+        Self::open_with(&OsFileSystem, path, options)
+    }
+
+    /// Opens the database at `path` in the file system `fs`, recovering from the WAL.
+    pub fn open_with(
+        fs: &dyn FileSystem,
+        path: &Path,
+        options: StoreOptions,
+    ) -> Result<(Store, OpenReport)> {
+        page::validate_page_size(options.page_size)?;
+        if !options.create && !fs.exists(path) {
+            return Err(Error::io(
+                format!("opening {}", path.display()),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file"),
+            ));
+        }
+        let db_file = fs
+            .open(
+                path,
+                OpenOptions {
+                    create: options.create,
+                    lock_exclusive: true,
+                },
+            )
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::WouldBlock {
+                    Error::Locked {
+                        path: path.to_path_buf(),
+                    }
+                } else {
+                    Error::io(format!("opening {}", path.display()), e)
+                }
+            })?;
+        let len = db_file
+            .len()
+            .map_err(|e| Error::io("reading the database file length", e))?;
+        let mut report = OpenReport::default();
+        let (page_size, database_id) = if len == 0 {
+            // A new database: write and sync the header page before anything else.
+            let page_size = options.page_size;
+            let database_id = random_id();
+            let mut p = vec![0u8; page_size];
+            format_page(&mut p, PageId::HEADER, PageKind::DatabaseHeader);
+            header::write_magic(&mut p);
+            header::set_format_version(&mut p, FILE_FORMAT_VERSION);
+            header::set_page_size(&mut p, page_size as u32);
+            header::set_page_count(&mut p, 1);
+            header::set_database_id(&mut p, database_id);
+            seal_page(&mut p);
+            // A WAL left beside an empty file cannot belong to the new database.
+            fs.remove(&wal_path(path))
+                .map_err(|e| Error::io("removing a stale WAL", e))?;
+            db_file
+                .write_at(&p, 0)
+                .and_then(|_| db_file.sync())
+                .map_err(|e| Error::io("writing the database header", e))?;
+            report.created = true;
+            (page_size, database_id)
+        } else {
+            let mut id = [0u8; IDENTIFY_BYTES];
+            if len < IDENTIFY_BYTES as u64 {
+                return Err(Error::NotADatabase {
+                    path: path.to_path_buf(),
+                });
+            }
+            db_file
+                .read_exact_at(&mut id, 0)
+                .map_err(|e| Error::io("reading the database header", e))?;
+            if !header::has_magic(&id) {
+                return Err(Error::NotADatabase {
+                    path: path.to_path_buf(),
+                });
+            }
+            let version = header::format_version(&id);
+            if version > FILE_FORMAT_VERSION {
+                return Err(Error::NewerFormat {
+                    path: path.to_path_buf(),
+                    found: version,
+                    supported: FILE_FORMAT_VERSION,
+                });
+            }
+            let page_size = header::page_size(&id) as usize;
+            page::validate_page_size(page_size).map_err(|_| {
+                Error::corrupt(PageId::HEADER, format!("invalid page size {page_size}"))
+            })?;
+            (page_size, header::database_id(&id))
+        };
+
+        let (wal, recovered) = Wal::open(fs, &wal_path(path), page_size, database_id, Lsn(1))?;
+        report.recovered_txns = recovered.committed_txns;
+        report.discarded_frames = recovered.uncommitted_frames;
+        let committed = wal.next_lsn().0 - 1;
+        let opts = options.clone();
+        let frames_max = (opts.cache_size_bytes / page_size).max(64);
+        let inner = Arc::new(StoreInner {
+            path: path.to_path_buf(),
+            db_file,
+            wal,
+            pool: BufferPool::new(frames_max, page_size),
+            page_size,
+            options: RwLock::new(opts),
+            writer_busy: Mutex::new(false),
+            writer_released: Condvar::new(),
+            committed: AtomicU64::new(committed),
+            visible: AtomicU64::new(committed),
+            backfilled: AtomicU64::new(0),
+            readers: Mutex::new(BTreeMap::new()),
+            next_txn: AtomicU64::new(recovered.max_txn.0 + 1),
+            poisoned: Mutex::new(None),
+            stats: StoreStats::default(),
+        });
+        let store = Store { inner };
+        store.check_not_truncated()?;
+        if recovered.committed_txns > 0 || store.inner.wal.frame_count() > 0 {
+            // Fold the recovered log into the database file and truncate the WAL, so no
+            // stale frame of the crashed session can ever follow new ones.
+            store.checkpoint()?;
+        }
+        Ok((store, report))
+    }
+
+    /// Every page the header counts must exist in the file or the WAL.
+    fn check_not_truncated(&self) -> Result<()> {
+        let inner = &self.inner;
+        let snapshot = Lsn(inner.committed.load(Ordering::Acquire));
+        let hdr = inner.read_committed(PageId::HEADER, snapshot)?;
+        let guard = PageReadGuard::new(PageId::HEADER, &hdr);
+        page::expect_kind(&guard, PageId::HEADER, PageKind::DatabaseHeader)?;
+        let expected = header::page_count(&guard) as u64;
+        drop(guard);
+        let len = inner
+            .db_file
+            .len()
+            .map_err(|e| Error::io("reading the database file length", e))?;
+        let file_pages = len / inner.page_size as u64;
+        for p in file_pages..expected {
+            if inner.wal.version_for(PageId(p as u32), snapshot) == Lsn::IN_DATABASE_FILE {
+                return Err(Error::Truncated {
+                    path: inner.path.clone(),
+                    expected_pages: expected,
+                    actual_pages: file_pages,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    pub fn stats(&self) -> &StoreStats {
+        &self.inner.stats
+    }
+
+    pub fn pool(&self) -> &BufferPool {
+        &self.inner.pool
+    }
+
+    pub fn wal_syncs(&self) -> u64 {
+        self.inner.wal.syncs.load(Ordering::Relaxed)
+    }
+
+    pub fn synchronous(&self) -> Synchronous {
+        self.inner.options.read().synchronous
+    }
+
+    pub fn set_synchronous(&self, mode: Synchronous) {
+        self.inner.options.write().synchronous = mode;
+    }
+
+    pub fn set_writer_timeout(&self, timeout: Duration) {
+        self.inner.options.write().writer_timeout = timeout;
+    }
+
+    /// Starts a read transaction on the newest visible snapshot. Never blocks.
+    pub fn begin_read(&self) -> ReadTxn {
+        let mut readers = self.inner.readers.lock();
+        let snapshot = self.inner.visible.load(Ordering::Acquire);
+        *readers.entry(snapshot).or_insert(0) += 1;
+        ReadTxn {
+            inner: self.inner.clone(),
+            snapshot: Lsn(snapshot),
+        }
+    }
+
+    /// Starts the write transaction, waiting up to the writer timeout for the current
+    /// writer to finish.
+    pub fn begin_write(&self) -> Result<WriteTxn> {
+        let timeout = self.inner.options.read().writer_timeout;
+        self.begin_write_timeout(timeout)
+    }
+
+    pub fn begin_write_timeout(&self, timeout: Duration) -> Result<WriteTxn> {
+        self.inner.check_poison()?;
+        self.inner.acquire_writer(timeout)?;
+        if let Err(e) = self.inner.check_poison() {
+            self.inner.release_writer();
+            return Err(e);
+        }
+        let base = Lsn(self.inner.committed.load(Ordering::Acquire));
+        Ok(WriteTxn {
+            inner: self.inner.clone(),
+            txn: TxnId(self.inner.next_txn.fetch_add(1, Ordering::Relaxed)),
+            base,
+            state: Mutex::new(WriteState::default()),
+            finished: false,
+        })
+    }
+
+    /// Copies committed WAL frames into the database file and truncates the WAL if no
+    /// reader still needs it. Waits for the write lock.
+    pub fn checkpoint(&self) -> Result<()> {
+        let timeout = self.inner.options.read().writer_timeout;
+        self.inner.acquire_writer(timeout)?;
+        let r = self.inner.checkpoint_locked();
+        self.inner.release_writer();
+        r
+    }
+
+    /// Checkpoints and closes. Fails (without harm) if transactions are still open in
+    /// other threads; the store then closes when the last one ends.
+    pub fn close(self) -> Result<()> {
+        self.checkpoint()
+    }
+}
+
+impl StoreInner {
+    fn check_poison(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(_) => Err(Error::Closed(
+                "an earlier write to the WAL failed; reopen the database to recover",
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, why: &Error) {
+        let mut p = self.poisoned.lock();
+        if p.is_none() {
+            *p = Some(why.to_string());
+        }
+    }
+
+    fn acquire_writer(&self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut busy = self.writer_busy.lock();
+        while *busy {
+            if self
+                .writer_released
+                .wait_until(&mut busy, deadline)
+                .timed_out()
+                && *busy
+            {
+                return Err(Error::WriterTimeout {
+                    waited_ms: start.elapsed().as_millis() as u64,
+                });
+            }
+        }
+        *busy = true;
+        Ok(())
+    }
+
+    fn release_writer(&self) {
+        *self.writer_busy.lock() = false;
+        self.writer_released.notify_one();
+    }
+
+    /// The frame holding `page` as of `snapshot`, from the pool or from disk.
+    fn read_committed(&self, page: PageId, snapshot: Lsn) -> Result<Frame> {
+        let v = self.wal.version_for(page, snapshot);
+        if let Some(f) = self.pool.get((page, v)) {
+            return Ok(f);
+        }
+        let _generation = self.wal.pin_generation();
+        let v = self.wal.version_for(page, snapshot);
+        self.load_version(page, v)
+    }
+
+    /// Loads version `v` of `page` (a WAL frame, or the database file for `Lsn(0)`).
+    /// The caller pins the WAL generation when `v` is a frame.
+    fn load_version(&self, page: PageId, v: Lsn) -> Result<Frame> {
+        self.pool.get_or_load((page, v), |buf| {
+            if v == Lsn::IN_DATABASE_FILE {
+                let off = page.0 as u64 * self.page_size as u64;
+                self.db_file.read_exact_at(buf, off).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        Error::corrupt(page, "page lies beyond the end of the database file")
+                    } else {
+                        Error::io(format!("reading page {page}"), e)
+                    }
+                })?;
+            } else {
+                self.wal.read_page(v, buf)?;
+            }
+            verify_page(buf, page)
+        })
+    }
+
+    fn oldest_reader(&self) -> Option<u64> {
+        self.readers.lock().keys().next().copied()
+    }
+
+    /// See [`Store::checkpoint`]; the caller holds the write lock.
+    fn checkpoint_locked(&self) -> Result<()> {
+        self.check_poison()?;
+        let committed = Lsn(self.committed.load(Ordering::Acquire));
+        // Frames must be durable in the WAL before their pages overwrite the database
+        // file, or a crash could leave the file ahead of the log.
+        if let Err(e) = self.wal.sync_to(committed) {
+            self.poison(&e);
+            return Err(e);
+        }
+        self.visible.fetch_max(committed.0, Ordering::AcqRel);
+        let safe = {
+            let readers = self.readers.lock();
+            Lsn(readers
+                .keys()
+                .next()
+                .map_or(committed.0, |&m| m.min(committed.0)))
+        };
+        let backfilled = self.backfilled.load(Ordering::Acquire);
+        let mut written = Vec::new();
+        {
+            let _generation = self.wal.pin_generation();
+            for (page, lsn) in self.wal.newest_versions(safe) {
+                if lsn.0 <= backfilled {
+                    continue;
+                }
+                let frame = self.load_version(page, lsn)?;
+                let image = frame.read();
+                self.db_file
+                    .write_at(&image, page.0 as u64 * self.page_size as u64)
+                    .map_err(|e| Error::io(format!("checkpointing page {page}"), e))?;
+                written.push(page);
+            }
+        }
+        if !written.is_empty() {
+            self.db_file
+                .sync()
+                .map_err(|e| Error::io("syncing the database file", e))?;
+        }
+        self.backfilled.fetch_max(safe.0, Ordering::AcqRel);
+        for page in &written {
+            self.pool.invalidate((*page, Lsn::IN_DATABASE_FILE));
+        }
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
+        if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
+            self.wal.reset()?;
+            self.stats.wal_resets.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StoreInner {
+    fn drop(&mut self) {
+        // A clean close leaves an empty WAL. Errors cannot be reported from here; the
+        // WAL still holds everything, and the next open recovers it.
+        if self.poisoned.lock().is_none() && self.wal.frame_count() > 0 {
+            let _ = self.checkpoint_locked();
+        }
+    }
+}
+
+/// A read-only transaction: a consistent snapshot that never blocks and is never
+/// blocked.
+pub struct ReadTxn {
+    inner: Arc<StoreInner>,
+    snapshot: Lsn,
+}
+
+impl ReadTxn {
+    pub fn snapshot(&self) -> Lsn {
+        self.snapshot
+    }
+
+    /// Application root slot `slot` (0..8) as of this snapshot.
+    pub fn root(&self, slot: usize) -> Result<u64> {
+        read_root(self, slot)
+    }
+
+    /// Number of pages in the database as of this snapshot.
+    pub fn page_count(&self) -> Result<u32> {
+        read_page_count(self)
+    }
+}
+
+impl Drop for ReadTxn {
+    fn drop(&mut self) {
+        let mut readers = self.inner.readers.lock();
+        if let Some(n) = readers.get_mut(&self.snapshot.0) {
+            *n -= 1;
+            if *n == 0 {
+                readers.remove(&self.snapshot.0);
+            }
+        }
+    }
+}
+
+impl PageRead for ReadTxn {
+    fn read_page(&self, id: PageId) -> Result<PageReadGuard> {
+        let frame = self.inner.read_committed(id, self.snapshot)?;
+        Ok(PageReadGuard::new(id, &frame))
+    }
+
+    fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+}
+
+fn read_root(r: &impl PageRead, slot: usize) -> Result<u64> {
+    if slot >= ROOT_SLOTS {
+        return Err(Error::InvalidArgument(format!(
+            "root slot {slot} out of range"
+        )));
+    }
+    let h = r.read_page(PageId::HEADER)?;
+    Ok(header::root(&h, slot))
+}
+
+fn read_page_count(r: &impl PageRead) -> Result<u32> {
+    let h = r.read_page(PageId::HEADER)?;
+    Ok(header::page_count(&h))
+}
+
+#[derive(Default)]
+struct WriteState {
+    /// Private copies of the pages this transaction changed.
+    dirty: HashMap<PageId, Frame>,
+    /// Pages spilled to the WAL (uncommitted frames) and not in `dirty`.
+    spilled: HashMap<PageId, Lsn>,
+    /// Every spilled frame in order (a page may have been spilled more than once).
+    spill_log: Vec<(PageId, Lsn)>,
+}
+
+/// The one write transaction. Changes are invisible to everyone else until
+/// [`WriteTxn::commit`]; dropping it without committing rolls back.
+///
+/// A `WriteTxn` is meant for one thread at a time: page latches are not reentrant.
+pub struct WriteTxn {
+    inner: Arc<StoreInner>,
+    txn: TxnId,
+    base: Lsn,
+    state: Mutex<WriteState>,
+    finished: bool,
+}
+
+impl WriteTxn {
+    pub fn id(&self) -> TxnId {
+        self.txn
+    }
+
+    pub fn root(&self, slot: usize) -> Result<u64> {
+        read_root(self, slot)
+    }
+
+    pub fn set_root(&self, slot: usize, value: u64) -> Result<()> {
+        if slot >= ROOT_SLOTS {
+            return Err(Error::InvalidArgument(format!(
+                "root slot {slot} out of range"
+            )));
+        }
+        let mut h = self.write_page(PageId::HEADER)?;
+        header::set_root(&mut h, slot, value);
+        Ok(())
+    }
+
+    pub fn page_count(&self) -> Result<u32> {
+        read_page_count(self)
+    }
+
+    /// Pages on the free list.
+    pub fn free_page_count(&self) -> Result<u32> {
+        let h = self.read_page(PageId::HEADER)?;
+        Ok(header::free_count(&h))
+    }
+
+    fn private_frame(&self, page: PageId) -> Option<Frame> {
+        self.state.lock().dirty.get(&page).cloned()
+    }
+
+    /// Spills unpinned private pages to the WAL when there are too many.
+    fn maybe_spill(&self, st: &mut WriteState) -> Result<()> {
+        let max = self.inner.options.read().writer_dirty_pages_max.max(16);
+        if st.dirty.len() <= max {
+            return Ok(());
+        }
+        let mut victims: Vec<(PageId, PageBuf)> = Vec::new();
+        let mut ids: Vec<PageId> = st
+            .dirty
+            .iter()
+            .filter(|(_, f)| Arc::strong_count(f) == 1)
+            .map(|(&p, _)| p)
+            .collect();
+        ids.sort_unstable();
+        ids.truncate(max / 2);
+        for p in ids {
+            if let Some(frame) = st.dirty.remove(&p) {
+                let mut buf = match Arc::try_unwrap(frame) {
+                    Ok(lock) => lock.into_inner(),
+                    Err(frame) => {
+                        st.dirty.insert(p, frame);
+                        continue;
+                    }
+                };
+                seal_page(&mut buf);
+                victims.push((p, buf));
+            }
+        }
+        if victims.is_empty() {
+            return Ok(());
+        }
+        let writes: Vec<FrameWrite<'_>> = victims
+            .iter()
+            .map(|(p, b)| FrameWrite { page: *p, image: b })
+            .collect();
+        let lsns = match self.inner.wal.append(self.txn, &writes, None) {
+            Ok(l) => l,
+            Err(e) => {
+                self.inner.poison(&e);
+                return Err(e);
+            }
+        };
+        drop(writes);
+        self.inner
+            .stats
+            .pages_spilled
+            .fetch_add(lsns.len() as u64, Ordering::Relaxed);
+        for ((p, buf), lsn) in victims.into_iter().zip(lsns) {
+            st.spilled.insert(p, lsn);
+            st.spill_log.push((p, lsn));
+            // Keep the image cached under its frame LSN; nobody else asks for it.
+            let _ = self.inner.pool.insert((p, lsn), buf);
+        }
+        Ok(())
+    }
+
+    /// Current content of `page` for this transaction (private, spilled or committed).
+    fn current_frame(&self, page: PageId) -> Result<Frame> {
+        let spilled = {
+            let st = self.state.lock();
+            if let Some(f) = st.dirty.get(&page) {
+                return Ok(f.clone());
+            }
+            st.spilled.get(&page).copied()
+        };
+        match spilled {
+            Some(lsn) => {
+                let _generation = self.inner.wal.pin_generation();
+                self.inner.load_version(page, lsn)
+            }
+            None => self.inner.read_committed(page, self.base),
+        }
+    }
+
+    fn insert_private(&self, page: PageId, buf: PageBuf) -> Result<PageWriteGuard> {
+        let frame: Frame = Arc::new(RwLock::new(buf));
+        let guard = PageWriteGuard::new(page, &frame);
+        let mut st = self.state.lock();
+        st.spilled.remove(&page);
+        st.dirty.insert(page, frame);
+        self.maybe_spill(&mut st)?;
+        Ok(guard)
+    }
+
+    /// Commits: logs the changed pages, makes them durable as `synchronous` says, and
+    /// publishes them to new readers.
+    pub fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        let inner = self.inner.clone();
+        let result = self.commit_inner();
+        if result.is_err() {
+            inner.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn commit_inner(&mut self) -> Result<()> {
+        let inner = self.inner.clone();
+        let mut st = std::mem::take(&mut *self.state.lock());
+        if st.dirty.is_empty() && st.spilled.is_empty() {
+            inner.release_writer();
+            return Ok(());
+        }
+        if let Err(e) = inner.check_poison() {
+            inner.release_writer();
+            return Err(e);
+        }
+        // The last frame carries COMMIT, so at least one page must be written now.
+        if st.dirty.is_empty() {
+            let (&p, &lsn) = st.spilled.iter().next().expect("spilled is not empty");
+            let frame = {
+                let _generation = inner.wal.pin_generation();
+                inner.load_version(p, lsn)
+            };
+            match frame {
+                Ok(f) => {
+                    let copy = f.read().clone();
+                    st.spilled.remove(&p);
+                    st.dirty.insert(p, Arc::new(RwLock::new(copy)));
+                }
+                Err(e) => {
+                    inner.release_writer();
+                    return Err(e);
+                }
+            }
+        }
+        let mut pages: Vec<(PageId, PageBuf)> = Vec::with_capacity(st.dirty.len());
+        for (p, frame) in st.dirty.drain() {
+            match Arc::try_unwrap(frame) {
+                Ok(lock) => pages.push((p, lock.into_inner())),
+                Err(_) => {
+                    inner.release_writer();
+                    return Err(Error::InvalidArgument(format!(
+                        "commit while a guard on page {p} is still held"
+                    )));
+                }
+            }
+        }
+        // Header last: its page count is the one recorded in the COMMIT frame.
+        pages.sort_unstable_by_key(|(p, _)| (*p == PageId::HEADER, *p));
+        let page_count = match pages.iter().find(|(p, _)| *p == PageId::HEADER) {
+            Some((_, h)) => header::page_count(h),
+            None => match inner.read_committed(PageId::HEADER, self.base) {
+                Ok(f) => header::page_count(&f.read()),
+                Err(e) => {
+                    inner.release_writer();
+                    return Err(e);
+                }
+            },
+        };
+        for (_, buf) in pages.iter_mut() {
+            seal_page(buf);
+        }
+        let writes: Vec<FrameWrite<'_>> = pages
+            .iter()
+            .map(|(p, b)| FrameWrite { page: *p, image: b })
+            .collect();
+        let lsns = match inner.wal.append(self.txn, &writes, Some(page_count)) {
+            Ok(l) => l,
+            Err(e) => {
+                inner.poison(&e);
+                inner.release_writer();
+                return Err(e);
+            }
+        };
+        drop(writes);
+        let last = *lsns.last().expect("at least one frame");
+        // Publish: spilled pages not rewritten since, then this batch (ascending LSNs).
+        let mut published: Vec<(PageId, Lsn)> = st.spilled.iter().map(|(&p, &l)| (p, l)).collect();
+        published.sort_unstable_by_key(|&(_, l)| l);
+        published.extend(pages.iter().map(|(p, _)| *p).zip(lsns.iter().copied()));
+        inner.wal.publish(&published);
+        inner.committed.store(last.0, Ordering::Release);
+        inner
+            .stats
+            .frames_written
+            .fetch_add(lsns.len() as u64, Ordering::Relaxed);
+        inner.stats.commits.fetch_add(1, Ordering::Relaxed);
+        for ((p, buf), lsn) in pages.into_iter().zip(lsns) {
+            let _ = inner.pool.insert((p, lsn), buf);
+        }
+
+        let (mode, checkpoint_frames) = {
+            let o = inner.options.read();
+            (o.synchronous, o.checkpoint_frames)
+        };
+        let want_checkpoint = inner.wal.frame_count() > checkpoint_frames;
+        if mode == Synchronous::Full && !want_checkpoint {
+            // Group commit: let the next writer in while we wait for the sync.
+            inner.release_writer();
+            if let Err(e) = inner.wal.sync_to(last) {
+                inner.poison(&e);
+                return Err(e);
+            }
+            inner.visible.fetch_max(last.0, Ordering::AcqRel);
+            return Ok(());
+        }
+        if mode == Synchronous::Full {
+            if let Err(e) = inner.wal.sync_to(last) {
+                inner.poison(&e);
+                inner.release_writer();
+                return Err(e);
+            }
+        }
+        inner.visible.fetch_max(last.0, Ordering::AcqRel);
+        let r = if want_checkpoint {
+            inner.checkpoint_locked()
+        } else {
+            Ok(())
+        };
+        inner.release_writer();
+        // The commit itself succeeded; a failed checkpoint is retried next time (and
+        // poisons the store if it was an I/O failure of the WAL).
+        let _ = r;
+        Ok(())
+    }
+
+    /// Throws away every change of this transaction.
+    pub fn rollback(mut self) {
+        self.finish_rollback();
+    }
+
+    fn finish_rollback(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            *self.state.lock() = WriteState::default();
+            self.inner.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
+            self.inner.release_writer();
+        }
+    }
+}
+
+impl Drop for WriteTxn {
+    fn drop(&mut self) {
+        self.finish_rollback();
+    }
+}
+
+impl PageRead for WriteTxn {
+    fn read_page(&self, id: PageId) -> Result<PageReadGuard> {
+        let frame = self.current_frame(id)?;
+        Ok(PageReadGuard::new(id, &frame))
+    }
+
+    fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+}
+
+impl PageWrite for WriteTxn {
+    fn write_page(&self, id: PageId) -> Result<PageWriteGuard> {
+        if self.finished {
+            return Err(Error::TransactionClosed("already committed or rolled back"));
+        }
+        if let Some(f) = self.private_frame(id) {
+            return Ok(PageWriteGuard::new(id, &f));
+        }
+        let copy: PageBuf = {
+            let src = self.current_frame(id)?;
+            let g = src.read();
+            g.clone()
+        };
+        self.insert_private(id, copy)
+    }
+
+    fn allocate_page(&self) -> Result<PageWriteGuard> {
+        let mut hdr = self.write_page(PageId::HEADER)?;
+        let head = header::free_head(&hdr);
+        if !head.is_none() {
+            let next = {
+                let free = self.read_page(head)?;
+                page::expect_kind(&free, head, PageKind::Free)?;
+                PageId(read_u32(&free, header::FREE_NEXT_OFFSET))
+            };
+            header::set_free_head(&mut hdr, next);
+            let count = header::free_count(&hdr);
+            header::set_free_count(&mut hdr, count.saturating_sub(1));
+            drop(hdr);
+            let mut g = self.write_page(head)?;
+            format_page(&mut g, head, PageKind::Free);
+            return Ok(g);
+        }
+        let count = header::page_count(&hdr);
+        if count == u32::MAX {
+            return Err(Error::TooLarge {
+                what: "database",
+                size: count as usize,
+                limit: u32::MAX as usize - 1,
+            });
+        }
+        header::set_page_count(&mut hdr, count + 1);
+        drop(hdr);
+        let id = PageId(count);
+        let mut buf = vec![0u8; self.inner.page_size].into_boxed_slice();
+        format_page(&mut buf, id, PageKind::Free);
+        self.insert_private(id, buf)
+    }
+
+    fn free_page(&self, id: PageId) -> Result<()> {
+        if id == PageId::HEADER {
+            return Err(Error::InvalidArgument(
+                "the header page cannot be freed".into(),
+            ));
+        }
+        let mut hdr = self.write_page(PageId::HEADER)?;
+        if id.0 >= header::page_count(&hdr) {
+            return Err(Error::corrupt(
+                id,
+                "freeing a page beyond the end of the database",
+            ));
+        }
+        let mut g = self.write_page(id)?;
+        if page::page_kind(&g) == Some(PageKind::Free) {
+            return Err(Error::corrupt(id, "page freed twice"));
+        }
+        format_page(&mut g, id, PageKind::Free);
+        write_u32(&mut g, header::FREE_NEXT_OFFSET, header::free_head(&hdr).0);
+        header::set_free_head(&mut hdr, id);
+        let count = header::free_count(&hdr);
+        header::set_free_count(&mut hdr, count + 1);
+        Ok(())
+    }
+}
