@@ -252,17 +252,14 @@ mod tests {
     #[test]
     fn pinned_frame_is_not_evicted_and_full_pool_of_pins_errors() {
         let pool = BufferPool::new(16, 4096); // one frame per shard
-        // Fill every shard with pinned frames.
+        // Fill every shard with pinned frames: once a shard is full of pins, inserting
+        // another page of that shard fails instead of evicting.
         let mut pins = Vec::new();
         let mut i = 0u32;
-        while pins.len() < pool.frames_max() {
+        while pool.len() < pool.frames_max() {
             let key = (PageId(i), Lsn(0));
-            if pool.len() < pool.frames_max() && pool.get(key).is_none() {
-                let before = pool.len();
-                let f = pool.insert(key, page(7)).unwrap();
-                if pool.len() > before {
-                    pins.push((key, f));
-                }
+            if let Ok(f) = pool.insert(key, page(7)) {
+                pins.push((key, f));
             }
             i += 1;
         }

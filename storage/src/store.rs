@@ -599,7 +599,11 @@ impl StoreInner {
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
         if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
-            self.wal.reset()?;
+            if let Err(e) = self.wal.reset() {
+                // The WAL's length is unknown now; recovery at the next open sorts it out.
+                self.poison(&e);
+                return Err(e);
+            }
             self.stats.wal_resets.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -930,12 +934,12 @@ impl WriteTxn {
             inner.visible.fetch_max(last.0, Ordering::AcqRel);
             return Ok(());
         }
-        if mode == Synchronous::Full {
-            if let Err(e) = inner.wal.sync_to(last) {
-                inner.poison(&e);
-                inner.release_writer();
-                return Err(e);
-            }
+        if mode == Synchronous::Full
+            && let Err(e) = inner.wal.sync_to(last)
+        {
+            inner.poison(&e);
+            inner.release_writer();
+            return Err(e);
         }
         inner.visible.fetch_max(last.0, Ordering::AcqRel);
         let r = if want_checkpoint {

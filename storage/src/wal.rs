@@ -284,29 +284,32 @@ impl Wal {
         out.uncommitted_frames += pending.len() as u64;
 
         // Corruption check: does any later valid frame vouch that frame `i` was durable?
-        if i < frames_in_file {
-            if let Some(b) = base {
-                let expected = Lsn(b.0 + i);
-                for j in i + 1..frames_in_file {
-                    if self.read_valid_frame(j, len, &mut buf)?.is_some()
-                        && read_u64(&buf, 0) > expected.0
-                        && read_u64(&buf, 32) >= expected.0
-                    {
-                        let off = WAL_HEADER_BYTES as u64 + i * self.frame_bytes() as u64;
-                        let mut h = [0u8; FRAME_HEADER_BYTES];
-                        self.file
-                            .read_exact_at(&mut h, off)
-                            .map_err(|e| Error::io("reading WAL frame", e))?;
-                        return Err(Error::CorruptWal {
-                            frame: i,
-                            page: PageId(read_u32(&h, 16)),
-                            detail: format!(
-                                "frame {i} (LSN {expected}) fails its checksum, but frame {j} \
-                                 records that it had been synced; refusing to drop committed data"
-                            ),
-                        });
-                    }
-                }
+        // Frame `j` names LSN `lsn_j`, so frame `i` should have held `lsn_j - (j - i)`.
+        for j in i + 1..frames_in_file {
+            if self.read_valid_frame(j, len, &mut buf)?.is_none() {
+                continue;
+            }
+            let lsn_j = read_u64(&buf, 0);
+            let Some(expected) = lsn_j.checked_sub(j - i) else {
+                continue;
+            };
+            if base.is_some_and(|b| b.0 + i != expected) {
+                continue; // not of this generation's sequence
+            }
+            if read_u64(&buf, 32) >= expected {
+                let off = WAL_HEADER_BYTES as u64 + i * self.frame_bytes() as u64;
+                let mut h = [0u8; FRAME_HEADER_BYTES];
+                self.file
+                    .read_exact_at(&mut h, off)
+                    .map_err(|e| Error::io("reading WAL frame", e))?;
+                return Err(Error::CorruptWal {
+                    frame: i,
+                    page: PageId(read_u32(&h, 16)),
+                    detail: format!(
+                        "frame {i} (LSN {expected}) fails its checksum, but frame {j} \
+                         records that it had been synced; refusing to drop committed data"
+                    ),
+                });
             }
         }
 

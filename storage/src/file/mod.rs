@@ -33,6 +33,9 @@ pub trait StorageFile: Send + Sync {
     fn sync(&self) -> io::Result<()>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Truncates or extends the file.
     fn set_len(&self, len: u64) -> io::Result<()>;
 
