@@ -8,7 +8,8 @@
 //! - [`wal`]: the write-ahead log of page images: commit, group commit, recovery;
 //! - [`buffer_pool`]: the fixed-size cache of page versions, CLOCK eviction;
 //! - [`store`]: database file + WAL: snapshots, the write transaction, checkpoints;
-//! - [`access`]: page guards and the `PageRead`/`PageWrite` traits access methods use.
+//! - [`access`]: page guards and the `PageRead`/`PageWrite` traits access methods use;
+//! - [`btree`]: B+tree indexes and the order-preserving key encoding.
 
 pub mod file;
 
@@ -23,6 +24,8 @@ pub mod buffer_pool;
 pub mod store;
 
 pub mod access;
+
+pub mod btree;
 
 pub mod error;
 pub mod ids;
