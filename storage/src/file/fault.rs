@@ -118,7 +118,7 @@ impl FaultFileSystem {
             for op in ops {
                 match op {
                     PendingOp::SetLen(len) => {
-                        if rng.next() % 2 == 0 {
+                        if rng.next().is_multiple_of(2) {
                             disk.resize(len as usize, 0);
                             outcome.applied += 1;
                         } else {
@@ -139,7 +139,7 @@ impl FaultFileSystem {
                                 let abs = offset as usize + pos;
                                 let sector_end = (abs / SECTOR_BYTES + 1) * SECTOR_BYTES;
                                 let n = (sector_end - abs).min(data.len() - pos);
-                                if rng.next() % 2 == 0 {
+                                if rng.next().is_multiple_of(2) {
                                     write_into(&mut disk, &data[pos..pos + n], abs as u64);
                                 }
                                 pos += n;

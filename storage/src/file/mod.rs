@@ -23,6 +23,8 @@ pub use os::OsFileSystem;
 
 /// One open file. Offsets are absolute; all methods take `&self` so several threads
 /// can read while one writes (the engine serializes conflicting writes itself).
+// `len` is a fallible I/O query (a file size), not a collection length.
+#[allow(clippy::len_without_is_empty)]
 pub trait StorageFile: Send + Sync {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (fewer only
     /// at end of file).
