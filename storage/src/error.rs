@@ -40,6 +40,12 @@ pub enum Error {
     /// A page failed verification (checksum, page id, or structure).
     #[error("corrupt page {page}: {detail}")]
     CorruptPage { page: PageId, detail: String },
+    /// Tuple bytes that do not decode under the relation's layout (truncated, a length
+    /// running past the end, reserved flag bits, an unknown tuple-bee id…). Raised by
+    /// the tuple decoder, which does not know the page; access methods that read the
+    /// tuple from a page report [`Error::CorruptPage`] with the page id instead.
+    #[error("malformed tuple: {0}")]
+    CorruptTuple(String),
     /// A WAL frame failed verification although later frames prove it was durable.
     #[error("corrupt write-ahead log at frame {frame} (page {page}): {detail}")]
     CorruptWal {

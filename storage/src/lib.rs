@@ -9,6 +9,8 @@
 //! - [`buffer_pool`]: the fixed-size cache of page versions, CLOCK eviction;
 //! - [`store`]: database file + WAL: snapshots, the write transaction, checkpoints;
 //! - [`access`]: page guards and the `PageRead`/`PageWrite` traits access methods use;
+//! - [`tuple`]: the stored tuple format: layouts, encoder, generic decoder;
+//! - [`heap`]: heap files of slotted pages, overflow chains for long values;
 //! - [`btree`]: B+tree indexes and the order-preserving key encoding.
 
 pub mod file;
@@ -25,10 +27,17 @@ pub mod store;
 
 pub mod access;
 
+pub mod tuple;
+
+pub mod heap;
+
 pub mod btree;
 
 pub mod error;
 pub mod ids;
+
+#[cfg(test)]
+mod testutil;
 
 pub use access::{PageRead, PageReadGuard, PageWrite, PageWriteGuard};
 pub use error::{Error, Result};
