@@ -26,9 +26,7 @@ use beedb_storage::file::{FaultConfig, FaultFileSystem};
 use beedb_storage::heap::HeapFile;
 use beedb_storage::page::PageKind;
 use beedb_storage::tuple::{Attr, AttrValue, ColumnFormat, TupleLayout};
-use beedb_storage::{
-    PageRead, PageWrite, ReadTxn, Store, StoreOptions, Synchronous, TupleId, WriteTxn,
-};
+use beedb_storage::{PageRead, ReadTxn, Store, StoreOptions, Synchronous, TupleId, WriteTxn};
 
 type Rows = BTreeMap<u64, Vec<u8>>;
 
@@ -66,13 +64,6 @@ fn open_table(r: &impl PageRead, root: impl Fn(usize) -> u64) -> Option<Table> {
     })
 }
 
-fn lookup(w: &WriteTxn, t: &Table, k: u64) -> Option<TupleId> {
-    t.index
-        .get(w, &key_bytes(k))
-        .unwrap_or_else(|e| panic!("lookup {k}: {e}"))
-        .map(|v| TupleId::from_bytes(&v).expect("tid"))
-}
-
 /// One random change inside the open write transaction; errors are returned (the file
 /// system may have crashed under it).
 fn random_change(
@@ -87,7 +78,9 @@ fn random_change(
         1 => rng.random_range(1500..9000), // out of line on 4 KiB pages
         _ => rng.random_range(1..200),
     };
-    let payload: Vec<u8> = (0..payload_len).map(|i| (i as u8) ^ rng.random::<u8>()).collect();
+    let payload: Vec<u8> = (0..payload_len)
+        .map(|i| (i as u8) ^ rng.random::<u8>())
+        .collect();
     let existing = if rows.is_empty() || rng.random_range(0..3) == 0 {
         None
     } else {
@@ -107,7 +100,10 @@ fn random_change(
             }
             let tid = t.heap.insert(
                 w,
-                &[AttrValue::Fixed(&k.to_le_bytes()), AttrValue::Variable(&payload)],
+                &[
+                    AttrValue::Fixed(&k.to_le_bytes()),
+                    AttrValue::Variable(&payload),
+                ],
                 layout,
             )?;
             t.index.insert(w, &key_bytes(k), &tid.to_bytes())?;
@@ -127,7 +123,10 @@ fn random_change(
                 let new_tid = t.heap.update(
                     w,
                     tid,
-                    &[AttrValue::Fixed(&k.to_le_bytes()), AttrValue::Variable(&payload)],
+                    &[
+                        AttrValue::Fixed(&k.to_le_bytes()),
+                        AttrValue::Variable(&payload),
+                    ],
                     layout,
                 )?;
                 if new_tid != tid {
@@ -144,7 +143,9 @@ fn random_change(
 /// Reads every row through the heap, checks it against the index, and checks that the
 /// heap, the index and the free list account for every page.
 fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Rows, String> {
-    let kinds = store.verify_pages().map_err(|e| format!("verify_pages: {e}"))?;
+    let kinds = store
+        .verify_pages()
+        .map_err(|e| format!("verify_pages: {e}"))?;
     let Some(t) = open_table(r, |s| r.root(s).unwrap()) else {
         return Ok(Rows::new());
     };
@@ -152,12 +153,15 @@ fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Ro
         .heap
         .verify_with_layout(r, layout)
         .map_err(|e| format!("heap verify: {e}"))?;
-    let report = t.index.verify(r).map_err(|e| format!("btree verify: {e}"))?;
+    let report = t
+        .index
+        .verify(r)
+        .map_err(|e| format!("btree verify: {e}"))?;
     let mut rows = Rows::new();
     let mut tids = Vec::new();
-    let mut attrs = [Attr::Null, Attr::Null];
     t.heap
         .for_each(r, |tid, tuple| {
+            let mut attrs = [Attr::Null, Attr::Null];
             layout.deform(tuple, &mut attrs)?;
             let Attr::Bytes(k) = attrs[0] else {
                 panic!("key is not inline")
@@ -165,9 +169,7 @@ fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Ro
             let k = u64::from_le_bytes(k.try_into().unwrap());
             let payload = match attrs[1] {
                 Attr::Bytes(b) => b.to_vec(),
-                Attr::External { len, first_page } => {
-                    HeapFile::fetch_external(r, len, first_page)?
-                }
+                Attr::External { len, first_page } => HeapFile::fetch_external(r, len, first_page)?,
                 Attr::Null => panic!("payload is never NULL"),
             };
             rows.insert(k, payload);
@@ -185,7 +187,9 @@ fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Ro
             .map_err(|e| format!("index get: {e}"))?
             .and_then(|v| TupleId::from_bytes(&v));
         if got != Some(*tid) {
-            return Err(format!("index maps key {k} to {got:?}, heap has it at {tid}"));
+            return Err(format!(
+                "index maps key {k} to {got:?}, heap has it at {tid}"
+            ));
         }
     }
     if report.entries as usize != rows.len() {
@@ -196,14 +200,14 @@ fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Ro
         ));
     }
     let heap_pages = t.heap.pages(r).count() as u64;
-    let used = 1 + heap_pages + overflow_pages as u64 + report.pages as u64;
+    let used = 1 + heap_pages + overflow_pages as u64 + report.pages();
     let page_count = r.page_count().unwrap() as u64;
     let free = kinds[PageKind::Free as usize];
     if used + free != page_count {
         return Err(format!(
             "page leak: {page_count} pages, {used} in use (heap {heap_pages}, overflow \
              {overflow_pages}, index {}), {free} free",
-            report.pages
+            report.pages()
         ));
     }
     Ok(rows)
@@ -222,7 +226,19 @@ fn options(rng: &mut StdRng, mode: Synchronous) -> StoreOptions {
 }
 
 /// One seeded run: setup, random transactions until the crash, recovery, checks; twice.
-fn run(seed: u64, mode: Synchronous) -> Result<(), String> {
+/// What the runs exercised, summed and printed so a harness that silently does nothing
+/// shows up (and is asserted on in `run_many`).
+#[derive(Default, Debug)]
+struct Tally {
+    commits: u64,
+    in_doubt: u64,
+    recovered_rows: u64,
+    torn_writes: u64,
+    dropped_writes: u64,
+    recovered_txns: u64,
+}
+
+fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = FaultFileSystem::new();
     let path = Path::new("crash.beedb");
@@ -275,10 +291,12 @@ fn run(seed: u64, mode: Synchronous) -> Result<(), String> {
             }
             match w.commit() {
                 Ok(()) => {
+                    tally.commits += 1;
                     rows = pending;
                     history.insert(digest(&rows));
                 }
                 Err(_) => {
+                    tally.in_doubt += 1;
                     in_doubt = Some(pending);
                     break;
                 }
@@ -295,8 +313,11 @@ fn run(seed: u64, mode: Synchronous) -> Result<(), String> {
         fs.crash();
         drop(store);
         let outcome = fs.restart(seed.wrapping_mul(31).wrapping_add(round));
-        let (store, _) = Store::open_with(&fs, path, opts.clone())
+        tally.torn_writes += outcome.torn as u64;
+        tally.dropped_writes += outcome.dropped as u64;
+        let (store, report) = Store::open_with(&fs, path, opts.clone())
             .map_err(|e| format!("round {round}: recovery failed: {e} ({outcome:?})"))?;
+        tally.recovered_txns += report.recovered_txns;
         let r = store.begin_read();
         let got = read_and_check(&store, &r, &layout).map_err(|e| format!("round {round}: {e}"))?;
         let acceptable = match mode {
@@ -309,9 +330,14 @@ fn run(seed: u64, mode: Synchronous) -> Result<(), String> {
                  acknowledged commit{}",
                 got.len(),
                 rows.len(),
-                if mode == Synchronous::Full { "" } else { " or an earlier one" }
+                if mode == Synchronous::Full {
+                    ""
+                } else {
+                    " or an earlier one"
+                }
             ));
         }
+        tally.recovered_rows += got.len() as u64;
         rows = got;
     }
     Ok(())
@@ -319,7 +345,12 @@ fn run(seed: u64, mode: Synchronous) -> Result<(), String> {
 
 /// Reading during the run must never fail or see a half transaction (the reader's
 /// snapshot is checked only for internal consistency: every indexed key is in the heap).
-fn lookup_rows(r: &ReadTxn, t: &Table, _layout: &TupleLayout, rows: &Rows) -> beedb_storage::Result<()> {
+fn lookup_rows(
+    r: &ReadTxn,
+    t: &Table,
+    _layout: &TupleLayout,
+    rows: &Rows,
+) -> beedb_storage::Result<()> {
     for k in rows.keys().take(5) {
         if let Some(v) = t.index.get(r, &key_bytes(*k))? {
             let tid = TupleId::from_bytes(&v).expect("tid");
@@ -339,12 +370,17 @@ fn runs(default: u64) -> u64 {
 }
 
 fn run_many(mode: Synchronous, base: u64, default_runs: u64) {
-    let seeds: Vec<u64> = match std::env::var("BEEDB_CRASH_SEED").ok().and_then(|s| s.parse().ok()) {
+    let seeds: Vec<u64> = match std::env::var("BEEDB_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(s) => vec![s],
         None => (base..base + runs(default_runs)).collect(),
     };
+    let mut tally = Tally::default();
+    let n = seeds.len() as u64;
     for seed in seeds {
-        if let Err(e) = run(seed, mode) {
+        if let Err(e) = run(seed, mode, &mut tally) {
             panic!(
                 "crash run failed ({mode:?}, seed {seed}): {e}\nreplay: BEEDB_CRASH_SEED={seed} \
                  cargo test -p beedb-storage --test crash {} -- --nocapture",
@@ -355,6 +391,20 @@ fn run_many(mode: Synchronous, base: u64, default_runs: u64) {
                 }
             );
         }
+    }
+    eprintln!("{mode:?}: {n} runs, {tally:?}");
+    // The harness must have done real work: commits before crashes, torn and dropped
+    // writes, transactions replayed from the WAL at recovery.
+    if n >= 50 {
+        assert!(tally.commits > n, "{tally:?}");
+        assert!(
+            tally.torn_writes > 0 && tally.dropped_writes > 0,
+            "{tally:?}"
+        );
+        assert!(
+            tally.recovered_txns > 0 && tally.recovered_rows > 0,
+            "{tally:?}"
+        );
     }
 }
 
@@ -372,4 +422,3 @@ fn crash_normal_recovers_a_committed_prefix() {
 fn crash_off_recovers_a_committed_prefix() {
     run_many(Synchronous::Off, 2_000_000, 400);
 }
-

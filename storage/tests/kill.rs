@@ -50,7 +50,13 @@ fn child_writer() {
         (first, 0)
     } else {
         let r = store.begin_read();
-        (first as u32, read_u64(&r.read_page(PageId(first as u32)).unwrap(), PAGE_HEADER_SIZE))
+        (
+            first as u32,
+            read_u64(
+                &r.read_page(PageId(first as u32)).unwrap(),
+                PAGE_HEADER_SIZE,
+            ),
+        )
     };
     loop {
         n += 1;
@@ -92,7 +98,9 @@ fn sigkill_during_commits_loses_no_acknowledged_transaction() {
             }
         });
         // Wait for the first commit, then a pseudo-random while more.
-        let mut last = rx.recv_timeout(Duration::from_secs(60)).expect("child commits");
+        let mut last = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("child commits");
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
         std::thread::sleep(Duration::from_millis(20 + (seed >> 33) % 200));
         child.kill().unwrap(); // SIGKILL
@@ -107,7 +115,10 @@ fn sigkill_during_commits_loses_no_acknowledged_transaction() {
         let first = r.root(0).unwrap() as u32;
         let got = read_u64(&r.read_page(PageId(first)).unwrap(), PAGE_HEADER_SIZE);
         eprintln!("round {round}: child reported {last}, found {got}");
-        assert!(got >= last, "round {round}: child reported {last} committed, found {got}");
+        assert!(
+            got >= last,
+            "round {round}: child reported {last} committed, found {got}"
+        );
         for i in 1..PAGES {
             let v = read_u64(&r.read_page(PageId(first + i)).unwrap(), PAGE_HEADER_SIZE);
             assert_eq!(v, got, "round {round}: a transaction is half there");
