@@ -128,3 +128,51 @@ fn sigkill_during_commits_loses_no_acknowledged_transaction() {
         assert!(Path::new(&path).exists());
     }
 }
+
+/// Child side of `second_process_gets_a_clear_lock_error`.
+#[test]
+fn child_opener() {
+    let Ok(path) = std::env::var("BEEDB_LOCK_CHILD") else {
+        return;
+    };
+    match Store::open(&path, options()) {
+        Err(e @ beedb_storage::Error::Locked { .. }) => println!("refused: {e}"),
+        Err(e) => println!("other error: {e}"),
+        Ok(_) => println!("opened"),
+    }
+}
+
+#[test]
+fn second_process_gets_a_clear_lock_error() {
+    if std::env::var("BEEDB_LOCK_CHILD").is_ok() || std::env::var("BEEDB_KILL_CHILD").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.beedb");
+    let run_child = || {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_opener", "--nocapture", "--test-threads=1"])
+            .env("BEEDB_LOCK_CHILD", &path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let (store, _) = Store::open(&path, options()).unwrap();
+    let w = store.begin_write().unwrap();
+    let mut g = w.allocate_page().unwrap();
+    let id = g.id();
+    format_page(&mut g, id, PageKind::Heap);
+    write_u64(&mut g, PAGE_HEADER_SIZE, 42);
+    drop(g);
+    w.commit().unwrap();
+    let out = run_child();
+    assert!(out.contains("refused:") && out.contains("locked"), "{out}");
+    // The refused open changed nothing.
+    assert_eq!(
+        read_u64(&store.begin_read().read_page(id).unwrap(), PAGE_HEADER_SIZE),
+        42
+    );
+    drop(store);
+    let out = run_child();
+    assert!(out.contains("opened"), "{out}");
+}

@@ -270,7 +270,12 @@ fn full_mode_commit_is_durable_across_power_cut() {
 #[test]
 fn readers_run_concurrently_with_writer_and_see_consistent_sums() {
     // Money transfers between accounts, one per page: every snapshot sums to the total.
-    let store = open(&MemFileSystem::new(), opts());
+    // Checkpoints run every few commits and a tiny pool forces evictions, so readers
+    // race with backfills, WAL resets and reloads.
+    let mut o = opts();
+    o.checkpoint_frames = 16;
+    o.cache_size_bytes = 64 * 4096;
+    let store = open(&MemFileSystem::new(), o);
     let w = store.begin_write().unwrap();
     let accounts: Vec<PageId> = (0..20).map(|_| new_page(&w, 100)).collect();
     w.commit().unwrap();
@@ -312,6 +317,7 @@ fn readers_run_concurrently_with_writer_and_see_consistent_sums() {
     for r in readers {
         assert!(r.join().unwrap() > 0);
     }
+    assert!(store.stats().wal_resets.load(Ordering::Relaxed) > 0);
 }
 
 #[test]
