@@ -12,7 +12,7 @@
 //! - `backfilled`: frames up to here have been copied into the database file.
 //!
 //! A reader registers its snapshot; a checkpoint copies only frames ≤ the oldest
-//! registered snapshot, and truncates the WAL only when every reader is at the newest
+//! registered snapshot, and resets the WAL only when every reader is at the newest
 //! commit, so a reader never blocks a writer and is never blocked by one.
 //!
 //! ## The write transaction
@@ -413,7 +413,7 @@ impl Store {
         })
     }
 
-    /// Copies committed WAL frames into the database file and truncates the WAL if no
+    /// Copies committed WAL frames into the database file and resets the WAL if no
     /// reader still needs it. Waits for the write lock.
     pub fn checkpoint(&self) -> Result<()> {
         let timeout = self.inner.options.read().writer_timeout;
