@@ -1,7 +1,8 @@
 //! A profiling driver for the commit path: `n` transactions, each inserting one row into
 //! a heap and its key into a unique B+tree, then committing.
 //!
-//! `cargo run --release -p beedb-storage --example commit_loop -- 20000 off`, or under
+//! `cargo run --release -p beedb-storage --example commit_loop -- 20000 off [CHECKPOINT_FRAMES]`,
+//! or under
 //! `valgrind --tool=callgrind` for instruction counts.
 
 use std::time::{Duration, Instant};
@@ -18,11 +19,15 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(Synchronous::Off);
+    let checkpoint_frames: Option<u64> = args.next().and_then(|s| s.parse().ok());
     let dir = tempfile::tempdir().expect("temporary directory");
-    let options = StoreOptions {
+    let mut options = StoreOptions {
         synchronous: mode,
         ..StoreOptions::default()
     };
+    if let Some(frames) = checkpoint_frames {
+        options.checkpoint_frames = frames;
+    }
     let (store, _) = Store::open(dir.path().join("commit.beedb"), options).expect("open");
     let layout = TupleLayout::new(&[ColumnFormat::fixed(8, false), ColumnFormat::variable(false)])
         .expect("layout");
