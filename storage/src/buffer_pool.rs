@@ -17,7 +17,7 @@
 //! 2. A pinned frame is never evicted.
 //! 3. At most one frame per `(PageId, Lsn)` key.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -31,6 +31,7 @@ use crate::ids::{Lsn, PageId};
 pub type VersionKey = (PageId, Lsn);
 
 const SHARD_COUNT: usize = 16;
+const SPARE_BUFFERS_PER_SHARD: usize = 8;
 
 struct Slot {
     key: VersionKey,
@@ -71,7 +72,7 @@ impl BufferPool {
             .map(|_| {
                 Mutex::new(Shard {
                     slots: Vec::new(),
-                    index: HashMap::new(),
+                    index: HashMap::default(),
                     hand: 0,
                     capacity: per_shard,
                     spare: Vec::new(),
@@ -127,12 +128,7 @@ impl BufferPool {
             return Ok(f);
         }
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
-        let mut buf = self
-            .shard(key.0)
-            .lock()
-            .spare
-            .pop()
-            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice());
+        let mut buf = self.take_buffer(key.0);
         load(&mut buf)?;
         self.insert(key, buf)
     }
@@ -167,12 +163,7 @@ impl BufferPool {
         self.stats.evictions.fetch_add(1, Ordering::Relaxed);
         // The old frame is unpinned (we checked under the shard lock, and new pins are
         // only taken under it), so we can recycle its buffer.
-        if let Ok(lock) = Arc::try_unwrap(old.frame) {
-            let spare_max = 4;
-            if shard.spare.len() < spare_max {
-                shard.spare.push(lock.into_inner());
-            }
-        }
+        Self::recycle(&mut shard, old.frame);
         Ok(frame)
     }
 
@@ -198,17 +189,55 @@ impl BufferPool {
     /// checkpoint overwrites the database file's version of a page.
     pub fn invalidate(&self, key: VersionKey) {
         let mut shard = self.shard(key.0).lock();
-        if let Some(i) = shard.index.remove(&key) {
-            let last = shard.slots.len() - 1;
-            shard.slots.swap(i, last);
-            shard.slots.pop();
-            if i < shard.slots.len() {
-                let moved = shard.slots[i].key;
-                shard.index.insert(moved, i);
-            }
-            if shard.hand >= shard.slots.len() {
-                shard.hand = 0;
-            }
+        if let Some(slot) = Self::remove_slot(&mut shard, key) {
+            Self::recycle(&mut shard, slot.frame);
+        }
+    }
+
+    /// Renames a cached version (a checkpoint that folded the WAL into the database file
+    /// makes the newest WAL version of a page its database-file version). Does nothing
+    /// if `from` is not cached or `to` already is.
+    pub fn rekey(&self, from: VersionKey, to: VersionKey) {
+        debug_assert_eq!(from.0, to.0, "rekey keeps the page");
+        let mut shard = self.shard(from.0).lock();
+        if shard.index.contains_key(&to) {
+            return;
+        }
+        if let Some(i) = shard.index.remove(&from) {
+            shard.slots[i].key = to;
+            shard.index.insert(to, i);
+        }
+    }
+
+    /// A page buffer to fill, recycled from a dropped frame of `page`'s shard when one
+    /// is at hand (so steady-state commits allocate and fault in no new memory).
+    pub fn take_buffer(&self, page: PageId) -> PageBuf {
+        self.shard(page)
+            .lock()
+            .spare
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+    }
+
+    fn remove_slot(shard: &mut Shard, key: VersionKey) -> Option<Slot> {
+        let i = shard.index.remove(&key)?;
+        let slot = shard.slots.swap_remove(i);
+        if i < shard.slots.len() {
+            let moved = shard.slots[i].key;
+            shard.index.insert(moved, i);
+        }
+        if shard.hand >= shard.slots.len() {
+            shard.hand = 0;
+        }
+        Some(slot)
+    }
+
+    /// Keeps the buffer of an unpinned frame for reuse.
+    fn recycle(shard: &mut Shard, frame: Frame) {
+        if shard.spare.len() < SPARE_BUFFERS_PER_SHARD
+            && let Ok(lock) = Arc::try_unwrap(frame)
+        {
+            shard.spare.push(lock.into_inner());
         }
     }
 

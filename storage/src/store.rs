@@ -12,7 +12,7 @@
 //! - `backfilled`: frames up to here have been copied into the database file.
 //!
 //! A reader registers its snapshot; a checkpoint copies only frames ≤ the oldest
-//! registered snapshot, and truncates the WAL only when every reader is at the newest
+//! registered snapshot, and resets the WAL only when every reader is at the newest
 //! commit, so a reader never blocks a writer and is never blocked by one.
 //!
 //! ## The write transaction
@@ -47,7 +47,9 @@
 //! A failed WAL write or sync *poisons* the store: the outcome of that commit is
 //! unknown until recovery, so no further write is allowed; reopen to recover.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -307,10 +309,13 @@ impl Store {
         });
         let store = Store { inner };
         store.check_not_truncated()?;
-        if recovered.committed_txns > 0 || store.inner.wal.frame_count() > 0 {
-            // Fold the recovered log into the database file and truncate the WAL, so no
-            // stale frame of the crashed session can ever follow new ones.
+        if recovered.frames_in_file > 0 {
+            // Fold the recovered log into the database file and start a new WAL
+            // generation, even if no frame was valid: frames the crashed session wrote
+            // past the first invalid one carry the old salt, so none of them can ever
+            // be taken for a continuation of the new log.
             store.checkpoint()?;
+            store.inner.wal.reset()?;
         }
         Ok((store, report))
     }
@@ -408,7 +413,7 @@ impl Store {
         })
     }
 
-    /// Copies committed WAL frames into the database file and truncates the WAL if no
+    /// Copies committed WAL frames into the database file and resets the WAL if no
     /// reader still needs it. Waits for the write lock.
     pub fn checkpoint(&self) -> Result<()> {
         let timeout = self.inner.options.read().writer_timeout;
@@ -549,6 +554,21 @@ impl StoreInner {
         })
     }
 
+    /// Drops superseded page versions from the pool (recycling their buffers) when no
+    /// reader's snapshot predates the commit at `lsn` that superseded them. Without
+    /// this, every commit would leave its pages' previous versions to age out of the
+    /// pool, and new versions would keep faulting in fresh memory.
+    fn retire_versions(&self, superseded: &[(PageId, Lsn)], lsn: Lsn) {
+        let readers = self.readers.lock();
+        // `visible` ≥ `lsn` here, so readers that register later see the new versions.
+        if readers.keys().next().is_some_and(|&m| m < lsn.0) {
+            return;
+        }
+        for &key in superseded {
+            self.pool.invalidate(key);
+        }
+    }
+
     fn oldest_reader(&self) -> Option<u64> {
         self.readers.lock().keys().next().copied()
     }
@@ -599,10 +619,16 @@ impl StoreInner {
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
         if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
+            let newest = self.wal.newest_versions(committed);
             if let Err(e) = self.wal.reset() {
-                // The WAL's length is unknown now; recovery at the next open sorts it out.
+                // The WAL's state is unknown now; recovery at the next open sorts it out.
                 self.poison(&e);
                 return Err(e);
+            }
+            // Each page's newest version is now its database-file version: rename the
+            // cached frames instead of reading the pages back from the file.
+            for (page, lsn) in newest {
+                self.pool.rekey((page, lsn), (page, Lsn::IN_DATABASE_FILE));
             }
             self.stats.wal_resets.fetch_add(1, Ordering::Relaxed);
         }
@@ -908,6 +934,11 @@ impl WriteTxn {
         let mut published: Vec<(PageId, Lsn)> = st.spilled.iter().map(|(&p, &l)| (p, l)).collect();
         published.sort_unstable_by_key(|&(_, l)| l);
         published.extend(pages.iter().map(|(p, _)| *p).zip(lsns.iter().copied()));
+        // The versions these pages had before: garbage once no reader needs them.
+        let superseded: Vec<(PageId, Lsn)> = published
+            .iter()
+            .map(|&(p, _)| (p, inner.wal.version_for(p, self.base)))
+            .collect();
         inner.wal.publish(&published);
         inner.committed.store(last.0, Ordering::Release);
         inner
@@ -932,6 +963,7 @@ impl WriteTxn {
                 return Err(e);
             }
             inner.visible.fetch_max(last.0, Ordering::AcqRel);
+            inner.retire_versions(&superseded, last);
             return Ok(());
         }
         if mode == Synchronous::Full
@@ -942,6 +974,7 @@ impl WriteTxn {
             return Err(e);
         }
         inner.visible.fetch_max(last.0, Ordering::AcqRel);
+        inner.retire_versions(&superseded, last);
         let r = if want_checkpoint {
             inner.checkpoint_locked()
         } else {
@@ -994,11 +1027,11 @@ impl PageWrite for WriteTxn {
         if let Some(f) = self.private_frame(id) {
             return Ok(PageWriteGuard::new(id, &f));
         }
-        let copy: PageBuf = {
+        let mut copy = self.inner.pool.take_buffer(id);
+        {
             let src = self.current_frame(id)?;
-            let g = src.read();
-            g.clone()
-        };
+            copy.copy_from_slice(&src.read());
+        }
         self.insert_private(id, copy)
     }
 

@@ -10,7 +10,7 @@
 //!
 //! A failure prints its seed; replay it with
 //! `BEEDB_CRASH_SEED=<seed> cargo test -p beedb-storage --test crash -- --nocapture`.
-//! `BEEDB_CRASH_RUNS=<n>` sets the number of runs per mode (default 1200 for full, 400
+//! `BEEDB_CRASH_RUNS=<n>` sets the number of runs per mode (default 3000 for full, 1000
 //! each for normal and off).
 
 use std::collections::{BTreeMap, HashSet};
@@ -64,6 +64,31 @@ fn open_table(r: &impl PageRead, root: impl Fn(usize) -> u64) -> Option<Table> {
     })
 }
 
+/// Inserts a row with key `k` unless the key exists.
+fn insert_row(
+    w: &WriteTxn,
+    t: &Table,
+    layout: &TupleLayout,
+    rows: &mut Rows,
+    k: u64,
+    payload: Vec<u8>,
+) -> beedb_storage::Result<()> {
+    if rows.contains_key(&k) {
+        return Ok(());
+    }
+    let tid = t.heap.insert(
+        w,
+        &[
+            AttrValue::Fixed(&k.to_le_bytes()),
+            AttrValue::Variable(&payload),
+        ],
+        layout,
+    )?;
+    t.index.insert(w, &key_bytes(k), &tid.to_bytes())?;
+    rows.insert(k, payload);
+    Ok(())
+}
+
 /// One random change inside the open write transaction; errors are returned (the file
 /// system may have crashed under it).
 fn random_change(
@@ -85,7 +110,7 @@ fn random_change(
         None
     } else {
         let k = *rows
-            .range(rng.random::<u64>() % 1000..)
+            .range(rng.random::<u64>() % 5000..)
             .next()
             .or_else(|| rows.iter().next())
             .unwrap()
@@ -93,22 +118,7 @@ fn random_change(
         Some(k)
     };
     match existing {
-        None => {
-            let k = rng.random::<u64>() % 1000;
-            if rows.contains_key(&k) {
-                return Ok(());
-            }
-            let tid = t.heap.insert(
-                w,
-                &[
-                    AttrValue::Fixed(&k.to_le_bytes()),
-                    AttrValue::Variable(&payload),
-                ],
-                layout,
-            )?;
-            t.index.insert(w, &key_bytes(k), &tid.to_bytes())?;
-            rows.insert(k, payload);
-        }
+        None => insert_row(w, t, layout, rows, rng.random::<u64>() % 5000, payload)?,
         Some(k) => {
             let tid = t
                 .index
@@ -142,7 +152,12 @@ fn random_change(
 
 /// Reads every row through the heap, checks it against the index, and checks that the
 /// heap, the index and the free list account for every page.
-fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Rows, String> {
+fn read_and_check(
+    store: &Store,
+    r: &ReadTxn,
+    layout: &TupleLayout,
+    tally: &mut Tally,
+) -> Result<Rows, String> {
     let kinds = store
         .verify_pages()
         .map_err(|e| format!("verify_pages: {e}"))?;
@@ -157,6 +172,7 @@ fn read_and_check(store: &Store, r: &ReadTxn, layout: &TupleLayout) -> Result<Ro
         .index
         .verify(r)
         .map_err(|e| format!("btree verify: {e}"))?;
+    tally.max_btree_height = tally.max_btree_height.max(report.height);
     let mut rows = Rows::new();
     let mut tids = Vec::new();
     t.heap
@@ -236,6 +252,7 @@ struct Tally {
     torn_writes: u64,
     dropped_writes: u64,
     recovered_txns: u64,
+    max_btree_height: u32,
 }
 
 fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
@@ -244,16 +261,27 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
     let path = Path::new("crash.beedb");
     let layout = layout();
     let opts = options(&mut rng, mode);
-    {
+    let mut rows = {
         let (store, _) = Store::open_with(&fs, path, opts.clone()).map_err(|e| e.to_string())?;
         let w = store.begin_write().unwrap();
         let heap = HeapFile::create(&w).unwrap();
         let index = BTree::create(&w, true).unwrap();
         w.set_root(HEAP_SLOT, heap.first_page.0 as u64).unwrap();
         w.set_root(INDEX_SLOT, index.root().0 as u64).unwrap();
+        // One run in five starts from a table big enough for multi-level B+trees.
+        let mut rows = Rows::new();
+        if rng.random_range(0..5) == 0 {
+            let t = Table { heap, index };
+            let target = rng.random_range(300..1500);
+            while rows.len() < target {
+                let k = rng.random::<u64>() % 5000;
+                let payload = vec![k as u8; rng.random_range(0..100)];
+                insert_row(&w, &t, &layout, &mut rows, k, payload).unwrap();
+            }
+        }
         w.commit().unwrap();
-    }
-    let mut rows = Rows::new();
+        rows
+    };
     for round in 0..2 {
         let (store, _) = Store::open_with(&fs, path, opts.clone())
             .map_err(|e| format!("round {round}: reopen before work: {e}"))?;
@@ -263,7 +291,15 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
         };
         let start = fs.operation_count();
         let mut cfg = FaultConfig {
-            crash_at_op: Some(start + rng.random_range(1..300)),
+            // Most runs crash early; one in ten runs long enough to grow multi-level trees.
+            crash_at_op: Some(
+                start
+                    + if rng.random_range(0..10) == 0 {
+                        rng.random_range(300..3000)
+                    } else {
+                        rng.random_range(1..300)
+                    },
+            ),
             ..Default::default()
         };
         // Sometimes a single write or sync fails first: the store must refuse further
@@ -319,7 +355,8 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
             .map_err(|e| format!("round {round}: recovery failed: {e} ({outcome:?})"))?;
         tally.recovered_txns += report.recovered_txns;
         let r = store.begin_read();
-        let got = read_and_check(&store, &r, &layout).map_err(|e| format!("round {round}: {e}"))?;
+        let got = read_and_check(&store, &r, &layout, tally)
+            .map_err(|e| format!("round {round}: {e}"))?;
         let acceptable = match mode {
             Synchronous::Full => got == rows || in_doubt.as_ref() == Some(&got),
             _ => history.contains(&digest(&got)) || in_doubt.as_ref() == Some(&got),
@@ -405,20 +442,21 @@ fn run_many(mode: Synchronous, base: u64, default_runs: u64) {
             tally.recovered_txns > 0 && tally.recovered_rows > 0,
             "{tally:?}"
         );
+        assert!(tally.max_btree_height >= 2, "{tally:?}");
     }
 }
 
 #[test]
 fn crash_full_loses_no_acknowledged_commit() {
-    run_many(Synchronous::Full, 0, 1200);
+    run_many(Synchronous::Full, 0, 3000);
 }
 
 #[test]
 fn crash_normal_recovers_a_committed_prefix() {
-    run_many(Synchronous::Normal, 1_000_000, 400);
+    run_many(Synchronous::Normal, 1_000_000, 1000);
 }
 
 #[test]
 fn crash_off_recovers_a_committed_prefix() {
-    run_many(Synchronous::Off, 2_000_000, 400);
+    run_many(Synchronous::Off, 2_000_000, 1000);
 }

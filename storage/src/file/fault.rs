@@ -31,6 +31,8 @@ pub struct FaultConfig {
     pub fail_sync_at: Option<u64>,
     /// Crash when this operation is attempted: it and every later operation fail.
     pub crash_at_op: Option<u64>,
+    /// Make every sync take at least this long, like a slow disk (group-commit tests).
+    pub sync_delay: Option<std::time::Duration>,
 }
 
 /// What [`FaultFileSystem::restart`] did to the unsynced writes.
@@ -264,6 +266,10 @@ impl StorageFile for FaultFile {
 
     fn sync(&self) -> io::Result<()> {
         self.admit(OpKind::Sync)?;
+        let delay = self.fs.state.lock().config.sync_delay;
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
         let mut f = self.file.lock();
         f.durable = f.current.clone();
         f.pending.clear();

@@ -345,20 +345,22 @@ pub fn insert(page: &mut [u8], id: PageId, tuple: &[u8]) -> Result<Option<SlotId
     Ok(Some(SlotId(i as u16)))
 }
 
+/// The (offset, length) of the live tuple in `slot`, or `NoSuchTuple`.
+fn live_slot(page: &[u8], id: PageId, h: Header, slot: SlotId) -> Result<(usize, usize)> {
+    let i = slot.0 as usize;
+    match (i < h.slot_count).then(|| checked_slot(page, id, h, i)).transpose()? {
+        Some((off, len)) if len != 0 => Ok((off, len)),
+        _ => Err(Error::NoSuchTuple(TupleId { page: id, slot })),
+    }
+}
+
 /// Replaces the tuple in `slot` with `tuple` if it fits in this page (compacting if
 /// needed). `Ok(false)` leaves the page unchanged.
 pub fn replace(page: &mut [u8], id: PageId, slot: SlotId, tuple: &[u8]) -> Result<bool> {
     check_tuple_len(page, id, tuple)?;
     let h = header(page, id)?;
     let i = slot.0 as usize;
-    let (off, len) = if i < h.slot_count {
-        checked_slot(page, id, h, i)?
-    } else {
-        (0, 0)
-    };
-    if len == 0 {
-        return Err(Error::NoSuchTuple(TupleId { page: id, slot }));
-    }
+    let (off, len) = live_slot(page, id, h, slot)?;
     let new_len = align(tuple.len());
     if new_len <= align(len) {
         // Same place; any shrinkage becomes a hole.
@@ -385,14 +387,7 @@ pub fn replace(page: &mut [u8], id: PageId, slot: SlotId, tuple: &[u8]) -> Resul
 pub fn remove(page: &mut [u8], id: PageId, slot: SlotId) -> Result<()> {
     let h = header(page, id)?;
     let i = slot.0 as usize;
-    let (off, len) = if i < h.slot_count {
-        checked_slot(page, id, h, i)?
-    } else {
-        (0, 0)
-    };
-    if len == 0 {
-        return Err(Error::NoSuchTuple(TupleId { page: id, slot }));
-    }
+    let (off, len) = live_slot(page, id, h, slot)?;
     set_slot_entry(page, i, 0, 0);
     let mut count = h.slot_count;
     while count > 0 && slot_entry(page, count - 1).1 == 0 {
