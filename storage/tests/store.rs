@@ -232,9 +232,18 @@ fn flipped_bit_in_durable_wal_frame_is_reported_not_dropped() {
     }
     fs.restart(1);
     let mut wal = fs.file_bytes(Path::new("db-wal")).unwrap();
-    let frame_bytes = 64 + 4096;
-    // Flip a bit in the page image of the second frame.
-    wal[64 + frame_bytes + 64 + 500] ^= 1;
+    // Frame 0 starts at byte 512; its stored length is the page minus its elided hole
+    // (header bytes 56..60), rounded up with its 64-byte header to 512 bytes.
+    let frame0 = 512usize;
+    let hole = u32::from_le_bytes(wal[frame0 + 56..frame0 + 60].try_into().unwrap()) as usize;
+    let frame1 = frame0 + (64 + 4096 - hole).div_ceil(512) * 512;
+    assert_eq!(
+        u64::from_le_bytes(wal[frame1..frame1 + 8].try_into().unwrap()),
+        u64::from_le_bytes(wal[frame0..frame0 + 8].try_into().unwrap()) + 1,
+        "frame 1 found"
+    );
+    // Flip a bit in the second frame's page image (its page-id field).
+    wal[frame1 + 64 + 5] ^= 1;
     fs.set_file_bytes(Path::new("db-wal"), wal);
     let err = Store::open_with(&fs, Path::new("db"), o).err().unwrap();
     assert!(matches!(err, Error::CorruptWal { frame: 1, .. }), "{err}");

@@ -348,7 +348,10 @@ pub fn insert(page: &mut [u8], id: PageId, tuple: &[u8]) -> Result<Option<SlotId
 /// The (offset, length) of the live tuple in `slot`, or `NoSuchTuple`.
 fn live_slot(page: &[u8], id: PageId, h: Header, slot: SlotId) -> Result<(usize, usize)> {
     let i = slot.0 as usize;
-    match (i < h.slot_count).then(|| checked_slot(page, id, h, i)).transpose()? {
+    match (i < h.slot_count)
+        .then(|| checked_slot(page, id, h, i))
+        .transpose()?
+    {
         Some((off, len)) if len != 0 => Ok((off, len)),
         _ => Err(Error::NoSuchTuple(TupleId { page: id, slot })),
     }
