@@ -42,7 +42,7 @@
 //! | writing → idle (rolled back)   | [`WriteTxn::rollback`] / drop |
 //! | WAL → database file            | [`Store::checkpoint`]    |
 //! | open → closed                  | [`Store::close`] / drop  |
-//! | any → poisoned (I/O failure)   | `StoreInner::poison`     |
+//! | any → poisoned (I/O failure)   | `StoreCore::poison`      |
 //!
 //! A failed WAL write or sync *poisons* the store: the outcome of that commit is
 //! unknown until recovery, so no further write is allowed; reopen to recover.
@@ -107,6 +107,10 @@ pub struct StoreOptions {
     pub writer_dirty_pages_max: usize,
     /// Create the database if the file does not exist.
     pub create: bool,
+    /// Run automatic checkpoints on a background thread (the default), so committing
+    /// threads do not wait for the WAL and database syncs of a checkpoint; otherwise the
+    /// commit that crosses `checkpoint_frames` checkpoints before it returns.
+    pub background_checkpoint: bool,
 }
 
 impl Default for StoreOptions {
@@ -119,6 +123,7 @@ impl Default for StoreOptions {
             checkpoint_frames: 2000,
             writer_dirty_pages_max: 4096,
             create: true,
+            background_checkpoint: true,
         }
     }
 }
@@ -132,6 +137,8 @@ pub struct StoreStats {
     pub pages_spilled: AtomicU64,
     pub checkpoints: AtomicU64,
     pub wal_resets: AtomicU64,
+    /// Background checkpoints that failed (an I/O error; the store is then poisoned).
+    pub checkpoint_failures: AtomicU64,
 }
 
 /// What recovery did at open.
@@ -142,7 +149,9 @@ pub struct OpenReport {
     pub discarded_frames: u64,
 }
 
-struct StoreInner {
+/// The state of an open store, shared by every handle, transaction and the background
+/// checkpointer.
+struct StoreCore {
     path: PathBuf,
     db_file: Arc<dyn StorageFile>,
     wal: Wal,
@@ -158,6 +167,10 @@ struct StoreInner {
     readers: Mutex<BTreeMap<u64, usize>>,
     next_txn: AtomicU64,
     poisoned: Mutex<Option<String>>,
+    /// Serializes checkpoints (explicit, automatic and background).
+    checkpoint_lock: Mutex<()>,
+    /// Set when checkpoints run on the background thread.
+    checkpointer: Option<Arc<CheckpointSignal>>,
     stats: StoreStats,
 }
 
@@ -290,7 +303,7 @@ impl Store {
         let committed = wal.next_lsn().0 - 1;
         let opts = options.clone();
         let frames_max = (opts.cache_size_bytes / page_size).max(64);
-        let inner = Arc::new(StoreInner {
+        let core = Arc::new(StoreCore {
             path: path.to_path_buf(),
             db_file,
             wal,
@@ -305,9 +318,30 @@ impl Store {
             readers: Mutex::new(BTreeMap::new()),
             next_txn: AtomicU64::new(recovered.max_txn.0 + 1),
             poisoned: Mutex::new(None),
+            checkpoint_lock: Mutex::new(()),
+            checkpointer: options
+                .background_checkpoint
+                .then(|| Arc::new(CheckpointSignal::default())),
             stats: StoreStats::default(),
         });
-        let store = Store { inner };
+        let checkpointer_thread = match &core.checkpointer {
+            Some(signal) => {
+                let (core, signal) = (core.clone(), signal.clone());
+                Some(
+                    std::thread::Builder::new()
+                        .name("beedb-checkpointer".into())
+                        .spawn(move || run_checkpointer(core, signal))
+                        .map_err(|e| Error::io("starting the checkpointer thread", e))?,
+                )
+            }
+            None => None,
+        };
+        let store = Store {
+            inner: Arc::new(StoreInner {
+                core,
+                checkpointer_thread,
+            }),
+        };
         store.check_not_truncated()?;
         if recovered.frames_in_file > 0 {
             // Fold the recovered log into the database file and start a new WAL
@@ -418,7 +452,10 @@ impl Store {
     pub fn checkpoint(&self) -> Result<()> {
         let timeout = self.inner.options.read().writer_timeout;
         self.inner.acquire_writer(timeout)?;
-        let r = self.inner.checkpoint_locked();
+        let r = {
+            let _checkpoint = self.inner.checkpoint_lock.lock();
+            self.inner.checkpoint_locked()
+        };
         self.inner.release_writer();
         r
     }
@@ -481,7 +518,7 @@ impl Store {
     }
 }
 
-impl StoreInner {
+impl StoreCore {
     fn check_poison(&self) -> Result<()> {
         match &*self.poisoned.lock() {
             Some(_) => Err(Error::Closed(
@@ -574,7 +611,36 @@ impl StoreInner {
     }
 
     /// See [`Store::checkpoint`]; the caller holds the write lock.
+    /// See [`Store::checkpoint`]; the caller holds the write lock and the checkpoint
+    /// lock: backfills what is left and starts a new WAL generation if it can.
     fn checkpoint_locked(&self) -> Result<()> {
+        let (committed, safe) = self.backfill()?;
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
+        if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
+            let newest = self.wal.newest_versions(committed);
+            if let Err(e) = self.wal.reset() {
+                // The WAL's state is unknown now; recovery at the next open sorts it out.
+                self.poison(&e);
+                return Err(e);
+            }
+            // Each page's newest version is now its database-file version: rename the
+            // cached frames instead of reading the pages back from the file.
+            for (page, lsn) in newest {
+                self.pool.rekey((page, lsn), (page, Lsn::IN_DATABASE_FILE));
+            }
+            self.stats.wal_resets.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The first half of a checkpoint, which needs no write lock (only the checkpoint
+    /// lock): makes the committed frames durable and copies every page's newest version
+    /// up to the oldest reader's snapshot into the database file, then syncs it. A writer
+    /// may append meanwhile: only frames up to `committed`, read at the start, are
+    /// touched, and no reader or writer resolves a page to its database-file version
+    /// while a WAL version ≤ its snapshot exists. Returns (committed, safe).
+    fn backfill(&self) -> Result<(Lsn, Lsn)> {
         self.check_poison()?;
         let committed = Lsn(self.committed.load(Ordering::Acquire));
         // Frames must be durable in the WAL before their pages overwrite the database
@@ -616,27 +682,91 @@ impl StoreInner {
         for page in &written {
             self.pool.invalidate((*page, Lsn::IN_DATABASE_FILE));
         }
-        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
-        let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
-        if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
-            let newest = self.wal.newest_versions(committed);
-            if let Err(e) = self.wal.reset() {
-                // The WAL's state is unknown now; recovery at the next open sorts it out.
-                self.poison(&e);
-                return Err(e);
-            }
-            // Each page's newest version is now its database-file version: rename the
-            // cached frames instead of reading the pages back from the file.
-            for (page, lsn) in newest {
-                self.pool.rekey((page, lsn), (page, Lsn::IN_DATABASE_FILE));
-            }
-            self.stats.wal_resets.fetch_add(1, Ordering::Relaxed);
+        Ok((committed, safe))
+    }
+
+    /// One round of the background checkpointer: the long part (WAL sync, backfill,
+    /// database sync) runs while writers commit; then it queues for the write lock like a
+    /// writer and finishes (the few frames committed meanwhile, and the WAL reset).
+    fn checkpoint_in_background(&self) -> Result<()> {
+        {
+            let _checkpoint = self.checkpoint_lock.lock();
+            self.backfill()?;
         }
-        Ok(())
+        let timeout = self.options.read().writer_timeout;
+        self.acquire_writer(timeout)?;
+        let r = {
+            let _checkpoint = self.checkpoint_lock.lock();
+            self.checkpoint_locked()
+        };
+        self.release_writer();
+        r
+    }
+}
+
+/// Wakes the background checkpointer when the WAL has grown past the threshold.
+#[derive(Default)]
+struct CheckpointSignal {
+    state: Mutex<CheckpointRequest>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct CheckpointRequest {
+    wanted: bool,
+    shutdown: bool,
+}
+
+/// The background checkpointer's loop; it exits when the last handle on the store is
+/// dropped (`StoreInner::drop` tells it to, and waits).
+fn run_checkpointer(core: Arc<StoreCore>, signal: Arc<CheckpointSignal>) {
+    loop {
+        {
+            let mut req = signal.state.lock();
+            while !req.wanted && !req.shutdown {
+                signal.wake.wait(&mut req);
+            }
+            if req.shutdown {
+                return;
+            }
+            req.wanted = false;
+        }
+        if core.checkpoint_in_background().is_err() {
+            core.stats
+                .checkpoint_failures
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What handles and transactions hold: the shared core, and the checkpointer thread,
+/// which is stopped and joined when the last of them goes, so that dropping a store
+/// closes its files before the drop returns.
+struct StoreInner {
+    core: Arc<StoreCore>,
+    checkpointer_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::ops::Deref for StoreInner {
+    type Target = StoreCore;
+    fn deref(&self) -> &StoreCore {
+        &self.core
     }
 }
 
 impl Drop for StoreInner {
+    fn drop(&mut self) {
+        if let (Some(signal), Some(thread)) =
+            (&self.core.checkpointer, self.checkpointer_thread.take())
+        {
+            signal.state.lock().shutdown = true;
+            signal.wake.notify_one();
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for StoreCore {
     fn drop(&mut self) {
         // A clean close leaves an empty WAL. Errors cannot be reported from here; the
         // WAL still holds everything, and the next open recovers it.
@@ -954,8 +1084,15 @@ impl WriteTxn {
             let o = inner.options.read();
             (o.synchronous, o.checkpoint_frames)
         };
-        let want_checkpoint = inner.wal.frame_count() > checkpoint_frames;
-        if mode == Synchronous::Full && !want_checkpoint {
+        let wal_full = inner.wal.frame_count() > checkpoint_frames;
+        // With a background checkpointer the commit only wakes it; otherwise the commit
+        // that fills the WAL checkpoints inline, holding the write lock.
+        let inline_checkpoint = wal_full && inner.checkpointer.is_none();
+        if wal_full && let Some(signal) = &inner.checkpointer {
+            signal.state.lock().wanted = true;
+            signal.wake.notify_one();
+        }
+        if mode == Synchronous::Full && !inline_checkpoint {
             // Group commit: let the next writer in while we wait for the sync.
             inner.release_writer();
             if let Err(e) = inner.wal.sync_to(last) {
@@ -975,15 +1112,13 @@ impl WriteTxn {
         }
         inner.visible.fetch_max(last.0, Ordering::AcqRel);
         inner.retire_versions(&superseded, last);
-        let r = if want_checkpoint {
-            inner.checkpoint_locked()
-        } else {
-            Ok(())
-        };
+        if inline_checkpoint {
+            let _checkpoint = inner.checkpoint_lock.lock();
+            // The commit itself succeeded; a failed checkpoint is retried next time (and
+            // poisons the store if it was an I/O failure).
+            let _ = inner.checkpoint_locked();
+        }
         inner.release_writer();
-        // The commit itself succeeded; a failed checkpoint is retried next time (and
-        // poisons the store if it was an I/O failure of the WAL).
-        let _ = r;
         Ok(())
     }
 
