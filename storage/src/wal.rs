@@ -107,10 +107,10 @@ fn find_hole(image: &[u8]) -> (usize, usize) {
     let blocks_end = image.len() / BLOCK * BLOCK;
     let mut at = BLOCK; // block 0 holds the page header
     while at <= blocks_end {
-        let zero = at < blocks_end
-            && image[at..at + BLOCK].chunks_exact(8).fold(0u64, |acc, c| {
-                acc | u64::from_ne_bytes(c.try_into().expect("8 bytes"))
-            }) == 0;
+        let zero = at < blocks_end && {
+            let block: &[u8; BLOCK] = image[at..at + BLOCK].try_into().expect("one block");
+            block.iter().fold(0u8, |acc, &b| acc | b) == 0
+        };
         match (zero, run) {
             (true, None) => run = Some(at),
             (false, Some(start)) => {
