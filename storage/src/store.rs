@@ -11,6 +11,8 @@
 //!   back; otherwise it equals `committed`.
 //! - `backfilled`: frames up to here have been copied into the database file.
 //!
+//! Checkpoints run on a background thread by default (see
+//! `StoreCore::checkpoint_in_background`): the long part needs no write lock.
 //! A reader registers its snapshot; a checkpoint copies only frames ≤ the oldest
 //! registered snapshot, and resets the WAL only when every reader is at the newest
 //! commit, so a reader never blocks a writer and is never blocked by one.
@@ -40,7 +42,7 @@
 //! | idle → writing                 | [`Store::begin_write`]   |
 //! | writing → committed            | [`WriteTxn::commit`]     |
 //! | writing → idle (rolled back)   | [`WriteTxn::rollback`] / drop |
-//! | WAL → database file            | [`Store::checkpoint`]    |
+//! | WAL → database file            | [`Store::checkpoint`], the checkpointer thread |
 //! | open → closed                  | [`Store::close`] / drop  |
 //! | any → poisoned (I/O failure)   | `StoreCore::poison`      |
 //!
