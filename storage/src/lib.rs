@@ -12,6 +12,38 @@
 //! - [`tuple`](mod@tuple): the stored tuple format: layouts, encoder, generic decoder;
 //! - [`heap`]: heap files of slotted pages, overflow chains for long values;
 //! - [`btree`]: B+tree indexes and the order-preserving key encoding.
+//!
+//! A table as the SQL layer will keep one: a heap of rows and a unique index on the key,
+//! reachable from a root slot of the database header.
+//!
+//! ```
+//! use beedb_storage::btree::BTree;
+//! use beedb_storage::heap::HeapFile;
+//! use beedb_storage::tuple::{Attr, AttrValue, ColumnFormat, TupleLayout};
+//! use beedb_storage::{Store, StoreOptions, TupleId};
+//!
+//! # fn main() -> beedb_storage::Result<()> {
+//! let (store, _report) = Store::open(":memory:", StoreOptions::default())?;
+//! let layout =
+//!     TupleLayout::new(&[ColumnFormat::fixed(8, false), ColumnFormat::variable(true)])?;
+//!
+//! let w = store.begin_write()?; // the one writer; others wait
+//! let heap = HeapFile::create(&w)?;
+//! let index = BTree::create(&w, true)?;
+//! let row = [AttrValue::Fixed(&7u64.to_le_bytes()), AttrValue::Variable(b"seven")];
+//! let tid = heap.insert(&w, &row, &layout)?;
+//! index.insert(&w, &7u64.to_be_bytes(), &tid.to_bytes())?;
+//! w.set_root(0, heap.first_page.0 as u64)?;
+//! w.commit()?; // durable when it returns (synchronous = full)
+//!
+//! let r = store.begin_read(); // a snapshot: never blocks, never blocked
+//! let found = index.get(&r, &7u64.to_be_bytes())?.expect("indexed");
+//! let tid = TupleId::from_bytes(&found).expect("a tuple id");
+//! let tuple = heap.get(&r, tid)?.expect("stored");
+//! assert_eq!(layout.attribute(&tuple, 1)?, Attr::Bytes(b"seven"));
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod file;
 
