@@ -6,7 +6,7 @@
 //! | 16              | 2    | slot_count  | entries in the slot array (live or unused)                       |
 //! | 18              | 2    | free_start  | end of the slot array = 32 + 4 × slot_count                      |
 //! | 20              | 2    | free_end    | start of the tuple data (lowest tuple byte); 0 means 65536       |
-//! | 22              | 2    | reserved    | zero                                                             |
+//! | 22              | 2    | unused      | unused slots below slot_count: lets an insert skip the slot scan  |
 //! | 24              | 4    | next_page   | next page of the heap's chain; 0 ends it                         |
 //! | 28              | 4    | last_page   | first page of a heap only: the chain's last page (insert target) |
 //! | 32              | 4×n  | slot array  | n × (offset u16, length u16); length 0 = unused (offset 0)       |
@@ -33,7 +33,7 @@ use crate::tuple::TUPLE_HEADER_SIZE;
 pub const SLOT_COUNT_OFFSET: usize = 16;
 pub const FREE_START_OFFSET: usize = 18;
 pub const FREE_END_OFFSET: usize = 20;
-pub const RESERVED_OFFSET: usize = 22;
+pub const UNUSED_SLOTS_OFFSET: usize = 22;
 pub const NEXT_PAGE_OFFSET: usize = 24;
 pub const LAST_PAGE_OFFSET: usize = 28;
 /// Start of the slot array (end of the heap page header).
@@ -322,7 +322,13 @@ fn check_tuple_len(page: &[u8], id: PageId, tuple: &[u8]) -> Result<()> {
 pub fn insert(page: &mut [u8], id: PageId, tuple: &[u8]) -> Result<Option<SlotId>> {
     check_tuple_len(page, id, tuple)?;
     let h = header(page, id)?;
-    let reuse = (0..h.slot_count).find(|&i| slot_entry(page, i).1 == 0);
+    let unused = read_u16(page, UNUSED_SLOTS_OFFSET);
+    // Appending inserts (the common case) have no unused slot to look for.
+    let reuse = if unused == 0 {
+        None
+    } else {
+        (0..h.slot_count).find(|&i| slot_entry(page, i).1 == 0)
+    };
     let need = align(tuple.len()) + if reuse.is_some() { 0 } else { SLOT_SIZE };
     let mut free_end = h.free_end;
     if free_end - h.free_start() < need {
@@ -333,7 +339,10 @@ pub fn insert(page: &mut [u8], id: PageId, tuple: &[u8]) -> Result<Option<SlotId
         free_end = compact(page, id, h)?;
     }
     let i = match reuse {
-        Some(i) => i,
+        Some(i) => {
+            write_u16(page, UNUSED_SLOTS_OFFSET, unused - 1);
+            i
+        }
         None => {
             let i = h.slot_count;
             write_u16(page, SLOT_COUNT_OFFSET, (i + 1) as u16);
@@ -402,6 +411,10 @@ pub fn remove(page: &mut [u8], id: PageId, slot: SlotId) -> Result<()> {
     } else if off == free_end {
         free_end += align(len);
     }
+    // The removed slot is now unused; the trimmed trailing slots (it among them, if it
+    // was last) no longer count.
+    let unused = read_u16(page, UNUSED_SLOTS_OFFSET) as usize + 1 - (h.slot_count - count);
+    write_u16(page, UNUSED_SLOTS_OFFSET, unused as u16);
     write_u16(page, SLOT_COUNT_OFFSET, count as u16);
     write_u16(
         page,
@@ -412,14 +425,11 @@ pub fn remove(page: &mut [u8], id: PageId, slot: SlotId) -> Result<()> {
     Ok(())
 }
 
-/// Checks a heap page's whole structure: header, reserved bytes, every slot within the
+/// Checks a heap page's whole structure: header, the unused-slot count, every slot within the
 /// tuple area, aligned and at least a tuple header long, unused slots zeroed, and no
 /// two tuples overlapping. (The chain is checked by [`super::HeapFile::verify`].)
 pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     let h = header(page, id)?;
-    if read_u16(page, RESERVED_OFFSET) != 0 {
-        return Err(Error::corrupt(id, "reserved heap header field is not zero"));
-    }
     let mut live = Vec::with_capacity(h.slot_count);
     for i in 0..h.slot_count {
         let (off, len) = checked_slot(page, id, h, i)?;
@@ -441,6 +451,16 @@ pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     }
     if h.slot_count > 0 && slot_entry(page, h.slot_count - 1).1 == 0 {
         return Err(Error::corrupt(id, "trailing unused slot was not trimmed"));
+    }
+    let recorded = read_u16(page, UNUSED_SLOTS_OFFSET) as usize;
+    if recorded != h.slot_count - live.len() {
+        return Err(Error::corrupt(
+            id,
+            format!(
+                "header records {recorded} unused slots, the slot array has {}",
+                h.slot_count - live.len()
+            ),
+        ));
     }
     live.sort_unstable();
     for w in live.windows(2) {

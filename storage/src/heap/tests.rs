@@ -560,7 +560,9 @@ fn verify_detects_corrupted_slots_and_chains() {
             );
             write_u16(p, SLOT_ARRAY_OFFSET + 4 * n, 4088);
         }),
-        ("reserved field", |p| write_u16(p, page::RESERVED_OFFSET, 1)),
+        ("unused-slot count", |p| {
+            write_u16(p, page::UNUSED_SLOTS_OFFSET, 1)
+        }),
         ("wrong page kind", |p| {
             let id = PageId(crate::page::read_u32(p, 4));
             format_page(p, id, PageKind::Overflow)
