@@ -1,0 +1,1 @@
+//! Randomized tests across the value types.
