@@ -201,19 +201,19 @@ fn parse_time(token: &str) -> Option<i64> {
     if minutes > 59 {
         return None;
     }
-    let mut micros = hours
-        .checked_mul(MICROS_PER_HOUR)?
-        .checked_add(minutes * MICROS_PER_MINUTE)?;
+    // Accumulate in i128 so that the most negative interval (whose magnitude exceeds
+    // i64::MAX by one) reads back.
+    let mut micros =
+        hours as i128 * MICROS_PER_HOUR as i128 + (minutes * MICROS_PER_MINUTE) as i128;
     if let Some(sec) = parts.get(2) {
         let (s, f) = sec.split_once('.').unwrap_or((sec, ""));
         let s = int(s)?;
         if s > 59 || !f.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        micros = micros.checked_add(s * MICROS_PER_SECOND)?;
-        micros = micros.checked_add(fraction_to_micros(f)?)?;
+        micros += (s * MICROS_PER_SECOND) as i128 + fraction_to_micros(f)? as i128;
     }
-    Some(if negative { -micros } else { micros })
+    i64::try_from(if negative { -micros } else { micros }).ok()
 }
 
 /// Digits after a decimal point as microseconds, rounded half up beyond six digits.
@@ -583,6 +583,18 @@ mod tests {
             assert!(Interval::parse(bad).is_err(), "{bad:?}");
         }
         assert!(Interval::parse("99999999999 years").is_err());
+        let extreme = Interval::new(i32::MIN, i32::MIN, i64::MIN);
+        let back = Interval::parse(&extreme.to_string()).unwrap();
+        assert_eq!(
+            (back.months, back.days, back.micros),
+            (i32::MIN, i32::MIN, i64::MIN)
+        );
+        let extreme = Interval::new(i32::MAX, i32::MAX, i64::MAX);
+        let back = Interval::parse(&extreme.to_string()).unwrap();
+        assert_eq!(
+            (back.months, back.days, back.micros),
+            (i32::MAX, i32::MAX, i64::MAX)
+        );
     }
 
     #[test]
