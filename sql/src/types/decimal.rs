@@ -321,8 +321,8 @@ impl Decimal {
         let b = other
             .unscaled
             .checked_mul(pow10(scale - other.scale) as i128);
-        // Both aligned magnitudes are below 10^76 only in theory; in i128 they fit when
-        // the scales are close. Fall back to wide arithmetic otherwise.
+        // Aligning to the larger scale can need up to 76 digits; the common case fits
+        // an i128, the rest takes the 256-bit path.
         if let (Some(a), Some(b)) = (a, b)
             && let Some(sum) = a.checked_add(b)
         {

@@ -23,6 +23,9 @@ pub enum Error {
     /// hour 25).
     #[error("date/time field value out of range: \"{input}\"")]
     DateTimeFieldOutOfRange { input: String },
+    /// Interval text whose amounts overflow the interval's fields.
+    #[error("interval field value out of range: \"{input}\"")]
+    IntervalFieldOutOfRange { input: String },
     /// Text for a floating-point type whose value overflows or underflows it.
     #[error("\"{input}\" is out of range for type {type_name}")]
     FloatInputOutOfRange {

@@ -295,7 +295,7 @@ impl Interval {
         let mut totals = Totals::default();
         let mut ago = false;
         let mut i = 0;
-        let overflow = |_| Error::DateTimeFieldOutOfRange {
+        let overflow = |_| Error::IntervalFieldOutOfRange {
             input: text.to_string(),
         };
         while i < tokens.len() {
@@ -348,7 +348,11 @@ impl Interval {
             totals.add(amount, unit).ok_or(()).map_err(overflow)?;
             i += used;
         }
-        let fit32 = |v: i64| i32::try_from(v).map_err(|_| out_of_range());
+        let fit32 = |v: i64| {
+            i32::try_from(v).map_err(|_| Error::IntervalFieldOutOfRange {
+                input: text.to_string(),
+            })
+        };
         let mut v = Interval {
             months: fit32(totals.months)?,
             days: fit32(totals.days)?,
@@ -582,7 +586,13 @@ mod tests {
         ] {
             assert!(Interval::parse(bad).is_err(), "{bad:?}");
         }
-        assert!(Interval::parse("99999999999 years").is_err());
+        assert_eq!(
+            Interval::parse("99999999999 years")
+                .unwrap_err()
+                .to_string(),
+            "interval field value out of range: \"99999999999 years\""
+        );
+        assert!(Interval::parse("3000000000 days").is_err());
         let extreme = Interval::new(i32::MIN, i32::MIN, i64::MIN);
         let back = Interval::parse(&extreme.to_string()).unwrap();
         assert_eq!(
