@@ -1,5 +1,30 @@
-//! BeeDB's SQL engine. Today it holds only the SQL value types ([`types`]): the data
-//! types, their values, PostgreSQL's text input and output, arithmetic and casts. The
-//! parser, binder, planner and executor will be built on them.
+//! BeeDB's SQL engine: from SQL text to results.
+//!
+//! Modules in pipeline order:
+//! - [`parser`]: `sqlparser` (PostgreSQL dialect) and the glue for positions in errors;
+//! - [`catalog`]: tables, columns, indexes and views, stored in the database file;
+//! - `binder`: names and types resolved, implicit casts inserted → a logical plan;
+//! - `planner`: access paths (index or heap scan), join and aggregate operators;
+//! - [`expr`] and [`vector`]: bound expressions, column vectors and the generic
+//!   vectorized evaluator;
+//! - `exec`: the push-based operators;
+//! - `engine`: statements and transactions;
+//! - [`session`]: the public API, [`Database`], [`Connection`], [`Statement`].
+//!
+//! [`types`] holds the SQL value types all of them share.
 
+pub mod catalog;
+mod engine;
+pub mod error;
+pub mod expr;
+pub mod parser;
+pub mod session;
 pub mod types;
+pub mod vector;
+
+pub use error::{Error, ErrorKind, Result};
+pub use session::{
+    Column, Connection, Database, DatabaseOptions, FromValue, QueryResult, Row, Settings,
+    Statement,
+};
+pub use types::{DataType, Value};

@@ -414,6 +414,11 @@ impl Store {
         self.inner.options.write().writer_timeout = timeout;
     }
 
+    /// How long [`Store::begin_write`] waits for the current writer.
+    pub fn writer_timeout(&self) -> Duration {
+        self.inner.options.read().writer_timeout
+    }
+
     /// Starts a read transaction on the newest visible snapshot. Never blocks.
     pub fn begin_read(&self) -> ReadTxn {
         let mut readers = self.inner.readers.lock();
@@ -864,6 +869,12 @@ pub struct WriteTxn {
 impl WriteTxn {
     pub fn id(&self) -> TxnId {
         self.txn
+    }
+
+    /// The committed state this transaction started from: a reader whose snapshot is
+    /// older than this has missed a commit.
+    pub fn base(&self) -> Lsn {
+        self.base
     }
 
     pub fn root(&self, slot: usize) -> Result<u64> {

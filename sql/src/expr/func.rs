@@ -1,0 +1,63 @@
+//! Scalar functions: name resolution (which function, which argument casts, which
+//! result type) and their vectorized kernels.
+
+use crate::error::Result;
+use crate::types::DataType;
+
+/// A resolved scalar function. Argument types are fixed by [`Func::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Func {
+    // strings
+    Upper,
+    Lower,
+    /// `length`, `char_length`, `character_length`: characters (char(n) without its
+    /// padding).
+    Length,
+    OctetLength,
+    /// `substring(s, start [, count])` / `substr`; 1-based, PostgreSQL's rules for
+    /// starts before 1; a negative count is an error.
+    Substring,
+    /// `trim([both|leading|trailing] [chars] from s)`, `btrim`, `ltrim`, `rtrim`.
+    Btrim,
+    Ltrim,
+    Rtrim,
+    /// `position(sub in s)` / `strpos(s, sub)`: 1-based, 0 when absent.
+    Position,
+    Repeat,
+    /// `||` and `concat_ws`-free concatenation of two strings (NULL if either is NULL).
+    Concat,
+    /// `concat(a, b, …)`: NULLs are skipped.
+    ConcatAll,
+    Replace,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Reverse,
+    // numbers
+    Abs,
+    /// `round(x)` and `round(numeric, scale)`.
+    Round,
+    Trunc,
+    Floor,
+    Ceil,
+    Sqrt,
+    Power,
+    Sign,
+    Mod,
+    // comparisons
+    NullIf,
+    Greatest,
+    Least,
+}
+
+impl Func {
+    /// Resolves a call of `name` (lower case) with arguments of `args` types.
+    /// Returns the function, the type each argument must be cast to, and the result
+    /// type; `Ok(None)` when no function of that name exists, an error with
+    /// PostgreSQL's wording (`function foo(integer) does not exist`) when the name
+    /// exists but not for these argument types or this many arguments.
+    pub fn resolve(name: &str, args: &[DataType]) -> Result<Option<(Func, Vec<DataType>, DataType)>> {
+        super::eval::resolve_func(name, args)
+    }
+}

@@ -1,0 +1,133 @@
+//! Parsing: the `sqlparser` crate with its PostgreSQL dialect, and the glue that turns
+//! its errors and source spans into byte offsets of the statement text.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Span};
+
+use crate::error::{Error, Result};
+
+/// Deepest expression or query nesting the parser accepts (deeper input is an error,
+/// not a stack overflow).
+pub const MAX_NESTING: usize = 200;
+
+/// Parses every statement in `sql`.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    let dialect = PostgreSqlDialect {};
+    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
+    let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
+    parser.parse_statements().map_err(|e| parse_error(sql, e))
+}
+
+fn parse_error(sql: &str, e: ParserError) -> Error {
+    match e {
+        ParserError::RecursionLimitExceeded => {
+            Error::new(crate::error::ErrorKind::Limit, "54001", "statement is too deeply nested")
+        }
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
+            let (message, position) = split_location(sql, &m);
+            Error::syntax(message).at(position)
+        }
+    }
+}
+
+/// Splits sqlparser's "… at Line: L, Column: C" suffix off a message and turns it
+/// into a byte offset.
+fn split_location(sql: &str, message: &str) -> (String, Option<usize>) {
+    let Some(at) = message.rfind(" at Line: ") else {
+        return (tidy(message), None);
+    };
+    let tail = &message[at + " at Line: ".len()..];
+    let mut parts = tail.split(", Column: ");
+    let line = parts.next().and_then(|l| l.trim().parse::<u64>().ok());
+    let column = parts.next().and_then(|c| c.trim().parse::<u64>().ok());
+    let position = match (line, column) {
+        (Some(line), Some(column)) => offset_of(sql, Location { line, column }),
+        _ => None,
+    };
+    (tidy(&message[..at]), position)
+}
+
+/// sqlparser says "Expected: an expression, found: EOF"; PostgreSQL says
+/// "syntax error at or near …". Keep sqlparser's detail, in PostgreSQL's frame.
+fn tidy(message: &str) -> String {
+    let m = message.trim();
+    if m.starts_with("syntax error") {
+        return m.to_string();
+    }
+    if let Some(found) = m.rfind("found: ") {
+        let token = m[found + "found: ".len()..].trim();
+        let expected = m[..found].trim().trim_end_matches(',');
+        if token == "EOF" {
+            return format!("syntax error at end of input ({})", expected.to_lowercase());
+        }
+        return format!(
+            "syntax error at or near \"{token}\" ({})",
+            expected.to_lowercase()
+        );
+    }
+    format!("syntax error: {m}")
+}
+
+/// Byte offset of a 1-based line/column location (columns count characters).
+pub fn offset_of(sql: &str, loc: Location) -> Option<usize> {
+    if loc.line == 0 || loc.column == 0 {
+        return None;
+    }
+    let mut line = 1u64;
+    let mut line_start = 0usize;
+    if loc.line > 1 {
+        for (i, c) in sql.char_indices() {
+            if c == '\n' {
+                line += 1;
+                if line == loc.line {
+                    line_start = i + 1;
+                    break;
+                }
+            }
+        }
+        if line != loc.line {
+            return None;
+        }
+    }
+    let rest = &sql[line_start..];
+    let col = (loc.column - 1) as usize;
+    match rest.char_indices().nth(col) {
+        Some((i, _)) => Some(line_start + i),
+        None => Some(sql.len()),
+    }
+}
+
+/// Byte offset of the start of a span, when the span is known.
+pub fn span_offset(sql: &str, span: Span) -> Option<usize> {
+    offset_of(sql, span.start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_carry_positions() {
+        let e = parse("SELECT * FRM t").unwrap_err();
+        assert_eq!(e.sqlstate, "42601");
+        assert_eq!(e.position, Some(11), "{e:?}");
+        let e = parse("SELECT (1").unwrap_err();
+        assert!(e.message.contains("end of input"), "{e:?}");
+    }
+
+    #[test]
+    fn offsets_follow_lines_and_characters() {
+        let sql = "SELECT 1;\nSELECT é, x";
+        assert_eq!(offset_of(sql, Location { line: 2, column: 11 }), Some(21));
+        assert_eq!(offset_of(sql, Location { line: 1, column: 1 }), Some(0));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error() {
+        let sql = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+        let e = parse(&sql).unwrap_err();
+        assert_eq!(e.sqlstate, "54001");
+    }
+}

@@ -1,0 +1,204 @@
+//! The public API: [`Database`] (one open database file, shared by its connections),
+//! [`Connection`] (a session: settings and a transaction), [`Statement`] (a prepared
+//! statement with `$1`/`?` parameters) and [`QueryResult`].
+//!
+//! ```
+//! use beedb_sql::{Database, Value};
+//!
+//! # fn main() -> beedb_sql::Result<()> {
+//! let db = Database::open(":memory:")?;
+//! let mut conn = db.connect();
+//! conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);
+//!                     INSERT INTO t VALUES (1, 'one'), (2, 'two');")?;
+//! let result = conn.query("SELECT name FROM t WHERE id = $1", &[Value::Integer(2)])?;
+//! assert_eq!(result.rows[0].get::<String>(0)?, "two");
+//! # Ok(())
+//! # }
+//! ```
+
+mod result;
+mod settings;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use beedb_storage::{Store, StoreOptions};
+use parking_lot::Mutex;
+
+pub use result::{Column, FromValue, QueryResult, Row};
+pub use settings::Settings;
+
+use crate::catalog::Catalog;
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::parser;
+use crate::types::Value;
+
+/// Options for [`Database::open_with`].
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseOptions {
+    pub storage: StoreOptions,
+}
+
+/// An open database. Cheap to clone; every clone and every connection shares the one
+/// store and catalog. Dropping the last one closes the file.
+#[derive(Clone)]
+pub struct Database {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub store: Store,
+    pub path: PathBuf,
+    /// The committed catalog. Swapped (under `commit_lock`) when a transaction that
+    /// changed the schema commits; a reader takes it together with its snapshot.
+    pub catalog: Mutex<Arc<Catalog>>,
+    /// Held while a transaction commits and installs its catalog, and while a reader
+    /// takes its snapshot and catalog, so the two always match.
+    pub commit_lock: Mutex<()>,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database at `path`; `":memory:"` is a private
+    /// in-memory database.
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Database::open_with(path, DatabaseOptions::default())
+    }
+
+    pub fn open_with(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
+        let path = path.as_ref();
+        let (store, _report) = Store::open(path, options.storage)?;
+        let catalog = Catalog::load(&store)?;
+        Ok(Database {
+            shared: Arc::new(Shared {
+                store,
+                path: path.to_path_buf(),
+                catalog: Mutex::new(Arc::new(catalog)),
+                commit_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// A new session on this database.
+    pub fn connect(&self) -> Connection {
+        Connection {
+            db: self.clone(),
+            settings: Settings::default(),
+            txn: engine::TxnState::default(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The storage engine underneath (for tools and tests).
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+}
+
+/// A session: its settings and its transaction. Statements run one at a time.
+pub struct Connection {
+    pub(crate) db: Database,
+    pub(crate) settings: Settings,
+    pub(crate) txn: engine::TxnState,
+}
+
+impl Connection {
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Runs exactly one statement, with values for its `$1…$n` (or `?`) parameters.
+    pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
+        let stmt = self.prepare(sql)?;
+        stmt.execute(self, params)
+    }
+
+    /// [`Connection::execute`], named for statements that return rows.
+    pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
+        self.execute(sql, params)
+    }
+
+    /// Runs every statement in `sql` in order and returns their results; stops at
+    /// the first error.
+    pub fn execute_batch(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
+        let statements = parser::parse(sql)?;
+        let mut results = Vec::with_capacity(statements.len());
+        for ast in statements {
+            results.push(engine::execute(self, sql, &ast, &[])?);
+        }
+        Ok(results)
+    }
+
+    /// Parses one statement for repeated execution.
+    pub fn prepare(&mut self, sql: &str) -> Result<Statement> {
+        let mut statements = parser::parse(sql)?;
+        match statements.len() {
+            1 => {}
+            0 => return Err(Error::syntax("empty statement").at(Some(0))),
+            _ => {
+                return Err(Error::syntax(
+                    "cannot insert multiple commands into a prepared statement",
+                ));
+            }
+        }
+        let ast = statements.remove(0);
+        let param_count = engine::count_params(&ast);
+        Ok(Statement {
+            sql: sql.to_string(),
+            ast,
+            param_count,
+        })
+    }
+
+    /// Whether a transaction block (BEGIN … COMMIT) is open.
+    pub fn in_transaction(&self) -> bool {
+        self.txn.in_block()
+    }
+
+    /// The session's settings (`SET`/`SHOW`).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Sets a session setting, as `SET name = value` does.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        self.settings.set(name, value, &self.db.shared.store)
+    }
+}
+
+/// A parsed statement. Its plan is made at each execution against the current
+/// catalog, so a prepared statement survives schema changes.
+#[derive(Debug, Clone)]
+pub struct Statement {
+    sql: String,
+    ast: sqlparser::ast::Statement,
+    param_count: usize,
+}
+
+impl Statement {
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// Number of parameters (`$1…$n`, or each `?`).
+    pub fn param_count(&self) -> usize {
+        self.param_count
+    }
+
+    pub fn execute(&self, conn: &mut Connection, params: &[Value]) -> Result<QueryResult> {
+        if params.len() != self.param_count {
+            return Err(Error::semantic(
+                "08P01",
+                format!(
+                    "statement has {} parameters but {} values were supplied",
+                    self.param_count,
+                    params.len()
+                ),
+            ));
+        }
+        engine::execute(conn, &self.sql, &self.ast, params)
+    }
+}

@@ -1,0 +1,137 @@
+//! Session settings: what `SET name = value`, `SET name TO value`, `RESET name` and
+//! `SHOW name` act on.
+//!
+//! | name            | values                         | default  |
+//! |-----------------|--------------------------------|----------|
+//! | `memory_limit`  | bytes, or with kB/MB/GB        | `1GB`    |
+//! | `synchronous`   | `off`, `normal`, `full`        | `full`   |
+//! | `writer_timeout`| milliseconds, or with ms/s     | `5s`     |
+//!
+//! `synchronous` and `writer_timeout` act on the database file and so on every
+//! connection to it (as SQLite's `PRAGMA synchronous` does).
+
+use std::time::Duration;
+
+use beedb_storage::{Store, Synchronous};
+
+use crate::error::{Error, Result};
+
+/// The current values of a session's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Most bytes a statement's operators may hold (hash tables, sorts, buffers).
+    pub memory_limit: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            memory_limit: 1 << 30,
+        }
+    }
+}
+
+/// Names `SHOW ALL` lists.
+pub const SETTING_NAMES: &[&str] = &["memory_limit", "synchronous", "writer_timeout"];
+
+fn unknown(name: &str) -> Error {
+    Error::semantic(
+        "42704",
+        format!("unrecognized configuration parameter \"{name}\""),
+    )
+}
+
+fn invalid(name: &str, value: &str) -> Error {
+    Error::data(
+        "22023",
+        format!("invalid value for parameter \"{name}\": \"{value}\""),
+    )
+}
+
+/// Parses `1024`, `64kB`, `256MB`, `1GB` (PostgreSQL's memory units, base 1024).
+pub fn parse_bytes(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().ok()?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1 << 10,
+        "mb" => 1 << 20,
+        "gb" => 1 << 30,
+        "tb" => 1 << 40,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+fn format_bytes(n: usize) -> String {
+    for (unit, size) in [("GB", 1usize << 30), ("MB", 1 << 20), ("kB", 1 << 10)] {
+        if n >= size && n % size == 0 {
+            return format!("{}{unit}", n / size);
+        }
+    }
+    format!("{n}B")
+}
+
+fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    match unit.trim() {
+        "" | "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "min" => Some(Duration::from_secs(n.checked_mul(60)?)),
+        _ => None,
+    }
+}
+
+impl Settings {
+    pub fn set(&mut self, name: &str, value: &str, store: &Store) -> Result<()> {
+        let lname = name.to_ascii_lowercase();
+        match lname.as_str() {
+            "memory_limit" => {
+                let n = parse_bytes(value).filter(|&n| n >= 1 << 16);
+                self.memory_limit = n.ok_or_else(|| invalid(name, value))?;
+            }
+            "synchronous" => {
+                let mode: Synchronous = value
+                    .to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| invalid(name, value))?;
+                store.set_synchronous(mode);
+            }
+            "writer_timeout" => {
+                let d = parse_duration(value).ok_or_else(|| invalid(name, value))?;
+                store.set_writer_timeout(d);
+            }
+            _ => return Err(unknown(name)),
+        }
+        Ok(())
+    }
+
+    pub fn reset(&mut self, name: &str, store: &Store) -> Result<()> {
+        let value = match name.to_ascii_lowercase().as_str() {
+            "memory_limit" => "1GB",
+            "synchronous" => "full",
+            "writer_timeout" => "5s",
+            _ => return Err(unknown(name)),
+        };
+        self.set(name, value, store)
+    }
+
+    pub fn show(&self, name: &str, store: &Store) -> Result<String> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "memory_limit" => format_bytes(self.memory_limit),
+            "synchronous" => match store.synchronous() {
+                Synchronous::Off => "off",
+                Synchronous::Normal => "normal",
+                Synchronous::Full => "full",
+            }
+            .to_string(),
+            "writer_timeout" => format!("{}ms", store.writer_timeout().as_millis()),
+            _ => return Err(unknown(name)),
+        })
+    }
+}
