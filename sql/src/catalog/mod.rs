@@ -1,17 +1,311 @@
 //! The catalog: tables, columns, indexes and views, stored in the database file.
+//!
+//! The catalog is a heap reachable from root slot [`CATALOG_ROOT_SLOT`] of the
+//! database header. Each schema object is one tuple holding its serialized definition
+//! ([`codec`]). A transaction that changes the schema works on its own copy of the
+//! [`Catalog`] and rewrites the heap before it commits; the session layer installs
+//! the new copy for everyone when the commit succeeds, so a reader always sees the
+//! catalog that matches its snapshot.
 
-use beedb_storage::Store;
+mod codec;
+mod physical;
 
-use crate::error::Result;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// All schema objects of a database at one point in time. Immutable once shared; a
-/// transaction that changes the schema works on its own copy.
+use beedb_storage::heap::HeapFile;
+use beedb_storage::tuple::{AttrValue, ColumnFormat, TupleLayout};
+use beedb_storage::{PageId, PageRead, Store, WriteTxn};
+
+pub use physical::{column_format, index_key_spec, key_kind};
+
+use crate::error::{Error, Result};
+use crate::types::DataType;
+
+/// Root slot of the database header that points at the catalog heap.
+pub const CATALOG_ROOT_SLOT: usize = 0;
+
+/// One column of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: DataType,
+    pub not_null: bool,
+    /// The DEFAULT expression as SQL text, bound each time it is used.
+    pub default: Option<String>,
+}
+
+/// An index on a table: a B+tree from the encoded key columns to tuple ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    /// Positions of the key columns in the table, in key order.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    /// The table's PRIMARY KEY (implies unique and NOT NULL columns).
+    pub primary: bool,
+    /// Root page of the B+tree (it never moves).
+    pub root: PageId,
+}
+
+/// A table: its columns, heap and indexes.
+#[derive(Debug, Clone)]
+pub struct TableDef {
+    pub id: u32,
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    /// First page of the table's heap.
+    pub heap: PageId,
+    pub indexes: Vec<IndexDef>,
+    /// The stored tuple layout, derived from the column types.
+    pub layout: TupleLayout,
+}
+
+impl TableDef {
+    pub fn new(
+        id: u32,
+        name: String,
+        columns: Vec<ColumnDef>,
+        heap: PageId,
+        indexes: Vec<IndexDef>,
+    ) -> Result<TableDef> {
+        let formats: Vec<ColumnFormat> = columns
+            .iter()
+            .map(|c| column_format(&c.ty, !c.not_null))
+            .collect();
+        let layout = TupleLayout::new(&formats).map_err(Error::from)?;
+        Ok(TableDef {
+            id,
+            name,
+            columns,
+            heap,
+            indexes,
+            layout,
+        })
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    pub fn primary_key(&self) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.primary)
+    }
+}
+
+/// A view: a named query, stored as its SQL text and bound where it is used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewDef {
+    pub name: String,
+    /// The defining query (`SELECT …`).
+    pub query: String,
+    /// Column names given in `CREATE VIEW v (a, b)`, else empty.
+    pub columns: Vec<String>,
+}
+
+/// Every schema object of a database at one point in time.
 #[derive(Debug, Clone, Default)]
-pub struct Catalog {}
+pub struct Catalog {
+    pub tables: BTreeMap<String, Arc<TableDef>>,
+    pub views: BTreeMap<String, Arc<ViewDef>>,
+    /// Next table id.
+    pub next_id: u32,
+    /// First page of the catalog heap, once the first object was created.
+    pub heap: Option<PageId>,
+}
+
+/// What kind of object a name denotes (tables, views and indexes share one namespace,
+/// as in PostgreSQL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    Table,
+    View,
+    Index,
+}
 
 impl Catalog {
+    /// Reads the catalog from the committed state of `store`.
     pub fn load(store: &Store) -> Result<Catalog> {
-        let _ = store;
-        Ok(Catalog::default())
+        let r = store.begin_read();
+        Catalog::read(&r, r.root(CATALOG_ROOT_SLOT)?)
+    }
+
+    fn read<R: PageRead + ?Sized>(r: &R, root: u64) -> Result<Catalog> {
+        let mut catalog = Catalog::default();
+        if root == 0 {
+            return Ok(catalog);
+        }
+        let first = PageId(root as u32);
+        catalog.heap = Some(first);
+        let heap = HeapFile::open(first);
+        let layout = catalog_layout();
+        let mut objects = Vec::new();
+        heap.for_each(r, |_, tuple| {
+            let bytes = match layout.attribute(tuple, 0)? {
+                beedb_storage::tuple::Attr::Bytes(b) => b.to_vec(),
+                beedb_storage::tuple::Attr::External { len, first_page } => {
+                    HeapFile::fetch_external(r, len, first_page)?
+                }
+                beedb_storage::tuple::Attr::Null => Vec::new(),
+            };
+            objects.push(bytes);
+            Ok(())
+        })?;
+        for bytes in objects {
+            match codec::decode(&bytes)? {
+                codec::Object::Table(t) => {
+                    catalog.next_id = catalog.next_id.max(t.id + 1);
+                    catalog.tables.insert(t.name.clone(), Arc::new(t));
+                }
+                codec::Object::View(v) => {
+                    catalog.views.insert(v.name.clone(), Arc::new(v));
+                }
+                codec::Object::Meta { next_id } => {
+                    catalog.next_id = catalog.next_id.max(next_id);
+                }
+            }
+        }
+        Ok(catalog)
+    }
+
+    /// Rewrites the catalog heap inside `w` so it holds exactly this catalog.
+    pub fn save(&mut self, w: &WriteTxn) -> Result<()> {
+        let layout = catalog_layout();
+        let heap = match self.heap {
+            Some(p) => HeapFile::open(p),
+            None => {
+                let h = HeapFile::create(w)?;
+                w.set_root(CATALOG_ROOT_SLOT, h.first_page.0 as u64)?;
+                self.heap = Some(h.first_page);
+                h
+            }
+        };
+        let mut old = Vec::new();
+        heap.for_each(w, |tid, _| {
+            old.push(tid);
+            Ok(())
+        })?;
+        for tid in old {
+            heap.delete(w, tid, &layout)?;
+        }
+        let mut objects = vec![codec::encode_meta(self.next_id)];
+        objects.extend(self.tables.values().map(|t| codec::encode_table(t)));
+        objects.extend(self.views.values().map(|v| codec::encode_view(v)));
+        for bytes in objects {
+            heap.insert(w, &[AttrValue::Variable(&bytes)], &layout)?;
+        }
+        Ok(())
+    }
+
+    pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {
+        self.tables.get(name)
+    }
+
+    pub fn view(&self, name: &str) -> Option<&Arc<ViewDef>> {
+        self.views.get(name)
+    }
+
+    /// The table owning index `name`, and the index's position in it.
+    pub fn index(&self, name: &str) -> Option<(&Arc<TableDef>, usize)> {
+        self.tables.values().find_map(|t| {
+            t.indexes
+                .iter()
+                .position(|i| i.name == name)
+                .map(|pos| (t, pos))
+        })
+    }
+
+    /// What `name` denotes, if anything.
+    pub fn object_kind(&self, name: &str) -> Option<ObjectKind> {
+        if self.tables.contains_key(name) {
+            Some(ObjectKind::Table)
+        } else if self.views.contains_key(name) {
+            Some(ObjectKind::View)
+        } else if self.index(name).is_some() {
+            Some(ObjectKind::Index)
+        } else {
+            None
+        }
+    }
+
+    /// An error unless `name` is free for a new table, view or index.
+    pub fn check_name_free(&self, name: &str) -> Result<()> {
+        if self.object_kind(name).is_some() {
+            return Err(Error::duplicate_object(
+                "42P07",
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An index name not yet used, derived as PostgreSQL does (`t_a_key`, `t_pkey`).
+    pub fn fresh_index_name(&self, base: &str) -> String {
+        if self.object_kind(base).is_none() {
+            return base.to_string();
+        }
+        (1..)
+            .map(|n| format!("{base}{n}"))
+            .find(|n| self.object_kind(n).is_none())
+            .expect("an unused name")
+    }
+}
+
+/// The layout of catalog tuples: one variable attribute with the serialized object.
+fn catalog_layout() -> TupleLayout {
+    TupleLayout::new(&[ColumnFormat::variable(false)]).expect("a one-column layout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beedb_storage::StoreOptions;
+
+    #[test]
+    fn catalog_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.beedb");
+        {
+            let (store, _) = Store::open(&path, StoreOptions::default()).unwrap();
+            let mut c = Catalog::load(&store).unwrap();
+            let w = store.begin_write().unwrap();
+            let heap = HeapFile::create(&w).unwrap();
+            let cols = vec![
+                ColumnDef {
+                    name: "id".into(),
+                    ty: DataType::Integer,
+                    not_null: true,
+                    default: None,
+                },
+                ColumnDef {
+                    name: "price".into(),
+                    ty: DataType::decimal(12, 2).unwrap(),
+                    not_null: false,
+                    default: Some("0".into()),
+                },
+            ];
+            let t = TableDef::new(c.next_id, "t".into(), cols, heap.first_page, vec![]).unwrap();
+            c.next_id += 1;
+            c.tables.insert("t".into(), Arc::new(t));
+            c.views.insert(
+                "v".into(),
+                Arc::new(ViewDef {
+                    name: "v".into(),
+                    query: "SELECT id FROM t".into(),
+                    columns: vec!["x".into()],
+                }),
+            );
+            c.save(&w).unwrap();
+            w.commit().unwrap();
+            store.close().unwrap();
+        }
+        let (store, _) = Store::open(&path, StoreOptions::default()).unwrap();
+        let c = Catalog::load(&store).unwrap();
+        let t = c.table("t").unwrap();
+        assert_eq!(t.columns.len(), 2);
+        assert_eq!(t.columns[1].ty, DataType::decimal(12, 2).unwrap());
+        assert_eq!(t.columns[1].default.as_deref(), Some("0"));
+        assert_eq!(c.view("v").unwrap().columns, vec!["x".to_string()]);
+        assert_eq!(c.next_id, 1);
     }
 }

@@ -1,0 +1,246 @@
+//! Serialization of catalog objects. Format: a kind byte, then fields in order;
+//! integers little-endian, strings as u32 length + UTF-8. Version 1.
+
+use beedb_storage::PageId;
+
+use super::{ColumnDef, IndexDef, TableDef, ViewDef};
+use crate::error::{Error, Result};
+use crate::types::DataType;
+
+const FORMAT_VERSION: u8 = 1;
+const KIND_TABLE: u8 = 1;
+const KIND_VIEW: u8 = 2;
+const KIND_META: u8 = 3;
+
+pub enum Object {
+    Table(TableDef),
+    View(ViewDef),
+    Meta { next_id: u32 },
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    fn data_type(&mut self, t: &DataType) {
+        match *t {
+            DataType::SmallInt => self.u8(1),
+            DataType::Integer => self.u8(2),
+            DataType::BigInt => self.u8(3),
+            DataType::Real => self.u8(4),
+            DataType::Double => self.u8(5),
+            DataType::Decimal { precision, scale } => {
+                self.u8(6);
+                self.u8(precision.unwrap_or(0));
+                self.u8(scale);
+            }
+            DataType::Date => self.u8(7),
+            DataType::Timestamp => self.u8(8),
+            DataType::Interval => self.u8(9),
+            DataType::Char(n) => {
+                self.u8(10);
+                self.u32(n);
+            }
+            DataType::Varchar(n) => {
+                self.u8(11);
+                self.u32(n.unwrap_or(0));
+            }
+            DataType::Text => self.u8(12),
+            DataType::Boolean => self.u8(13),
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+fn corrupt(what: &str) -> Error {
+    Error::new(
+        crate::error::ErrorKind::Storage,
+        "XX001",
+        format!("catalog entry is damaged: {what}"),
+    )
+}
+
+impl Reader<'_> {
+    fn u8(&mut self) -> Result<u8> {
+        let (&b, rest) = self.0.split_first().ok_or_else(|| corrupt("truncated"))?;
+        self.0 = rest;
+        Ok(b)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        if self.0.len() < 4 {
+            return Err(corrupt("truncated"));
+        }
+        let (b, rest) = self.0.split_at(4);
+        self.0 = rest;
+        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+    fn str(&mut self) -> Result<String> {
+        let n = self.u32()? as usize;
+        if self.0.len() < n {
+            return Err(corrupt("truncated string"));
+        }
+        let (b, rest) = self.0.split_at(n);
+        self.0 = rest;
+        String::from_utf8(b.to_vec()).map_err(|_| corrupt("invalid UTF-8"))
+    }
+    fn opt_str(&mut self) -> Result<Option<String>> {
+        Ok(match self.u8()? {
+            0 => None,
+            _ => Some(self.str()?),
+        })
+    }
+    fn data_type(&mut self) -> Result<DataType> {
+        Ok(match self.u8()? {
+            1 => DataType::SmallInt,
+            2 => DataType::Integer,
+            3 => DataType::BigInt,
+            4 => DataType::Real,
+            5 => DataType::Double,
+            6 => {
+                let p = self.u8()?;
+                let s = self.u8()?;
+                DataType::Decimal {
+                    precision: (p != 0).then_some(p),
+                    scale: s,
+                }
+            }
+            7 => DataType::Date,
+            8 => DataType::Timestamp,
+            9 => DataType::Interval,
+            10 => DataType::Char(self.u32()?),
+            11 => {
+                let n = self.u32()?;
+                DataType::Varchar((n != 0).then_some(n))
+            }
+            12 => DataType::Text,
+            13 => DataType::Boolean,
+            t => return Err(corrupt(&format!("unknown type tag {t}"))),
+        })
+    }
+}
+
+pub fn encode_meta(next_id: u32) -> Vec<u8> {
+    let mut w = Writer(vec![FORMAT_VERSION, KIND_META]);
+    w.u32(next_id);
+    w.0
+}
+
+pub fn encode_table(t: &TableDef) -> Vec<u8> {
+    let mut w = Writer(vec![FORMAT_VERSION, KIND_TABLE]);
+    w.u32(t.id);
+    w.str(&t.name);
+    w.u32(t.heap.0);
+    w.u32(t.columns.len() as u32);
+    for c in &t.columns {
+        w.str(&c.name);
+        w.data_type(&c.ty);
+        w.u8(c.not_null as u8);
+        w.opt_str(c.default.as_deref());
+    }
+    w.u32(t.indexes.len() as u32);
+    for i in &t.indexes {
+        w.str(&i.name);
+        w.u32(i.root.0);
+        w.u8(i.unique as u8 | (i.primary as u8) << 1);
+        w.u32(i.columns.len() as u32);
+        for &c in &i.columns {
+            w.u32(c as u32);
+        }
+    }
+    w.0
+}
+
+pub fn encode_view(v: &ViewDef) -> Vec<u8> {
+    let mut w = Writer(vec![FORMAT_VERSION, KIND_VIEW]);
+    w.str(&v.name);
+    w.str(&v.query);
+    w.u32(v.columns.len() as u32);
+    for c in &v.columns {
+        w.str(c);
+    }
+    w.0
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Object> {
+    let mut r = Reader(bytes);
+    let version = r.u8()?;
+    if version != FORMAT_VERSION {
+        return Err(corrupt(&format!("unknown catalog format version {version}")));
+    }
+    match r.u8()? {
+        KIND_META => Ok(Object::Meta { next_id: r.u32()? }),
+        KIND_TABLE => {
+            let id = r.u32()?;
+            let name = r.str()?;
+            let heap = PageId(r.u32()?);
+            let ncols = r.u32()? as usize;
+            let mut columns = Vec::with_capacity(ncols.min(4096));
+            for _ in 0..ncols {
+                columns.push(ColumnDef {
+                    name: r.str()?,
+                    ty: r.data_type()?,
+                    not_null: r.u8()? != 0,
+                    default: r.opt_str()?,
+                });
+            }
+            let nidx = r.u32()? as usize;
+            let mut indexes = Vec::with_capacity(nidx.min(4096));
+            for _ in 0..nidx {
+                let name = r.str()?;
+                let root = PageId(r.u32()?);
+                let flags = r.u8()?;
+                let n = r.u32()? as usize;
+                let mut cols = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    let c = r.u32()? as usize;
+                    if c >= columns.len() {
+                        return Err(corrupt("index column out of range"));
+                    }
+                    cols.push(c);
+                }
+                indexes.push(IndexDef {
+                    name,
+                    columns: cols,
+                    unique: flags & 1 != 0,
+                    primary: flags & 2 != 0,
+                    root,
+                });
+            }
+            Ok(Object::Table(TableDef::new(id, name, columns, heap, indexes)?))
+        }
+        KIND_VIEW => {
+            let name = r.str()?;
+            let query = r.str()?;
+            let n = r.u32()? as usize;
+            let mut columns = Vec::with_capacity(n.min(4096));
+            for _ in 0..n {
+                columns.push(r.str()?);
+            }
+            Ok(Object::View(ViewDef {
+                name,
+                query,
+                columns,
+            }))
+        }
+        k => Err(corrupt(&format!("unknown object kind {k}"))),
+    }
+}
