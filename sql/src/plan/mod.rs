@@ -1,0 +1,191 @@
+//! Query plans: the tree of operators the binder produces and the planner refines
+//! (access paths, join keys), and that the executor runs.
+//!
+//! Every node knows its output [`Plan::schema`]; expressions inside a node refer to
+//! the columns of its input by position (for joins: left columns, then right).
+
+pub mod explain;
+
+use std::sync::Arc;
+
+use crate::catalog::TableDef;
+use crate::expr::Expr;
+use crate::types::{DataType, Value};
+
+/// One output column of a plan node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: DataType,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+    /// Left rows with at least one match (the output has only the left columns).
+    Semi,
+    /// Left rows with no match (the output has only the left columns).
+    Anti,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    Union,
+    Intersect,
+    Except,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// `count(*)`
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate computed by an [`Node::Aggregate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// The argument (over the aggregate's input); `None` for `count(*)`.
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    /// The result type.
+    pub ty: DataType,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+/// How a table scan reaches its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// Every page of the heap.
+    Heap,
+    /// A B+tree: rows whose leading key columns equal `eq` and whose next column lies
+    /// within `lower`/`upper`. The bound expressions are constants or parameters.
+    Index {
+        index: usize,
+        eq: Vec<Expr>,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// A plan node and its output columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub node: Node,
+    pub schema: Vec<OutputColumn>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// Rows of a table: the table columns `columns` (in that order), then, if
+    /// `with_tid`, the tuple id as a `bigint` (for UPDATE and DELETE). `filter` is over
+    /// those output columns.
+    TableScan {
+        table: Arc<TableDef>,
+        columns: Vec<usize>,
+        filter: Option<Expr>,
+        access: Access,
+        with_tid: bool,
+    },
+    /// Constant rows (VALUES, SELECT without FROM, system tables). Expressions may use
+    /// parameters and subqueries but no columns.
+    Values { rows: Vec<Vec<Expr>> },
+    Filter { input: Box<Plan>, predicate: Expr },
+    Project { input: Box<Plan>, exprs: Vec<Expr> },
+    /// `on` is the join condition over left ++ right columns; `left_keys`/`right_keys`
+    /// are equality keys the planner extracted (over each side's own columns) so the
+    /// executor can hash; `on` then holds only the rest.
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+    },
+    /// Output: the group expressions, then the aggregates.
+    Aggregate {
+        input: Box<Plan>,
+        groups: Vec<Expr>,
+        aggs: Vec<AggCall>,
+    },
+    Sort { input: Box<Plan>, keys: Vec<SortKey> },
+    Limit {
+        input: Box<Plan>,
+        limit: Option<u64>,
+        offset: u64,
+    },
+    Distinct { input: Box<Plan> },
+    SetOp {
+        op: SetOpKind,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
+}
+
+impl Plan {
+    pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
+        Plan { node, schema }
+    }
+
+    pub fn types(&self) -> Vec<DataType> {
+        self.schema.iter().map(|c| c.ty).collect()
+    }
+
+    /// A plan producing one row with no columns (`SELECT 1` has it as input).
+    pub fn one_row() -> Plan {
+        Plan::new(Node::Values { rows: vec![vec![]] }, vec![])
+    }
+
+    pub fn children(&self) -> Vec<&Plan> {
+        match &self.node {
+            Node::TableScan { .. } | Node::Values { .. } => vec![],
+            Node::Filter { input, .. }
+            | Node::Project { input, .. }
+            | Node::Aggregate { input, .. }
+            | Node::Sort { input, .. }
+            | Node::Limit { input, .. }
+            | Node::Distinct { input } => vec![input],
+            Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
+        }
+    }
+}
+
+/// A bound query: its plan and the subplans its expressions refer to by id.
+#[derive(Debug, Clone)]
+pub struct BoundQuery {
+    pub plan: Plan,
+    pub subqueries: Vec<Subplan>,
+}
+
+/// A subquery's plan. Its correlated values arrive as parameters numbered from
+/// `param_base` (after the statement's own parameters).
+#[derive(Debug, Clone)]
+pub struct Subplan {
+    pub plan: Plan,
+    pub param_base: usize,
+    pub correlated: bool,
+}
+
+/// A constant as an expression of its own type.
+pub fn constant(v: Value, ty: DataType) -> Expr {
+    Expr::literal(v, ty)
+}
