@@ -13,11 +13,13 @@
 //!
 //! [`types`] holds the SQL value types all of them share.
 
+mod binder;
 pub mod catalog;
 mod engine;
 pub mod error;
 pub mod expr;
 pub mod parser;
+pub mod plan;
 pub mod session;
 pub mod types;
 pub mod vector;

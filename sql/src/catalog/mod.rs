@@ -61,6 +61,18 @@ pub struct TableDef {
     pub layout: TupleLayout,
 }
 
+impl PartialEq for TableDef {
+    /// Two definitions are equal when they describe the same stored table; the layout
+    /// follows from the columns.
+    fn eq(&self, other: &TableDef) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.columns == other.columns
+            && self.heap == other.heap
+            && self.indexes == other.indexes
+    }
+}
+
 impl TableDef {
     pub fn new(
         id: u32,

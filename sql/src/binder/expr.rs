@@ -1,0 +1,1326 @@
+//! Binding expressions: names, literals, operators, functions, aggregates and
+//! subqueries, with PostgreSQL's implicit casts.
+
+use sqlparser::ast::{self, BinaryOperator as Op, UnaryOperator};
+
+use super::scope::Scope;
+use super::types::{common_type, implicit_castable, is_integer, numeric_rank, type_name};
+use super::{Binder, ident, is_unknown};
+use crate::error::{Error, Result};
+use crate::expr::{ArithOp, CmpOp, Expr, ExprKind, Func, SubqueryExpr, SubqueryKind};
+use crate::plan::{AggCall, AggFunc};
+use crate::types::{DataType, DateField, Decimal, Interval, Value};
+
+/// The aggregation a SELECT is binding its output expressions over.
+pub struct AggState {
+    /// Frame depth of the aggregating query.
+    pub level: usize,
+    /// Group expressions, over the FROM scope.
+    pub groups: Vec<Expr>,
+    pub aggs: Vec<AggCall>,
+    /// The FROM scope (for matching expressions against group expressions).
+    pub from_scope: Scope,
+}
+
+pub fn aggregate_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "avg" => AggFunc::Avg,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        _ => return None,
+    })
+}
+
+fn func_name(f: &ast::Function) -> String {
+    f.name
+        .0
+        .last()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => ident(i),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `e` contains an aggregate call outside subqueries.
+pub fn contains_aggregate(e: &ast::Expr) -> bool {
+    let mut found = false;
+    visit(e, &mut |x| {
+        if let ast::Expr::Function(f) = x {
+            if aggregate_func(&func_name(f)).is_some() && f.over.is_none() {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// Calls `f` on `e` and its sub-expressions, not descending into subqueries.
+fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
+    f(e);
+    use ast::Expr as E;
+    match e {
+        E::BinaryOp { left, right, .. } => {
+            visit(left, f);
+            visit(right, f);
+        }
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::IsTrue(expr)
+        | E::IsNotTrue(expr)
+        | E::IsFalse(expr)
+        | E::IsNotFalse(expr)
+        | E::IsUnknown(expr)
+        | E::IsNotUnknown(expr)
+        | E::Cast { expr, .. }
+        | E::Extract { expr, .. }
+        | E::Ceil { expr, .. }
+        | E::Floor { expr, .. }
+        | E::Collate { expr, .. } => visit(expr, f),
+        E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+            visit(a, f);
+            visit(b, f);
+        }
+        E::InList { expr, list, .. } => {
+            visit(expr, f);
+            list.iter().for_each(|x| visit(x, f));
+        }
+        E::InSubquery { expr, .. } => visit(expr, f),
+        E::Between {
+            expr, low, high, ..
+        } => {
+            visit(expr, f);
+            visit(low, f);
+            visit(high, f);
+        }
+        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+            visit(expr, f);
+            visit(pattern, f);
+        }
+        E::Position { expr, r#in } => {
+            visit(expr, f);
+            visit(r#in, f);
+        }
+        E::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            visit(expr, f);
+            if let Some(x) = substring_from {
+                visit(x, f);
+            }
+            if let Some(x) = substring_for {
+                visit(x, f);
+            }
+        }
+        E::Trim {
+            expr, trim_what, ..
+        } => {
+            visit(expr, f);
+            if let Some(x) = trim_what {
+                visit(x, f);
+            }
+        }
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            if let Some(x) = operand {
+                visit(x, f);
+            }
+            for c in conditions {
+                visit(&c.condition, f);
+                visit(&c.result, f);
+            }
+            if let Some(x) = else_result {
+                visit(x, f);
+            }
+        }
+        E::Function(func) => {
+            if let ast::FunctionArguments::List(l) = &func.args {
+                for a in &l.args {
+                    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a {
+                        visit(x, f);
+                    }
+                }
+            }
+        }
+        E::AnyOp { left, .. } | E::AllOp { left, .. } => visit(left, f),
+        _ => {}
+    }
+}
+
+fn cmp_op(op: &Op) -> Option<CmpOp> {
+    Some(match op {
+        Op::Eq => CmpOp::Eq,
+        Op::NotEq => CmpOp::NotEq,
+        Op::Lt => CmpOp::Lt,
+        Op::LtEq => CmpOp::LtEq,
+        Op::Gt => CmpOp::Gt,
+        Op::GtEq => CmpOp::GtEq,
+        _ => return None,
+    })
+}
+
+fn arith_op(op: &Op) -> Option<ArithOp> {
+    Some(match op {
+        Op::Plus => ArithOp::Add,
+        Op::Minus => ArithOp::Sub,
+        Op::Multiply => ArithOp::Mul,
+        Op::Divide => ArithOp::Div,
+        Op::Modulo => ArithOp::Mod,
+        _ => return None,
+    })
+}
+
+fn op_symbol(op: ArithOp) -> &'static str {
+    match op {
+        ArithOp::Add => "+",
+        ArithOp::Sub => "-",
+        ArithOp::Mul => "*",
+        ArithOp::Div => "/",
+        ArithOp::Mod => "%",
+    }
+}
+
+fn cmp_symbol(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "=",
+        CmpOp::NotEq => "<>",
+        CmpOp::Lt => "<",
+        CmpOp::LtEq => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::GtEq => ">=",
+    }
+}
+
+/// The type of a numeric literal: integer, bigint or numeric.
+fn number_literal(text: &str) -> Result<Value> {
+    if let Ok(i) = text.parse::<i32>() {
+        return Ok(Value::Integer(i));
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        return Ok(Value::BigInt(i));
+    }
+    Ok(Value::Decimal(Decimal::parse(text)?))
+}
+
+impl Binder<'_> {
+    fn in_agg_level(&self) -> bool {
+        self.agg
+            .as_ref()
+            .is_some_and(|a| a.level == self.frames.len() - 1)
+    }
+
+    /// Binds a scalar expression. `clause` names where it appears, for messages
+    /// such as "aggregate functions are not allowed in WHERE".
+    pub fn bind_expr(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        if self.in_agg_level() {
+            if let Some(b) = self.match_group(e)? {
+                return Ok(b);
+            }
+        }
+        self.bind_expr_inner(e, clause)
+            .map_err(|err| err.at(self.pos(e)))
+    }
+
+    /// Above an aggregation: `e` as a reference to a group expression, if it is one.
+    fn match_group(&mut self, e: &ast::Expr) -> Result<Option<Expr>> {
+        if matches!(e, ast::Expr::Value(_)) {
+            return Ok(None);
+        }
+        if let ast::Expr::Function(f) = e {
+            if aggregate_func(&func_name(f)).is_some() {
+                return Ok(None);
+            }
+        }
+        let state = self.agg.take().expect("in aggregate level");
+        let saved = self.set_scope(state.from_scope.clone());
+        let r = self.bind_expr_inner(e, "GROUP BY");
+        self.set_scope(saved);
+        let found = match r {
+            Ok(b) => state
+                .groups
+                .iter()
+                .position(|g| *g == b)
+                .map(|i| Expr::column(i, b.ty)),
+            Err(_) => None,
+        };
+        self.agg = Some(state);
+        Ok(found)
+    }
+
+    fn bind_expr_inner(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        use ast::Expr as E;
+        match e {
+            E::Identifier(i) => self.bind_column(None, &ident(i), e),
+            E::CompoundIdentifier(parts) => {
+                let names: Vec<String> = parts.iter().map(ident).collect();
+                match names.as_slice() {
+                    [t, c] => self.bind_column(Some(t), c, e),
+                    [s, t, c] if s == "public" || s == "main" => self.bind_column(Some(t), c, e),
+                    _ => Err(Error::not_supported(format!(
+                        "column reference {}",
+                        names.join(".")
+                    ))),
+                }
+            }
+            E::Value(v) => self.bind_value(&v.value),
+            E::Nested(inner) => self.bind_expr(inner, clause),
+            E::TypedString(ts) => {
+                let ty = super::types::data_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Ok(Expr::literal(Value::parse(&text, &ty)?, ty))
+            }
+            E::Interval(iv) => self.bind_interval(iv),
+            E::Cast {
+                expr,
+                data_type,
+                kind,
+                ..
+            } => {
+                if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon) {
+                    return Err(Error::not_supported(format!("{kind:?}")));
+                }
+                let ty = super::types::data_type(data_type)?;
+                let b = self.bind_expr(expr, clause)?;
+                if !self.castable(&b.ty, &ty, expr) {
+                    return Err(Error::semantic(
+                        "42846",
+                        format!("cannot cast type {} to {}", b.ty, ty),
+                    ));
+                }
+                self.cast(b, ty, true, expr)
+            }
+            E::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => {
+                    let b = self.bind_bool(expr, clause, "NOT")?;
+                    Ok(Expr::new(ExprKind::Not(Box::new(b)), DataType::Boolean))
+                }
+                UnaryOperator::Minus => {
+                    if let E::Value(v) = &**expr {
+                        if let ast::Value::Number(n, _) = &v.value {
+                            return Ok(super::literal(number_literal(&format!("-{n}"))?));
+                        }
+                    }
+                    let b = self.bind_expr(expr, clause)?;
+                    let b = if is_unknown(expr) { self.cast(b, DataType::NUMERIC, false, expr)? } else { b };
+                    if numeric_rank(&b.ty).is_none() && b.ty != DataType::Interval {
+                        return Err(Error::undefined_function(format!(
+                            "operator does not exist: - {}",
+                            b.ty
+                        )));
+                    }
+                    let ty = b.ty;
+                    Ok(Expr::new(ExprKind::Neg(Box::new(b)), ty))
+                }
+                UnaryOperator::Plus => {
+                    let b = self.bind_expr(expr, clause)?;
+                    if numeric_rank(&b.ty).is_none() && b.ty != DataType::Interval {
+                        return Err(Error::undefined_function(format!(
+                            "operator does not exist: + {}",
+                            b.ty
+                        )));
+                    }
+                    Ok(b)
+                }
+                other => Err(Error::not_supported(format!("operator {other}"))),
+            },
+            E::BinaryOp { left, op, right } => self.bind_binary(left, op, right, clause),
+            E::IsNull(x) | E::IsNotNull(x) => {
+                let b = self.bind_expr(x, clause)?;
+                Ok(Expr::new(
+                    ExprKind::IsNull {
+                        expr: Box::new(b),
+                        negated: matches!(e, E::IsNotNull(_)),
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
+                let b = self.bind_bool(x, clause, "IS")?;
+                Ok(Expr::new(
+                    ExprKind::IsBool {
+                        expr: Box::new(b),
+                        value: matches!(e, E::IsTrue(_) | E::IsNotTrue(_)),
+                        negated: matches!(e, E::IsNotTrue(_) | E::IsNotFalse(_)),
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::IsUnknown(x) | E::IsNotUnknown(x) => {
+                let b = self.bind_bool(x, clause, "IS")?;
+                Ok(Expr::new(
+                    ExprKind::IsNull {
+                        expr: Box::new(b),
+                        negated: matches!(e, E::IsNotUnknown(_)),
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let (l, r) = self.bind_pair(a, b, clause, "IS DISTINCT FROM")?;
+                Ok(Expr::new(
+                    ExprKind::IsDistinctFrom {
+                        left: Box::new(l),
+                        right: Box::new(r),
+                        negated: matches!(e, E::IsNotDistinctFrom(..)),
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x1, lo) = self.bind_pair(expr, low, clause, ">=")?;
+                let (x2, hi) = self.bind_pair(expr, high, clause, "<=")?;
+                let cmp = |op, a: Expr, b: Expr| {
+                    Expr::new(
+                        ExprKind::Compare {
+                            op,
+                            left: Box::new(a),
+                            right: Box::new(b),
+                        },
+                        DataType::Boolean,
+                    )
+                };
+                Ok(if *negated {
+                    Expr::new(
+                        ExprKind::Or(vec![cmp(CmpOp::Lt, x1, lo), cmp(CmpOp::Gt, x2, hi)]),
+                        DataType::Boolean,
+                    )
+                } else {
+                    Expr::new(
+                        ExprKind::And(vec![cmp(CmpOp::GtEq, x1, lo), cmp(CmpOp::LtEq, x2, hi)]),
+                        DataType::Boolean,
+                    )
+                })
+            }
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let mut all: Vec<&ast::Expr> = vec![expr];
+                all.extend(list.iter());
+                let mut bound = self.bind_unified(&all, clause, "IN")?;
+                let x = bound.remove(0);
+                Ok(Expr::new(
+                    ExprKind::InList {
+                        expr: Box::new(x),
+                        list: bound,
+                        negated: *negated,
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+            }
+            | E::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+            } => {
+                if *any {
+                    return Err(Error::not_supported("LIKE ANY"));
+                }
+                let x = self.bind_expr(expr, clause)?;
+                let p = self.bind_expr(pattern, clause)?;
+                let x = self.to_text(x, expr, "~~")?;
+                let p = self.to_text(p, pattern, "~~")?;
+                let escape = match escape_char.as_deref() {
+                    None => None,
+                    Some(E::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => {
+                            let mut cs = s.chars();
+                            match (cs.next(), cs.next()) {
+                                (None, _) => None,
+                                (Some(c), None) => Some(c),
+                                _ => {
+                                    return Err(Error::data(
+                                        "22025",
+                                        "invalid escape string",
+                                    ));
+                                }
+                            }
+                        }
+                        _ => return Err(Error::not_supported("non-literal ESCAPE")),
+                    },
+                    Some(_) => return Err(Error::not_supported("non-literal ESCAPE")),
+                };
+                Ok(Expr::new(
+                    ExprKind::Like {
+                        expr: Box::new(x),
+                        pattern: Box::new(p),
+                        negated: *negated,
+                        case_insensitive: matches!(e, E::ILike { .. }),
+                        escape: escape.or(Some('\\')),
+                    },
+                    DataType::Boolean,
+                ))
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => self.bind_case(operand.as_deref(), conditions, else_result.as_deref(), clause),
+            E::Function(f) => self.bind_function(f, e, clause),
+            E::Extract { field, expr, .. } => {
+                let name = field.to_string();
+                let field = DateField::parse(&name).ok_or_else(|| {
+                    Error::semantic(
+                        "22023",
+                        format!("unit \"{}\" not recognized", name.to_lowercase()),
+                    )
+                })?;
+                let b = self.bind_expr(expr, clause)?;
+                let b = if is_unknown(expr) { self.cast(b, DataType::Timestamp, false, expr)? } else { b };
+                if !matches!(b.ty, DataType::Date | DataType::Timestamp | DataType::Interval) {
+                    return Err(Error::undefined_function(format!(
+                        "function extract(unknown, {}) does not exist",
+                        b.ty
+                    )));
+                }
+                Ok(Expr::new(
+                    ExprKind::Extract {
+                        field,
+                        expr: Box::new(b),
+                    },
+                    DataType::NUMERIC,
+                ))
+            }
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args: Vec<&ast::Expr> = vec![expr];
+                match substring_from {
+                    Some(x) => args.push(x),
+                    None => return Err(Error::not_supported("substring without FROM")),
+                }
+                if let Some(x) = substring_for {
+                    args.push(x);
+                }
+                self.call_scalar("substring", &args, clause)
+            }
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters,
+            } => {
+                if trim_characters.is_some() {
+                    return Err(Error::not_supported("trim with a character list"));
+                }
+                let name = match trim_where {
+                    None | Some(ast::TrimWhereField::Both) => "btrim",
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                };
+                let mut args: Vec<&ast::Expr> = vec![expr];
+                if let Some(w) = trim_what {
+                    args.push(w);
+                }
+                self.call_scalar(name, &args, clause)
+            }
+            E::Position { expr, r#in } => self.call_scalar("strpos", &[r#in, expr], clause),
+            E::Ceil { expr, field } | E::Floor { expr, field } => {
+                if !matches!(field, ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)) {
+                    return Err(Error::not_supported("CEIL/FLOOR with a field or scale"));
+                }
+                let name = if matches!(e, E::Ceil { .. }) { "ceil" } else { "floor" };
+                self.call_scalar(name, &[expr], clause)
+            }
+            E::Exists { subquery, negated } => {
+                let (id, correlated, _) = self.bind_subquery(subquery)?;
+                let s = Expr::new(
+                    ExprKind::Subquery(Box::new(SubqueryExpr {
+                        id,
+                        kind: SubqueryKind::Exists,
+                        correlated,
+                    })),
+                    DataType::Boolean,
+                );
+                Ok(if *negated {
+                    Expr::new(ExprKind::Not(Box::new(s)), DataType::Boolean)
+                } else {
+                    s
+                })
+            }
+            E::Subquery(q) => {
+                let (id, correlated, plan) = self.bind_subquery(q)?;
+                if plan.schema.len() != 1 {
+                    return Err(Error::semantic("42601", "subquery must return only one column"));
+                }
+                Ok(Expr::new(
+                    ExprKind::Subquery(Box::new(SubqueryExpr {
+                        id,
+                        kind: SubqueryKind::Scalar,
+                        correlated,
+                    })),
+                    plan.schema[0].ty,
+                ))
+            }
+            E::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let x = self.bind_expr(expr, clause)?;
+                self.bind_quantified(x, expr, subquery, None, false, *negated)
+            }
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            }
+            | E::AllOp {
+                left,
+                compare_op,
+                right,
+            } => {
+                let op = cmp_op(compare_op)
+                    .ok_or_else(|| Error::not_supported(format!("{compare_op} ANY/ALL")))?;
+                let E::Subquery(q) = &**right else {
+                    return Err(Error::not_supported("ANY/ALL over an array"));
+                };
+                let x = self.bind_expr(left, clause)?;
+                self.bind_quantified(x, left, q, Some(op), matches!(e, E::AllOp { .. }), false)
+            }
+            other => Err(Error::not_supported(format!("expression {other}"))),
+        }
+    }
+
+    fn bind_column(&mut self, table: Option<&str>, name: &str, e: &ast::Expr) -> Result<Expr> {
+        if let Some(b) = self.resolve_column(table, name)? {
+            return Ok(b);
+        }
+        if let Some(state) = &self.agg {
+            if state.level == self.frames.len() - 1 && state.from_scope.resolve(table, name)?.is_some() {
+                let q = table.map(|t| t.to_string()).or_else(|| {
+                    state.from_scope.resolve(None, name).ok().flatten().and_then(|c| c.table.clone())
+                });
+                let full = match q {
+                    Some(t) => format!("{t}.{name}"),
+                    None => name.to_string(),
+                };
+                return Err(Error::semantic(
+                    "42803",
+                    format!("column \"{full}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+                )
+                .at(self.pos(e)));
+            }
+        }
+        match table {
+            Some(t) if !self.any_level_has_table(t) => Err(Error::semantic(
+                "42P01",
+                format!("missing FROM-clause entry for table \"{t}\""),
+            )),
+            Some(t) => Err(Error::undefined_column(&format!("{t}.{name}"))),
+            None => Err(Error::undefined_column(name)),
+        }
+    }
+
+    fn any_level_has_table(&self, t: &str) -> bool {
+        self.frames.iter().any(|f| f.scope.has_table(t))
+    }
+
+    fn bind_value(&mut self, v: &ast::Value) -> Result<Expr> {
+        use ast::Value as V;
+        Ok(match v {
+            V::Number(n, _) => super::literal(number_literal(n)?),
+            V::SingleQuotedString(s)
+            | V::EscapedStringLiteral(s)
+            | V::TripleSingleQuotedString(s)
+            | V::UnicodeStringLiteral(s) => Expr::literal(Value::Text(s.clone()), DataType::Text),
+            V::DollarQuotedString(d) => Expr::literal(Value::Text(d.value.clone()), DataType::Text),
+            V::Boolean(b) => Expr::literal(Value::Boolean(*b), DataType::Boolean),
+            V::Null => Expr::literal(Value::Null, DataType::Text),
+            V::Placeholder(p) => {
+                let n = if p == "?" {
+                    self.next_question += 1;
+                    self.next_question
+                } else {
+                    p.trim_start_matches('$').parse::<usize>().map_err(|_| {
+                        Error::syntax(format!("invalid parameter \"{p}\""))
+                    })?
+                };
+                if n == 0 || n > self.param_count {
+                    return Err(Error::semantic(
+                        "42P02",
+                        format!("there is no parameter ${n}"),
+                    ));
+                }
+                let ty = self.param_types[n - 1].unwrap_or(DataType::Text);
+                Expr::new(ExprKind::Param(n - 1), ty)
+            }
+            other => return Err(Error::not_supported(format!("literal {other}"))),
+        })
+    }
+
+    fn bind_interval(&mut self, iv: &ast::Interval) -> Result<Expr> {
+        let text = match &*iv.value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                ast::Value::Number(n, _) => n.clone(),
+                other => other.to_string(),
+            },
+            other => {
+                return Err(Error::not_supported(format!("INTERVAL {other}")));
+            }
+        };
+        let field = iv.last_field.as_ref().or(iv.leading_field.as_ref());
+        let value = match field {
+            None => Interval::parse(&text)?,
+            Some(f) => {
+                let name = f.to_string().to_lowercase();
+                use crate::types::IntervalField as F;
+                let field = match name.as_str() {
+                    "year" | "years" => F::Year,
+                    "month" | "months" => F::Month,
+                    "day" | "days" => F::Day,
+                    "hour" | "hours" => F::Hour,
+                    "minute" | "minutes" => F::Minute,
+                    "second" | "seconds" => F::Second,
+                    _ => return Err(Error::not_supported(format!("interval field {name}"))),
+                };
+                Interval::parse_with_field(&text, field)?
+            }
+        };
+        Ok(Expr::literal(Value::Interval(value), DataType::Interval))
+    }
+
+    fn castable(&self, from: &DataType, to: &DataType, _at: &ast::Expr) -> bool {
+        if from == to || from.is_string() || to.is_string() {
+            return true;
+        }
+        if numeric_rank(from).is_some() && numeric_rank(to).is_some() {
+            return true;
+        }
+        matches!(
+            (from, to),
+            (DataType::Date, DataType::Timestamp)
+                | (DataType::Timestamp, DataType::Date)
+                | (DataType::Integer, DataType::Boolean)
+                | (DataType::Boolean, DataType::Integer)
+        )
+    }
+
+    /// Binds a boolean operand (an untyped literal is read as boolean).
+    fn bind_bool(&mut self, e: &ast::Expr, clause: &'static str, op: &str) -> Result<Expr> {
+        let b = self.bind_expr(e, clause)?;
+        if is_unknown(e) {
+            return self.cast(b, DataType::Boolean, false, e);
+        }
+        if b.ty != DataType::Boolean {
+            return Err(Error::datatype_mismatch(format!(
+                "argument of {op} must be type boolean, not type {}",
+                b.ty
+            ))
+            .at(self.pos(e)));
+        }
+        Ok(b)
+    }
+
+    /// Casts `b` to text for a string operator (char loses its padding).
+    fn to_text(&mut self, b: Expr, e: &ast::Expr, op: &str) -> Result<Expr> {
+        if b.ty.is_string() && b.ty != DataType::Char(0) {
+            if let DataType::Char(_) = b.ty {
+                return self.cast(b, DataType::Text, false, e);
+            }
+            return Ok(b);
+        }
+        if is_unknown(e) {
+            return self.cast(b, DataType::Text, false, e);
+        }
+        Err(Error::undefined_function(format!(
+            "operator does not exist: {} {op} unknown",
+            b.ty
+        )))
+    }
+
+    /// Binds two operands and brings them to a common type.
+    fn bind_pair(
+        &mut self,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        clause: &'static str,
+        op: &str,
+    ) -> Result<(Expr, Expr)> {
+        let mut v = self.bind_unified(&[a, b], clause, op)?;
+        let r = v.pop().expect("two");
+        let l = v.pop().expect("two");
+        Ok((l, r))
+    }
+
+    /// Binds expressions and casts them all to one type (untyped literals adopt the
+    /// type of the others; all untyped → text).
+    pub fn bind_unified(
+        &mut self,
+        items: &[&ast::Expr],
+        clause: &'static str,
+        op: &str,
+    ) -> Result<Vec<Expr>> {
+        let bound: Vec<Expr> = items
+            .iter()
+            .map(|e| self.bind_expr(e, clause))
+            .collect::<Result<_>>()?;
+        let mut target: Option<DataType> = None;
+        for (b, e) in bound.iter().zip(items) {
+            if is_unknown(e) {
+                continue;
+            }
+            target = Some(match target {
+                None => b.ty,
+                Some(t) => common_type(&t, &b.ty).ok_or_else(|| {
+                    let msg = if op == "CASE" || op == "UNION" || op == "COALESCE" {
+                        format!("{op} types {} and {} cannot be matched", type_name(&t), type_name(&b.ty))
+                    } else {
+                        format!("operator does not exist: {} {op} {}", t, b.ty)
+                    };
+                    Error::undefined_function(msg).at(self.pos(*e))
+                })?,
+            });
+        }
+        let target = target.unwrap_or(DataType::Text);
+        // Comparing char with char keeps char (blank-padded semantics).
+        let all_char = bound
+            .iter()
+            .zip(items)
+            .all(|(b, e)| is_unknown(e) || matches!(b.ty, DataType::Char(_)));
+        bound
+            .into_iter()
+            .zip(items)
+            .map(|(b, e)| {
+                if all_char && matches!(b.ty, DataType::Char(_)) {
+                    Ok(b)
+                } else if all_char && is_unknown(e) {
+                    let t = match target { DataType::Text => DataType::Text, t => t };
+                    self.cast(b, t, false, e)
+                } else {
+                    self.cast(b, target, false, e)
+                }
+            })
+            .collect()
+    }
+
+    fn bind_binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &Op,
+        right: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        match op {
+            Op::And | Op::Or => {
+                let mut items = Vec::new();
+                for side in [left, right] {
+                    let b = self.bind_bool(side, clause, if *op == Op::And { "AND" } else { "OR" })?;
+                    match (op, b.kind) {
+                        (Op::And, ExprKind::And(v)) | (Op::Or, ExprKind::Or(v)) => items.extend(v),
+                        (_, kind) => items.push(Expr::new(kind, DataType::Boolean)),
+                    }
+                }
+                let kind = if *op == Op::And {
+                    ExprKind::And(items)
+                } else {
+                    ExprKind::Or(items)
+                };
+                Ok(Expr::new(kind, DataType::Boolean))
+            }
+            Op::StringConcat => {
+                let l = self.bind_expr(left, clause)?;
+                let r = self.bind_expr(right, clause)?;
+                let l = self.cast(l, DataType::Text, false, left)?;
+                let r = self.cast(r, DataType::Text, false, right)?;
+                Ok(Expr::new(
+                    ExprKind::Func {
+                        func: Func::Concat,
+                        args: vec![l, r],
+                    },
+                    DataType::Text,
+                ))
+            }
+            _ => {
+                if let Some(c) = cmp_op(op) {
+                    let (l, r) = self.bind_pair(left, right, clause, cmp_symbol(c))?;
+                    return Ok(Expr::new(
+                        ExprKind::Compare {
+                            op: c,
+                            left: Box::new(l),
+                            right: Box::new(r),
+                        },
+                        DataType::Boolean,
+                    ));
+                }
+                if let Some(a) = arith_op(op) {
+                    return self.bind_arith(a, left, right, clause);
+                }
+                Err(Error::not_supported(format!("operator {op}")))
+            }
+        }
+    }
+
+    fn bind_arith(
+        &mut self,
+        op: ArithOp,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        let mut l = self.bind_expr(left, clause)?;
+        let mut r = self.bind_expr(right, clause)?;
+        let (lu, ru) = (is_unknown(left), is_unknown(right));
+        // Untyped literals take the other side's type (or a sensible one for dates).
+        let guess = |this: &Expr, other: &DataType| -> DataType {
+            match other {
+                DataType::Date | DataType::Timestamp => match &this.kind {
+                    ExprKind::Literal(Value::Text(s)) if s.trim().parse::<i64>().is_ok() => {
+                        DataType::Integer
+                    }
+                    _ => DataType::Interval,
+                },
+                t if numeric_rank(t).is_some() => *t,
+                DataType::Interval => DataType::Interval,
+                _ => DataType::NUMERIC,
+            }
+        };
+        if lu && !ru {
+            let t = guess(&l, &r.ty);
+            l = self.cast(l, t, false, left)?;
+        } else if ru && !lu {
+            let t = guess(&r, &l.ty);
+            r = self.cast(r, t, false, right)?;
+        } else if lu && ru {
+            l = self.cast(l, DataType::NUMERIC, false, left)?;
+            r = self.cast(r, DataType::NUMERIC, false, right)?;
+        }
+        let undefined = |l: &DataType, r: &DataType| {
+            Error::undefined_function(format!(
+                "operator does not exist: {l} {} {r}",
+                op_symbol(op)
+            ))
+        };
+        let mk = |l: Expr, r: Expr, ty: DataType| {
+            Expr::new(
+                ExprKind::Arith {
+                    op,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                },
+                ty,
+            )
+        };
+        use DataType as T;
+        let (lt, rt) = (l.ty, r.ty);
+        if numeric_rank(&lt).is_some() && numeric_rank(&rt).is_some() {
+            let t = common_type(&lt, &rt).expect("numeric types have a common type");
+            let l = self.cast(l, t, false, left)?;
+            let r = self.cast(r, t, false, right)?;
+            return Ok(mk(l, r, t));
+        }
+        match (op, lt, rt) {
+            (ArithOp::Add, T::Date, t) | (ArithOp::Sub, T::Date, t) if is_integer(&t) => {
+                let r = self.cast(r, T::Integer, false, right)?;
+                Ok(mk(l, r, T::Date))
+            }
+            (ArithOp::Add, t, T::Date) if is_integer(&t) => {
+                let l = self.cast(l, T::Integer, false, left)?;
+                Ok(mk(l, r, T::Date))
+            }
+            (ArithOp::Sub, T::Date, T::Date) => Ok(mk(l, r, T::Integer)),
+            (ArithOp::Add | ArithOp::Sub, T::Date | T::Timestamp, T::Interval) => {
+                Ok(mk(l, r, T::Timestamp))
+            }
+            (ArithOp::Add, T::Interval, T::Date | T::Timestamp) => Ok(mk(l, r, T::Timestamp)),
+            (ArithOp::Sub, T::Timestamp, T::Timestamp) => Ok(mk(l, r, T::Interval)),
+            (ArithOp::Sub, T::Timestamp, T::Date) => {
+                let r = self.cast(r, T::Timestamp, false, right)?;
+                Ok(mk(l, r, T::Interval))
+            }
+            (ArithOp::Sub, T::Date, T::Timestamp) => {
+                let l = self.cast(l, T::Timestamp, false, left)?;
+                Ok(mk(l, r, T::Interval))
+            }
+            (ArithOp::Add | ArithOp::Sub, T::Interval, T::Interval) => Ok(mk(l, r, T::Interval)),
+            (ArithOp::Mul | ArithOp::Div, T::Interval, t) if numeric_rank(&t).is_some() => {
+                let r = self.cast(r, T::Double, false, right)?;
+                Ok(mk(l, r, T::Interval))
+            }
+            (ArithOp::Mul, t, T::Interval) if numeric_rank(&t).is_some() => {
+                let l = self.cast(l, T::Double, false, left)?;
+                Ok(mk(l, r, T::Interval))
+            }
+            _ => Err(undefined(&lt, &rt)),
+        }
+    }
+
+    fn bind_case(
+        &mut self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        let mut conds = Vec::with_capacity(conditions.len());
+        for c in conditions {
+            let cond = match operand {
+                Some(x) => {
+                    let (l, r) = self.bind_pair(x, &c.condition, clause, "=")?;
+                    Expr::new(
+                        ExprKind::Compare {
+                            op: CmpOp::Eq,
+                            left: Box::new(l),
+                            right: Box::new(r),
+                        },
+                        DataType::Boolean,
+                    )
+                }
+                None => self.bind_bool(&c.condition, clause, "CASE/WHEN")?,
+            };
+            conds.push(cond);
+        }
+        let mut results: Vec<&ast::Expr> = conditions.iter().map(|c| &c.result).collect();
+        if let Some(e) = else_result {
+            results.push(e);
+        }
+        let mut bound = self.bind_unified(&results, clause, "CASE")?;
+        let ty = bound.first().map(|b| b.ty).unwrap_or(DataType::Text);
+        let else_ = else_result.map(|_| Box::new(bound.pop().expect("else bound")));
+        let whens = conds.into_iter().zip(bound).collect();
+        Ok(Expr::new(ExprKind::Case { whens, else_ }, ty))
+    }
+
+    fn bind_quantified(
+        &mut self,
+        x: Expr,
+        x_ast: &ast::Expr,
+        q: &ast::Query,
+        op: Option<CmpOp>,
+        all: bool,
+        negated: bool,
+    ) -> Result<Expr> {
+        let (id, correlated, plan) = self.bind_subquery(q)?;
+        if plan.schema.len() != 1 {
+            return Err(Error::semantic(
+                "42601",
+                if plan.schema.len() > 1 { "subquery has too many columns" } else { "subquery has too few columns" },
+            ));
+        }
+        let st = plan.schema[0].ty;
+        let target = if is_unknown(x_ast) {
+            st
+        } else {
+            common_type(&x.ty, &st).ok_or_else(|| {
+                Error::undefined_function(format!(
+                    "operator does not exist: {} = {}",
+                    x.ty, st
+                ))
+            })?
+        };
+        if target != st {
+            // Cast the subquery's column by wrapping its plan in a projection.
+            let sub = &mut self.subqueries[id];
+            let input = std::mem::replace(&mut sub.plan, crate::plan::Plan::one_row());
+            let name = input.schema[0].name.clone();
+            let cast = Expr::new(
+                ExprKind::Cast {
+                    expr: Box::new(Expr::column(0, st)),
+                    explicit: false,
+                },
+                target,
+            );
+            sub.plan = crate::plan::Plan::new(
+                crate::plan::Node::Project {
+                    input: Box::new(input),
+                    exprs: vec![cast],
+                },
+                vec![crate::plan::OutputColumn { name, ty: target }],
+            );
+        }
+        let x = self.cast(x, target, false, x_ast)?;
+        let kind = match op {
+            None => SubqueryKind::In {
+                expr: Box::new(x),
+                negated,
+            },
+            Some(op) => SubqueryKind::Quantified {
+                expr: Box::new(x),
+                op,
+                all,
+            },
+        };
+        Ok(Expr::new(
+            ExprKind::Subquery(Box::new(SubqueryExpr {
+                id,
+                kind,
+                correlated,
+            })),
+            DataType::Boolean,
+        ))
+    }
+
+    fn function_args<'f>(&self, f: &'f ast::Function) -> Result<(Vec<&'f ast::Expr>, bool, bool)> {
+        match &f.args {
+            ast::FunctionArguments::None => Ok((vec![], false, false)),
+            ast::FunctionArguments::Subquery(_) => {
+                Err(Error::not_supported("a subquery as a function argument"))
+            }
+            ast::FunctionArguments::List(l) => {
+                if !l.clauses.is_empty() {
+                    return Err(Error::not_supported("clauses in a function argument list"));
+                }
+                let distinct = matches!(l.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &l.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(Error::not_supported("named or qualified-wildcard arguments")),
+                    }
+                }
+                Ok((args, distinct, star))
+            }
+        }
+    }
+
+    fn bind_function(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        let name = func_name(f);
+        if f.over.is_some() {
+            return Err(Error::not_supported("window functions"));
+        }
+        if f.filter.is_some() || !f.within_group.is_empty() {
+            return Err(Error::not_supported("FILTER / WITHIN GROUP"));
+        }
+        let (args, distinct, star) = self.function_args(f)?;
+        if let Some(func) = aggregate_func(&name) {
+            return self.bind_aggregate(func, &name, &args, distinct, star, e, clause);
+        }
+        if star {
+            return Err(Error::syntax(format!("{name}(*) is only valid for aggregates")));
+        }
+        if distinct {
+            return Err(Error::semantic(
+                "42809",
+                format!("DISTINCT specified, but {name} is not an aggregate function"),
+            ));
+        }
+        match name.as_str() {
+            "coalesce" => {
+                if args.is_empty() {
+                    return Err(Error::syntax("coalesce needs at least one argument"));
+                }
+                let bound = self.bind_unified(&args, clause, "COALESCE")?;
+                let ty = bound[0].ty;
+                return Ok(Expr::new(ExprKind::Coalesce(bound), ty));
+            }
+            "nullif" | "greatest" | "least" => {
+                if args.is_empty() || (name == "nullif" && args.len() != 2) {
+                    return Err(Error::undefined_function(format!(
+                        "function {name} does not exist with {} arguments",
+                        args.len()
+                    )));
+                }
+                let bound = self.bind_unified(&args, clause, if name == "nullif" { "=" } else { "CASE" })?;
+                let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
+                let (func, _, ret) = crate::expr::Func::resolve(&name, &types)?
+                    .ok_or_else(|| Error::undefined_function(format!("function {name} does not exist")))?;
+                return Ok(Expr::new(ExprKind::Func { func, args: bound }, ret));
+            }
+            _ => {}
+        }
+        self.call_scalar(&name, &args, clause)
+    }
+
+    /// Binds a call of the scalar function `name`.
+    fn call_scalar(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Result<Expr> {
+        let bound: Vec<Expr> = args
+            .iter()
+            .map(|a| self.bind_expr(a, clause))
+            .collect::<Result<_>>()?;
+        let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
+        let resolved = crate::expr::Func::resolve(name, &types)?;
+        let Some((func, casts, ret)) = resolved else {
+            let list: Vec<String> = bound
+                .iter()
+                .zip(args)
+                .map(|(b, a)| if is_unknown(a) { "unknown".to_string() } else { b.ty.to_string() })
+                .collect();
+            return Err(Error::undefined_function(format!(
+                "function {name}({}) does not exist",
+                list.join(", ")
+            )));
+        };
+        let mut out = Vec::with_capacity(bound.len());
+        for ((b, a), t) in bound.into_iter().zip(args).zip(casts) {
+            if b.ty != t && !is_unknown(a) && !implicit_castable(&b.ty, &t) && !(b.ty.is_string() && t.is_string()) {
+                return Err(Error::undefined_function(format!(
+                    "function {name}({}) does not exist",
+                    types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            out.push(self.cast(b, t, false, a)?);
+        }
+        Ok(Expr::new(ExprKind::Func { func, args: out }, ret))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bind_aggregate(
+        &mut self,
+        func: AggFunc,
+        name: &str,
+        args: &[&ast::Expr],
+        distinct: bool,
+        star: bool,
+        e: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        if !self.in_agg_level() {
+            let msg = if self.agg.is_some() && self.agg.as_ref().is_some_and(|a| a.level == usize::MAX) {
+                "aggregate function calls cannot be nested".to_string()
+            } else {
+                format!("aggregate functions are not allowed in {clause}")
+            };
+            return Err(Error::semantic("42803", msg).at(self.pos(e)));
+        }
+        let (func, arg) = match (func, star, args.len()) {
+            (AggFunc::Count, true, 0) => (AggFunc::CountStar, None),
+            (_, false, 1) => {
+                // Bind the argument over the FROM scope, outside aggregate mode.
+                let mut state = self.agg.take().expect("aggregate state");
+                let saved = self.set_scope(state.from_scope.clone());
+                let level = state.level;
+                state.level = usize::MAX; // nested aggregates are an error
+                self.agg = Some(state);
+                let r = self.bind_expr(args[0], "aggregate");
+                self.set_scope(saved);
+                let mut state = self.agg.take().expect("aggregate state");
+                state.level = level;
+                self.agg = Some(state);
+                let mut b = r?;
+                if is_unknown(args[0]) {
+                    b = self.cast(b, DataType::Text, false, args[0])?;
+                }
+                (func, Some(b))
+            }
+            _ => {
+                return Err(Error::undefined_function(format!(
+                    "function {name}({}) does not exist",
+                    if star { "*".to_string() } else { format!("{} arguments", args.len()) }
+                ))
+                .at(self.pos(e)));
+            }
+        };
+        let ty = match (&func, arg.as_ref().map(|a| a.ty)) {
+            (AggFunc::CountStar | AggFunc::Count, _) => DataType::BigInt,
+            (AggFunc::Sum, Some(DataType::SmallInt | DataType::Integer)) => DataType::BigInt,
+            (AggFunc::Sum, Some(DataType::BigInt | DataType::Decimal { .. })) => DataType::NUMERIC,
+            (AggFunc::Sum, Some(t @ (DataType::Real | DataType::Double | DataType::Interval))) => t,
+            (AggFunc::Avg, Some(t)) if numeric_rank(&t).is_some_and(|r| r <= 4) => DataType::NUMERIC,
+            (AggFunc::Avg, Some(DataType::Real | DataType::Double)) => DataType::Double,
+            (AggFunc::Avg, Some(DataType::Interval)) => DataType::Interval,
+            (AggFunc::Min | AggFunc::Max, Some(t)) if t != DataType::Boolean => t,
+            (_, Some(t)) => {
+                return Err(Error::undefined_function(format!(
+                    "function {name}({t}) does not exist"
+                ))
+                .at(self.pos(e)));
+            }
+            (_, None) => unreachable!("only count takes *"),
+        };
+        let call = AggCall {
+            func,
+            arg,
+            distinct,
+            ty,
+        };
+        let state = self.agg.as_mut().expect("aggregate state");
+        let ng = state.groups.len();
+        let idx = match state.aggs.iter().position(|a| *a == call) {
+            Some(i) => i,
+            None => {
+                state.aggs.push(call);
+                state.aggs.len() - 1
+            }
+        };
+        Ok(Expr::column(ng + idx, ty))
+    }
+}
+
+/// The output name PostgreSQL gives an unaliased select item.
+pub fn output_name(e: &ast::Expr) -> String {
+    use ast::Expr as E;
+    match e {
+        E::Identifier(i) => ident(i),
+        E::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        E::Function(f) => func_name(f),
+        E::Nested(x) => output_name(x),
+        E::Cast { expr, data_type, .. } => match **expr {
+            E::Value(_) => super::types::data_type(data_type)
+                .map(|t| match t {
+                    DataType::Integer => "int4".into(),
+                    DataType::BigInt => "int8".into(),
+                    DataType::SmallInt => "int2".into(),
+                    DataType::Double => "float8".into(),
+                    DataType::Real => "float4".into(),
+                    DataType::Boolean => "bool".into(),
+                    DataType::Decimal { .. } => "numeric".into(),
+                    DataType::Char(_) => "bpchar".into(),
+                    DataType::Varchar(_) => "varchar".into(),
+                    DataType::Timestamp => "timestamp".into(),
+                    t => t.to_string(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
+            _ => output_name(expr),
+        },
+        E::Case { .. } => "case".into(),
+        E::Extract { .. } => "extract".into(),
+        E::Substring { .. } => "substring".into(),
+        E::Trim { .. } => "btrim".into(),
+        E::Position { .. } => "position".into(),
+        E::Exists { .. } => "exists".into(),
+        E::Subquery(q) => match &*q.body {
+            ast::SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(x)) => output_name(x),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        E::Interval(_) => "interval".into(),
+        E::TypedString(ts) => super::types::data_type(&ts.data_type)
+            .map(|t| match t {
+                DataType::Timestamp => "timestamp".to_string(),
+                t => t.to_string(),
+            })
+            .unwrap_or_else(|_| "?column?".into()),
+        E::Value(v) if matches!(v.value, ast::Value::Boolean(_)) => "bool".into(),
+        _ => "?column?".into(),
+    }
+}

@@ -1,0 +1,301 @@
+//! The binder: resolves names and types in a parsed statement and produces a
+//! [`Plan`]. Errors carry the byte offset of the offending token.
+//!
+//! - [`scope`]: which columns a query level sees;
+//! - [`types`]: type names, common types, implicit and assignment casts;
+//! - `expr`: expressions (operators, functions, subqueries, aggregates);
+//! - `query`: SELECT, set operations, FROM and joins, CTEs, views.
+
+mod expr;
+mod query;
+pub mod scope;
+pub mod system;
+pub mod types;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sqlparser::ast::{self, Spanned};
+
+use crate::catalog::{Catalog, TableDef};
+use crate::error::{Error, Result};
+use crate::expr::{Expr, ExprKind};
+use crate::parser;
+use crate::plan::{BoundQuery, Plan, Subplan};
+use crate::types::{DataType, Value};
+
+use scope::Scope;
+
+/// One query nesting level (the top level or a subquery in an expression).
+struct Frame {
+    scope: Scope,
+    /// Expressions of the enclosing level this level refers to; inside this level
+    /// they are parameters `param_base + i`.
+    outer_refs: Vec<Expr>,
+    /// A frame that may not look outward (a view's body).
+    barrier: bool,
+}
+
+/// A bound CTE: its plan and column names.
+#[derive(Clone)]
+struct CteDef {
+    plan: Plan,
+}
+
+pub struct Binder<'a> {
+    pub catalog: &'a Catalog,
+    sql: &'a str,
+    /// Number of statement parameters; correlated values come after them.
+    pub param_count: usize,
+    /// Types the statement's parameters were inferred to have (`None`: unknown).
+    pub param_types: Vec<Option<DataType>>,
+    subqueries: Vec<Subplan>,
+    frames: Vec<Frame>,
+    ctes: Vec<HashMap<String, CteDef>>,
+    /// Next `?` placeholder number.
+    next_question: usize,
+    view_depth: usize,
+    /// Set while binding the expressions above an aggregation.
+    agg: Option<expr::AggState>,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog, sql: &'a str, param_count: usize) -> Binder<'a> {
+        Binder {
+            catalog,
+            sql,
+            param_count,
+            param_types: vec![None; param_count],
+            subqueries: Vec::new(),
+            frames: vec![Frame {
+                scope: Scope::default(),
+                outer_refs: Vec::new(),
+                barrier: false,
+            }],
+            ctes: Vec::new(),
+            next_question: 0,
+            view_depth: 0,
+            agg: None,
+        }
+    }
+
+    /// Byte offset of a node in the statement text.
+    fn pos(&self, node: &impl Spanned) -> Option<usize> {
+        parser::span_offset(self.sql, node.span())
+    }
+
+    /// Binds a query statement.
+    pub fn bind_query_statement(mut self, q: &ast::Query) -> Result<BoundQuery> {
+        let plan = self.bind_query(q)?;
+        Ok(BoundQuery {
+            plan,
+            subqueries: self.subqueries,
+        })
+    }
+
+    /// Finishes binding: the subqueries collected so far.
+    pub fn into_subqueries(self) -> Vec<Subplan> {
+        self.subqueries
+    }
+
+    fn scope(&self) -> &Scope {
+        &self.frames.last().expect("a frame").scope
+    }
+
+    fn set_scope(&mut self, scope: Scope) -> Scope {
+        std::mem::replace(&mut self.frames.last_mut().expect("a frame").scope, scope)
+    }
+
+    /// Resolves a column name at nesting level `level`, registering outer references
+    /// on the way (correlated subqueries).
+    fn resolve_at(
+        &mut self,
+        level: usize,
+        table: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Expr>> {
+        if let Some(c) = self.frames[level].scope.resolve(table, name)? {
+            return Ok(Some(c.expr.clone()));
+        }
+        if level == 0 || self.frames[level].barrier {
+            return Ok(None);
+        }
+        let Some(outer) = self.resolve_at(level - 1, table, name)? else {
+            return Ok(None);
+        };
+        let frame = &mut self.frames[level];
+        let k = match frame.outer_refs.iter().position(|e| *e == outer) {
+            Some(k) => k,
+            None => {
+                frame.outer_refs.push(outer.clone());
+                frame.outer_refs.len() - 1
+            }
+        };
+        Ok(Some(Expr::new(ExprKind::Param(self.param_count + k), outer.ty)))
+    }
+
+    fn resolve_column(&mut self, table: Option<&str>, name: &str) -> Result<Option<Expr>> {
+        let top = self.frames.len() - 1;
+        self.resolve_at(top, table, name)
+    }
+
+    /// Binds `q` as a subquery of the current level.
+    fn bind_subquery(&mut self, q: &ast::Query) -> Result<(usize, Vec<Expr>, Plan)> {
+        self.frames.push(Frame {
+            scope: Scope::default(),
+            outer_refs: Vec::new(),
+            barrier: false,
+        });
+        let saved_ctes = self.ctes.len();
+        let result = self.bind_query(q);
+        self.ctes.truncate(saved_ctes);
+        let frame = self.frames.pop().expect("pushed frame");
+        let plan = result?;
+        let id = self.subqueries.len();
+        self.subqueries.push(Subplan {
+            plan: plan.clone(),
+            param_base: self.param_count,
+            correlated: !frame.outer_refs.is_empty(),
+        });
+        Ok((id, frame.outer_refs, plan))
+    }
+
+    fn lookup_cte(&self, name: &str) -> Option<&CteDef> {
+        self.ctes.iter().rev().find_map(|m| m.get(name))
+    }
+
+    pub fn table(&self, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
+        let n = object_name(name)?;
+        self.catalog
+            .table(&n)
+            .cloned()
+            .ok_or_else(|| Error::undefined_table(&n).at(self.pos(name)))
+    }
+
+    /// Binds an expression over the columns `cols` (a single table's row), e.g. a
+    /// DEFAULT or an UPDATE assignment.
+    pub fn bind_scalar_over(
+        &mut self,
+        scope: Scope,
+        e: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        let saved = self.set_scope(scope);
+        let r = self.bind_expr(e, clause);
+        self.set_scope(saved);
+        r
+    }
+
+    /// Binds `e` and casts it for storage into a column of type `ty`.
+    pub fn bind_assignment(
+        &mut self,
+        scope: Scope,
+        e: &ast::Expr,
+        column: &str,
+        ty: DataType,
+    ) -> Result<Expr> {
+        let saved = self.set_scope(scope);
+        let r = self.bind_expr(e, "VALUES").and_then(|b| self.assign_cast(b, e, column, ty));
+        self.set_scope(saved);
+        r
+    }
+
+    /// Casts a bound value for storage into a column of type `ty`, with PostgreSQL's
+    /// assignment rules.
+    pub fn assign_cast(&mut self, b: Expr, e: &ast::Expr, column: &str, ty: DataType) -> Result<Expr> {
+        if b.ty == ty {
+            return Ok(b);
+        }
+        if is_unknown(e) || types::assignment_castable(&b.ty, &ty) {
+            return self.cast(b, ty, false, e);
+        }
+        Err(Error::datatype_mismatch(format!(
+            "column \"{column}\" is of type {} but expression is of type {}",
+            types::type_name(&ty),
+            types::type_name(&b.ty)
+        ))
+        .at(self.pos(e)))
+    }
+
+    /// Casts `b` to `ty`, folding constants (so bad literals are reported at bind
+    /// time with their position).
+    fn cast(&mut self, b: Expr, ty: DataType, explicit: bool, at: &ast::Expr) -> Result<Expr> {
+        if b.ty == ty && !matches!(ty, DataType::Char(_) | DataType::Varchar(Some(_)) | DataType::Decimal { precision: Some(_), .. }) {
+            return Ok(b);
+        }
+        if let ExprKind::Param(i) = b.kind {
+            if i < self.param_count && self.param_types[i].is_none() {
+                self.param_types[i] = Some(ty);
+                return Ok(Expr::new(ExprKind::Param(i), ty));
+            }
+        }
+        if let ExprKind::Literal(v) = &b.kind {
+            let folded = if explicit { v.cast(&ty) } else { v.cast_for_assignment(&ty) };
+            return match folded {
+                Ok(v) => Ok(Expr::literal(v, ty)),
+                Err(e) => Err(Error::from(e).at(self.pos(at))),
+            };
+        }
+        Ok(Expr::new(
+            ExprKind::Cast {
+                expr: Box::new(b),
+                explicit,
+            },
+            ty,
+        ))
+    }
+}
+
+/// Whether an expression is an untyped literal (a string, NULL or a parameter) whose
+/// type comes from its context, as PostgreSQL's `unknown`.
+pub fn is_unknown(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Value(v) => matches!(
+            v.value,
+            ast::Value::SingleQuotedString(_)
+                | ast::Value::Null
+                | ast::Value::Placeholder(_)
+                | ast::Value::EscapedStringLiteral(_)
+                | ast::Value::DollarQuotedString(_)
+        ),
+        ast::Expr::Nested(inner) => is_unknown(inner),
+        _ => false,
+    }
+}
+
+/// An identifier as PostgreSQL folds it: unquoted names to lower case.
+pub fn ident(i: &ast::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// The object a (possibly schema-qualified) name denotes; only the default schema
+/// (`public`, `main`) is known.
+pub fn object_name(n: &ast::ObjectName) -> Result<String> {
+    let parts: Vec<String> = n
+        .0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => Ok(ident(i)),
+            other => Err(Error::not_supported(format!("name part {other}"))),
+        })
+        .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" || schema == "main" => Ok(name.clone()),
+        [schema, name] if schema == "information_schema" => Ok(format!("information_schema.{name}")),
+        _ => Err(Error::semantic(
+            "3F000",
+            format!("schema \"{}\" does not exist", parts[..parts.len() - 1].join(".")),
+        )),
+    }
+}
+
+/// A literal value as an expression of its own type.
+pub fn literal(v: Value) -> Expr {
+    let ty = v.data_type().unwrap_or(DataType::Text);
+    Expr::literal(v, ty)
+}

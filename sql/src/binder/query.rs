@@ -1,0 +1,1058 @@
+//! Binding queries: WITH, set operations, SELECT, FROM with joins, ORDER BY, LIMIT,
+//! views and system tables.
+
+use std::collections::HashMap;
+
+use sqlparser::ast::{self, Spanned};
+
+use super::expr::{AggState, contains_aggregate, output_name};
+use super::scope::{Scope, ScopeColumn};
+use super::types::common_type;
+use super::{Binder, CteDef, Frame, ident, is_unknown, object_name};
+use crate::error::{Error, Result};
+use crate::expr::{CmpOp, Expr, ExprKind};
+use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, SetOpKind, SortKey};
+use crate::types::{DataType, Value};
+
+fn out(name: impl Into<String>, ty: DataType) -> OutputColumn {
+    OutputColumn {
+        name: name.into(),
+        ty,
+    }
+}
+
+fn project(input: Plan, exprs: Vec<Expr>, names: Vec<String>) -> Plan {
+    let schema = exprs
+        .iter()
+        .zip(names)
+        .map(|(e, n)| out(n, e.ty))
+        .collect();
+    Plan::new(
+        Node::Project {
+            input: Box::new(input),
+            exprs,
+        },
+        schema,
+    )
+}
+
+impl Binder<'_> {
+    pub fn bind_query(&mut self, q: &ast::Query) -> Result<Plan> {
+        let pushed = if let Some(with) = &q.with {
+            if with.recursive {
+                return Err(Error::not_supported("WITH RECURSIVE").at(self.pos(q)));
+            }
+            self.ctes.push(HashMap::new());
+            for cte in &with.cte_tables {
+                let name = ident(&cte.alias.name);
+                let mut plan = self.bind_query(&cte.query)?;
+                if !cte.alias.columns.is_empty() {
+                    if cte.alias.columns.len() > plan.schema.len() {
+                        return Err(Error::semantic(
+                            "42P10",
+                            format!(
+                                "WITH query \"{name}\" has {} columns available but {} columns specified",
+                                plan.schema.len(),
+                                cte.alias.columns.len()
+                            ),
+                        ));
+                    }
+                    for (c, a) in plan.schema.iter_mut().zip(&cte.alias.columns) {
+                        c.name = ident(&a.name);
+                    }
+                }
+                self.ctes
+                    .last_mut()
+                    .expect("pushed")
+                    .insert(name, CteDef { plan });
+            }
+            true
+        } else {
+            false
+        };
+        let r = self.bind_query_body(q);
+        if pushed {
+            self.ctes.pop();
+        }
+        r
+    }
+
+    fn bind_query_body(&mut self, q: &ast::Query) -> Result<Plan> {
+        if q.fetch.is_some() || !q.locks.is_empty() {
+            return Err(Error::not_supported("FETCH / FOR UPDATE").at(self.pos(q)));
+        }
+        let order: Vec<&ast::OrderByExpr> = match &q.order_by {
+            None => vec![],
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(v) => v.iter().collect(),
+                ast::OrderByKind::All(_) => return Err(Error::not_supported("ORDER BY ALL")),
+            },
+        };
+        let mut plan = match &*q.body {
+            ast::SetExpr::Select(s) => self.bind_select(s, &order)?,
+            other => {
+                let plan = self.bind_set_expr(other)?;
+                if order.is_empty() {
+                    plan
+                } else {
+                    self.sort_by_output(plan, &order)?
+                }
+            }
+        };
+        if let Some(lc) = &q.limit_clause {
+            let (limit, offset) = match lc {
+                ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
+                    if !limit_by.is_empty() {
+                        return Err(Error::not_supported("LIMIT BY"));
+                    }
+                    (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+                }
+                ast::LimitClause::OffsetCommaLimit { offset, limit } => (Some(limit), Some(offset)),
+            };
+            let limit = match limit {
+                None => None,
+                Some(e) => self.const_count(e, "LIMIT")?,
+            };
+            let offset = match offset {
+                None => 0,
+                Some(e) => self.const_count(e, "OFFSET")?.unwrap_or(0),
+            };
+            let schema = plan.schema.clone();
+            plan = Plan::new(
+                Node::Limit {
+                    input: Box::new(plan),
+                    limit,
+                    offset,
+                },
+                schema,
+            );
+        }
+        Ok(plan)
+    }
+
+    /// A LIMIT/OFFSET count: a non-negative constant (NULL = none).
+    fn const_count(&mut self, e: &ast::Expr, what: &str) -> Result<Option<u64>> {
+        let b = self.bind_expr(e, "LIMIT")?;
+        let b = self.cast(b, DataType::BigInt, false, e)?;
+        match b.kind {
+            ExprKind::Literal(Value::Null) => Ok(None),
+            ExprKind::Literal(Value::BigInt(n)) if n >= 0 => Ok(Some(n as u64)),
+            ExprKind::Literal(Value::BigInt(_)) => Err(Error::data(
+                "2201W",
+                format!("{what} must not be negative"),
+            )
+            .at(self.pos(e))),
+            _ => Err(Error::not_supported(format!("{what} must be a constant")).at(self.pos(e))),
+        }
+    }
+
+    fn bind_set_expr(&mut self, s: &ast::SetExpr) -> Result<Plan> {
+        match s {
+            ast::SetExpr::Select(sel) => self.bind_select(sel, &[]),
+            ast::SetExpr::Query(q) => self.bind_query(q),
+            ast::SetExpr::Values(v) => self.bind_values(v),
+            ast::SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
+                let l = self.bind_set_expr(left)?;
+                let r = self.bind_set_expr(right)?;
+                let kind = match op {
+                    ast::SetOperator::Union => SetOpKind::Union,
+                    ast::SetOperator::Intersect => SetOpKind::Intersect,
+                    ast::SetOperator::Except | ast::SetOperator::Minus => SetOpKind::Except,
+                };
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                    _ => return Err(Error::not_supported("BY NAME set operations")),
+                };
+                let opname = match kind {
+                    SetOpKind::Union => "UNION",
+                    SetOpKind::Intersect => "INTERSECT",
+                    SetOpKind::Except => "EXCEPT",
+                };
+                if l.schema.len() != r.schema.len() {
+                    return Err(Error::semantic(
+                        "42601",
+                        format!("each {opname} query must have the same number of columns"),
+                    )
+                    .at(self.pos(&**right)));
+                }
+                let mut types = Vec::new();
+                for (a, b) in l.schema.iter().zip(&r.schema) {
+                    let t = common_type(&a.ty, &b.ty).ok_or_else(|| {
+                        Error::datatype_mismatch(format!(
+                            "{opname} types {} and {} cannot be matched",
+                            super::types::type_name(&a.ty),
+                            super::types::type_name(&b.ty)
+                        ))
+                    })?;
+                    types.push(match t {
+                        DataType::Char(_) if a.ty != b.ty => DataType::Text,
+                        t => t,
+                    });
+                }
+                let l = cast_plan(l, &types);
+                let r = cast_plan(r, &types);
+                let schema = l.schema.clone();
+                Ok(Plan::new(
+                    Node::SetOp {
+                        op: kind,
+                        all,
+                        left: Box::new(l),
+                        right: Box::new(r),
+                    },
+                    schema,
+                ))
+            }
+            ast::SetExpr::Table(_) => Err(Error::not_supported("TABLE t")),
+            _ => Err(Error::not_supported("this statement inside a query")),
+        }
+    }
+
+    fn bind_values(&mut self, v: &ast::Values) -> Result<Plan> {
+        let width = v.rows.first().map_or(0, |r| r.content.len());
+        let mut rows = Vec::with_capacity(v.rows.len());
+        for r in &v.rows {
+            if r.content.len() != width {
+                return Err(Error::semantic("42601", "VALUES lists must all be the same length")
+                    .at(self.pos(&r.content[0])));
+            }
+        }
+        // Column types: unify each column across rows.
+        let mut cols: Vec<Vec<Expr>> = vec![Vec::new(); width];
+        for c in 0..width {
+            let items: Vec<&ast::Expr> = v.rows.iter().map(|r| &r.content[c]).collect();
+            cols[c] = self.bind_unified(&items, "VALUES", "UNION")?;
+        }
+        for i in 0..v.rows.len() {
+            rows.push(cols.iter().map(|c| c[i].clone()).collect::<Vec<_>>());
+        }
+        let schema = (0..width)
+            .map(|c| out(format!("column{}", c + 1), cols[c].first().map_or(DataType::Text, |e| e.ty)))
+            .collect();
+        Ok(Plan::new(Node::Values { rows }, schema))
+    }
+
+    /// ORDER BY over a finished relation (set operations): output names or positions.
+    fn sort_by_output(&mut self, plan: Plan, order: &[&ast::OrderByExpr]) -> Result<Plan> {
+        let mut keys = Vec::new();
+        for o in order {
+            let idx = match &o.expr {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&i| i >= 1 && i <= plan.schema.len())
+                        .map(|i| i - 1),
+                    _ => None,
+                },
+                ast::Expr::Identifier(i) => {
+                    let n = ident(i);
+                    plan.schema.iter().position(|c| c.name == n)
+                }
+                _ => None,
+            };
+            let idx = idx.ok_or_else(|| {
+                Error::semantic(
+                    "42P10",
+                    "invalid ORDER BY over UNION/INTERSECT/EXCEPT: only result column names or positions",
+                )
+                .at(self.pos(&o.expr))
+            })?;
+            keys.push(sort_key(Expr::column(idx, plan.schema[idx].ty), &o.options));
+        }
+        let schema = plan.schema.clone();
+        Ok(Plan::new(
+            Node::Sort {
+                input: Box::new(plan),
+                keys,
+            },
+            schema,
+        ))
+    }
+
+    fn bind_select(&mut self, s: &ast::Select, order: &[&ast::OrderByExpr]) -> Result<Plan> {
+        if s.into.is_some() || s.top.is_some() || s.qualify.is_some() || !s.named_window.is_empty() {
+            return Err(Error::not_supported("this SELECT clause").at(self.pos(s)));
+        }
+        // FROM
+        let (mut plan, scope) = self.bind_from(&s.from)?;
+        let saved = self.set_scope(scope.clone());
+        let r = self.bind_select_rest(s, order, &mut plan, scope);
+        self.set_scope(saved);
+        r?;
+        Ok(plan)
+    }
+
+    fn bind_select_rest(
+        &mut self,
+        s: &ast::Select,
+        order: &[&ast::OrderByExpr],
+        plan: &mut Plan,
+        scope: Scope,
+    ) -> Result<()> {
+        if let Some(w) = &s.selection {
+            let pred = self.bind_bool_clause(w, "WHERE")?;
+            take_plan(plan, |p| {
+                let schema = p.schema.clone();
+                Plan::new(
+                    Node::Filter {
+                        input: Box::new(p),
+                        predicate: pred,
+                    },
+                    schema,
+                )
+            });
+        }
+        // Select list items (wildcards expanded).
+        enum Item<'x> {
+            Expr(&'x ast::Expr, String),
+            Column(Expr, String),
+        }
+        let mut items: Vec<Item> = Vec::new();
+        for it in &s.projection {
+            match it {
+                ast::SelectItem::UnnamedExpr(e) => items.push(Item::Expr(e, output_name(e))),
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    items.push(Item::Expr(expr, ident(alias)))
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    if scope.columns.is_empty() {
+                        return Err(Error::semantic("42601", "SELECT * with no tables specified is not valid")
+                            .at(self.pos(it)));
+                    }
+                    for &i in &scope.star {
+                        let c = &scope.columns[i];
+                        items.push(Item::Column(c.expr.clone(), c.name.clone()));
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let ast::SelectItemQualifiedWildcardKind::ObjectName(n) = kind else {
+                        return Err(Error::not_supported("expression.*"));
+                    };
+                    let t = object_name(n)?;
+                    if !scope.has_table(&t) {
+                        return Err(Error::semantic(
+                            "42P01",
+                            format!("missing FROM-clause entry for table \"{t}\""),
+                        )
+                        .at(self.pos(it)));
+                    }
+                    for c in scope.columns.iter().filter(|c| c.table.as_deref() == Some(&t) && !c.unqualified_only) {
+                        items.push(Item::Column(c.expr.clone(), c.name.clone()));
+                    }
+                }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(Error::not_supported("multiple aliases"));
+                }
+            }
+        }
+        let group_by: Vec<&ast::Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(v, mods) => {
+                if !mods.is_empty() {
+                    return Err(Error::not_supported("GROUP BY modifiers"));
+                }
+                v.iter().collect()
+            }
+            ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
+        };
+        let aggregating = !group_by.is_empty()
+            || s.having.is_some()
+            || items.iter().any(|i| matches!(i, Item::Expr(e, _) if contains_aggregate(e)))
+            || order.iter().any(|o| contains_aggregate(&o.expr));
+        if aggregating {
+            // Groups: an output alias or position, else an expression over FROM.
+            let mut groups = Vec::new();
+            for g in &group_by {
+                let target: &ast::Expr = match g {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => {
+                            let i = n.parse::<usize>().ok().filter(|&i| i >= 1 && i <= items.len()).ok_or_else(|| {
+                                Error::semantic("42P10", format!("GROUP BY position {n} is not in select list")).at(self.pos(*g))
+                            })?;
+                            match &items[i - 1] {
+                                Item::Expr(e, _) => e,
+                                Item::Column(c, _) => {
+                                    groups.push(c.clone());
+                                    continue;
+                                }
+                            }
+                        }
+                        _ => g,
+                    },
+                    ast::Expr::Identifier(id) if scope.resolve(None, &ident(id))?.is_none() => {
+                        let n = ident(id);
+                        match items.iter().find(|i| matches!(i, Item::Expr(_, name) if *name == n)) {
+                            Some(Item::Expr(e, _)) => e,
+                            _ => g,
+                        }
+                    }
+                    _ => g,
+                };
+                if contains_aggregate(target) {
+                    return Err(Error::semantic("42803", "aggregate functions are not allowed in GROUP BY").at(self.pos(target)));
+                }
+                let b = self.bind_expr(target, "GROUP BY")?;
+                if !groups.contains(&b) {
+                    groups.push(b);
+                }
+            }
+            // The post-aggregation scope: grouped plain columns stay visible by name.
+            let mut post = Scope::default();
+            for c in &scope.columns {
+                if let Some(gi) = groups.iter().position(|g| *g == c.expr) {
+                    let mut c2: ScopeColumn = c.clone();
+                    c2.expr = Expr::column(gi, c.ty);
+                    post.columns.push(c2);
+                }
+            }
+            self.agg = Some(AggState {
+                level: self.frames.len() - 1,
+                groups,
+                aggs: Vec::new(),
+                from_scope: scope.clone(),
+            });
+            self.set_scope(post);
+            let r = self.bind_output(items_to_vec(&items), s, order, true);
+            let state = self.agg.take().expect("aggregate state");
+            let (exprs, names, having, keys, hidden) = r?;
+            let mut schema: Vec<OutputColumn> = state
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| out(format!("group{i}"), g.ty))
+                .collect();
+            schema.extend(state.aggs.iter().enumerate().map(|(i, a)| out(format!("agg{i}"), a.ty)));
+            take_plan(plan, |p| {
+                Plan::new(
+                    Node::Aggregate {
+                        input: Box::new(p),
+                        groups: state.groups,
+                        aggs: state.aggs,
+                    },
+                    schema,
+                )
+            });
+            if let Some(h) = having {
+                take_plan(plan, |p| {
+                    let schema = p.schema.clone();
+                    Plan::new(Node::Filter { input: Box::new(p), predicate: h }, schema)
+                });
+            }
+            self.finish_select(plan, exprs, names, keys, hidden, s)?;
+        } else {
+            let (exprs, names, _, keys, hidden) = self.bind_output(items_to_vec(&items), s, order, false)?;
+            self.finish_select(plan, exprs, names, keys, hidden, s)?;
+        }
+        return Ok(());
+
+        fn items_to_vec<'x>(items: &[Item<'x>]) -> Vec<(Option<&'x ast::Expr>, Option<Expr>, String)> {
+            items
+                .iter()
+                .map(|i| match i {
+                    Item::Expr(e, n) => (Some(*e), None, n.clone()),
+                    Item::Column(c, n) => (None, Some(c.clone()), n.clone()),
+                })
+                .collect()
+        }
+    }
+
+    /// Binds the select list, HAVING and ORDER BY (over the current scope).
+    #[allow(clippy::type_complexity)]
+    fn bind_output(
+        &mut self,
+        items: Vec<(Option<&ast::Expr>, Option<Expr>, String)>,
+        s: &ast::Select,
+        order: &[&ast::OrderByExpr],
+        aggregating: bool,
+    ) -> Result<(Vec<Expr>, Vec<String>, Option<Expr>, Vec<SortKey>, usize)> {
+        let mut exprs = Vec::with_capacity(items.len());
+        let mut names = Vec::with_capacity(items.len());
+        for (ast_e, pre, name) in &items {
+            let b = match (ast_e, pre) {
+                (Some(e), _) => {
+                    let b = self.bind_expr(e, "SELECT")?;
+                    if is_unknown(e) && b.ty == DataType::Text {
+                        b
+                    } else {
+                        b
+                    }
+                }
+                (None, Some(c)) => {
+                    if aggregating {
+                        // `*` over an aggregate: each column must be grouped.
+                        let st = self.agg.as_ref().expect("aggregating");
+                        match st.groups.iter().position(|g| g == c) {
+                            Some(i) => Expr::column(i, c.ty),
+                            None => {
+                                let col = st.from_scope.columns.iter().find(|x| x.expr == *c);
+                                let full = col
+                                    .map(|x| match &x.table {
+                                        Some(t) => format!("{t}.{}", x.name),
+                                        None => x.name.clone(),
+                                    })
+                                    .unwrap_or_else(|| name.clone());
+                                return Err(Error::semantic(
+                                    "42803",
+                                    format!("column \"{full}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+                                ));
+                            }
+                        }
+                    } else {
+                        c.clone()
+                    }
+                }
+                (None, None) => unreachable!("an item is an expression or a column"),
+            };
+            exprs.push(b);
+            names.push(name.clone());
+        }
+        let having = match &s.having {
+            Some(h) => Some(self.bind_bool_clause(h, "HAVING")?),
+            None => None,
+        };
+        // ORDER BY: output position, output name, else an expression (hidden column).
+        let distinct = s.distinct.is_some();
+        let visible = exprs.len();
+        let mut keys = Vec::new();
+        for o in order {
+            let by_output = match &o.expr {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => Some(
+                        n.parse::<usize>()
+                            .ok()
+                            .filter(|&i| i >= 1 && i <= visible)
+                            .map(|i| i - 1)
+                            .ok_or_else(|| {
+                                Error::semantic("42P10", format!("ORDER BY position {n} is not in select list"))
+                                    .at(self.pos(&o.expr))
+                            })?,
+                    ),
+                    _ => None,
+                },
+                ast::Expr::Identifier(i) => {
+                    let n = ident(i);
+                    let matches: Vec<usize> = names[..visible]
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| **x == n)
+                        .map(|(i, _)| i)
+                        .collect();
+                    match matches.len() {
+                        0 => None,
+                        1 => Some(matches[0]),
+                        _ if matches.iter().all(|&m| exprs[m] == exprs[matches[0]]) => Some(matches[0]),
+                        _ => {
+                            return Err(Error::semantic(
+                                "42702",
+                                format!("ORDER BY \"{n}\" is ambiguous"),
+                            )
+                            .at(self.pos(&o.expr)));
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let idx = match by_output {
+                Some(i) => i,
+                None => {
+                    let b = self.bind_expr(&o.expr, "ORDER BY")?;
+                    match exprs.iter().position(|e| *e == b) {
+                        Some(i) => i,
+                        None => {
+                            if distinct {
+                                return Err(Error::semantic(
+                                    "42P10",
+                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                                )
+                                .at(self.pos(&o.expr)));
+                            }
+                            exprs.push(b);
+                            names.push(format!("?sort{}", exprs.len()));
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            keys.push(sort_key(Expr::column(idx, exprs[idx].ty), &o.options));
+        }
+        let hidden = exprs.len() - visible;
+        Ok((exprs, names, having, keys, hidden))
+    }
+
+    fn finish_select(
+        &mut self,
+        plan: &mut Plan,
+        exprs: Vec<Expr>,
+        names: Vec<String>,
+        keys: Vec<SortKey>,
+        hidden: usize,
+        s: &ast::Select,
+    ) -> Result<()> {
+        let visible = exprs.len() - hidden;
+        take_plan(plan, |p| project(p, exprs, names));
+        match &s.distinct {
+            None | Some(ast::Distinct::All) => {}
+            Some(ast::Distinct::Distinct) => take_plan(plan, |p| {
+                let schema = p.schema.clone();
+                Plan::new(Node::Distinct { input: Box::new(p) }, schema)
+            }),
+            Some(ast::Distinct::On(_)) => return Err(Error::not_supported("DISTINCT ON")),
+        }
+        if !keys.is_empty() {
+            take_plan(plan, |p| {
+                let schema = p.schema.clone();
+                Plan::new(Node::Sort { input: Box::new(p), keys }, schema)
+            });
+        }
+        if hidden > 0 {
+            take_plan(plan, |p| {
+                let exprs = (0..visible).map(|i| Expr::column(i, p.schema[i].ty)).collect();
+                let names = p.schema[..visible].iter().map(|c| c.name.clone()).collect();
+                project(p, exprs, names)
+            });
+        }
+        Ok(())
+    }
+
+    fn bind_bool_clause(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        if clause == "WHERE" && contains_aggregate(e) {
+            return Err(Error::semantic("42803", "aggregate functions are not allowed in WHERE").at(self.pos(e)));
+        }
+        let b = self.bind_expr(e, clause)?;
+        if is_unknown(e) {
+            return self.cast(b, DataType::Boolean, false, e);
+        }
+        if b.ty != DataType::Boolean {
+            return Err(Error::datatype_mismatch(format!(
+                "argument of {clause} must be type boolean, not type {}",
+                b.ty
+            ))
+            .at(self.pos(e)));
+        }
+        Ok(b)
+    }
+
+    /// FROM: the cross product of its items, each with its joins.
+    fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
+        if from.is_empty() {
+            return Ok((Plan::one_row(), Scope::default()));
+        }
+        let mut acc: Option<(Plan, Scope)> = None;
+        for twj in from {
+            let (mut plan, mut scope) = self.bind_factor(&twj.relation)?;
+            for j in &twj.joins {
+                let (rp, rs) = self.bind_factor(&j.relation)?;
+                let (p, s) = self.bind_join(plan, scope, rp, rs, &j.join_operator)?;
+                plan = p;
+                scope = s;
+            }
+            acc = Some(match acc {
+                None => (plan, scope),
+                Some((lp, ls)) => join_plans(lp, ls, plan, scope, JoinKind::Inner, None),
+            });
+        }
+        let (p, s) = acc.expect("at least one FROM item");
+        // Duplicate table names in one FROM clause are an error, as in PostgreSQL.
+        let mut seen: Vec<&str> = Vec::new();
+        let mut last: Option<&str> = None;
+        for c in &s.columns {
+            if let Some(t) = c.table.as_deref() {
+                if last != Some(t) {
+                    if seen.contains(&t) && !c.unqualified_only && !c.qualified_only {
+                        return Err(Error::semantic(
+                            "42712",
+                            format!("table name \"{t}\" specified more than once"),
+                        ));
+                    }
+                    seen.push(t);
+                    last = Some(t);
+                }
+            }
+        }
+        Ok((p, s))
+    }
+
+    fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
+        match f {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                if args.is_some() {
+                    return Err(Error::not_supported("table functions").at(self.pos(f)));
+                }
+                let n = object_name(name)?;
+                let (plan, default_alias) = self.relation_plan(&n, name)?;
+                self.alias_relation(plan, alias.as_ref(), Some(default_alias))
+            }
+            ast::TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                if *lateral {
+                    return Err(Error::not_supported("LATERAL"));
+                }
+                // A derived table sees no columns of its own query level.
+                let saved = self.set_scope(Scope::default());
+                let r = self.bind_query(subquery);
+                self.set_scope(saved);
+                let plan = r?;
+                self.alias_relation(plan, alias.as_ref(), None)
+            }
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias,
+            } => {
+                if alias.is_some() {
+                    return Err(Error::not_supported("alias on a parenthesized join"));
+                }
+                self.bind_from(std::slice::from_ref(table_with_joins))
+            }
+            _ => Err(Error::not_supported("this FROM item").at(self.pos(f))),
+        }
+    }
+
+    fn alias_relation(
+        &mut self,
+        mut plan: Plan,
+        alias: Option<&ast::TableAlias>,
+        default: Option<String>,
+    ) -> Result<(Plan, Scope)> {
+        let name = alias.map(|a| ident(&a.name)).or(default);
+        if let Some(a) = alias {
+            if a.columns.len() > plan.schema.len() {
+                return Err(Error::semantic(
+                    "42P10",
+                    format!(
+                        "table \"{}\" has {} columns available but {} columns specified",
+                        ident(&a.name),
+                        plan.schema.len(),
+                        a.columns.len()
+                    ),
+                ));
+            }
+            for (c, n) in plan.schema.iter_mut().zip(&a.columns) {
+                c.name = ident(&n.name);
+            }
+        }
+        let cols: Vec<(String, DataType)> = plan.schema.iter().map(|c| (c.name.clone(), c.ty)).collect();
+        let scope = Scope::relation(name.as_deref(), &cols, 0);
+        Ok((plan, scope))
+    }
+
+    /// The plan of a named relation: CTE, table, view or system table.
+    fn relation_plan(&mut self, n: &str, at: &ast::ObjectName) -> Result<(Plan, String)> {
+        let short = n.rsplit('.').next().unwrap_or(n).to_string();
+        if let Some(cte) = self.lookup_cte(n) {
+            return Ok((cte.plan.clone(), short));
+        }
+        if let Some(t) = self.catalog.table(n) {
+            let columns: Vec<usize> = (0..t.columns.len()).collect();
+            let schema = t.columns.iter().map(|c| out(c.name.clone(), c.ty)).collect();
+            return Ok((
+                Plan::new(
+                    Node::TableScan {
+                        table: t.clone(),
+                        columns,
+                        filter: None,
+                        access: Access::Heap,
+                        with_tid: false,
+                    },
+                    schema,
+                ),
+                short,
+            ));
+        }
+        if let Some(v) = self.catalog.view(n).cloned() {
+            return Ok((self.bind_view(&v)?, short));
+        }
+        if let Some(p) = super::system::system_table(self.catalog, n) {
+            return Ok((p, short));
+        }
+        Err(Error::undefined_table(n).at(self.pos(at)))
+    }
+
+    fn bind_view(&mut self, v: &crate::catalog::ViewDef) -> Result<Plan> {
+        if self.view_depth > 32 {
+            return Err(Error::semantic("42P17", format!("infinite recursion detected in rules for relation \"{}\"", v.name)));
+        }
+        let stmts = crate::parser::parse(&v.query)?;
+        let Some(ast::Statement::Query(q)) = stmts.first() else {
+            return Err(Error::internal(format!("view \"{}\" is not a query", v.name)));
+        };
+        // The view's text has its own positions: bind it as a barrier frame and drop
+        // positions from its errors.
+        let saved_sql = self.sql;
+        // SAFETY of lifetimes: the view text lives for this call only; positions into
+        // it are meaningless for the statement, so errors lose them.
+        self.frames.push(Frame {
+            scope: Scope::default(),
+            outer_refs: Vec::new(),
+            barrier: true,
+        });
+        self.view_depth += 1;
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        let r = self.bind_view_query(q);
+        self.ctes = saved_ctes;
+        self.view_depth -= 1;
+        self.frames.pop();
+        self.sql = saved_sql;
+        let mut plan = r.map_err(|mut e| {
+            e.position = None;
+            e
+        })?;
+        for (c, n) in plan.schema.iter_mut().zip(&v.columns) {
+            c.name = n.clone();
+        }
+        Ok(plan)
+    }
+
+    fn bind_view_query(&mut self, q: &ast::Query) -> Result<Plan> {
+        let saved = self.sql;
+        self.sql = "";
+        let r = self.bind_query(q);
+        self.sql = saved;
+        r
+    }
+
+    fn bind_join(
+        &mut self,
+        lp: Plan,
+        ls: Scope,
+        rp: Plan,
+        rs: Scope,
+        op: &ast::JoinOperator,
+    ) -> Result<(Plan, Scope)> {
+        use ast::JoinOperator as J;
+        let (kind, constraint) = match op {
+            J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
+            J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
+            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, Some(c)),
+            J::FullOuter(c) => (JoinKind::Full, Some(c)),
+            J::CrossJoin(_) => (JoinKind::Inner, None),
+            _ => return Err(Error::not_supported("this join type")),
+        };
+        let nleft = lp.schema.len();
+        // The combined scope: right columns shifted past the left ones.
+        let mut scope = ls.clone();
+        let shift = |e: &Expr| shift_columns(e, nleft);
+        for c in &rs.columns {
+            let mut c2 = c.clone();
+            c2.expr = shift(&c.expr);
+            scope.columns.push(c2);
+        }
+        scope.star.extend(rs.star.iter().map(|&i| i + ls.columns.len()));
+        let using: Vec<String> = match constraint {
+            Some(ast::JoinConstraint::Using(cols)) => cols
+                .iter()
+                .map(object_name)
+                .collect::<Result<_>>()?,
+            Some(ast::JoinConstraint::Natural) => ls
+                .star
+                .iter()
+                .map(|&i| ls.columns[i].name.clone())
+                .filter(|n| rs.star.iter().any(|&j| rs.columns[j].name == *n))
+                .collect(),
+            _ => vec![],
+        };
+        let on = match constraint {
+            Some(ast::JoinConstraint::On(e)) => {
+                if contains_aggregate(e) {
+                    return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
+                }
+                let saved = self.set_scope(scope.clone());
+                let r = self.bind_bool_clause(e, "JOIN/ON");
+                self.set_scope(saved);
+                Some(r?)
+            }
+            Some(ast::JoinConstraint::Using(_)) | Some(ast::JoinConstraint::Natural) => {
+                let mut conds = Vec::new();
+                let mut merged_cols = Vec::new();
+                let mut hidden_idx = Vec::new();
+                for n in &using {
+                    let li = ls.columns.iter().position(|c| c.name == *n && !c.unqualified_only && c.table.is_some() || c.name == *n && !c.unqualified_only);
+                    let ri = rs.columns.iter().position(|c| c.name == *n && !c.unqualified_only);
+                    let (Some(li), Some(ri)) = (li, ri) else {
+                        return Err(Error::semantic(
+                            "42703",
+                            format!("column \"{n}\" specified in USING clause does not exist in {} table", if li.is_none() { "left" } else { "right" }),
+                        ));
+                    };
+                    let l = ls.columns[li].expr.clone();
+                    let r = shift(&rs.columns[ri].expr);
+                    let t = common_type(&l.ty, &r.ty).ok_or_else(|| {
+                        Error::undefined_function(format!("operator does not exist: {} = {}", l.ty, r.ty))
+                    })?;
+                    let lc = cast_to(l, t);
+                    let rc = cast_to(r, t);
+                    conds.push(Expr::new(
+                        ExprKind::Compare { op: CmpOp::Eq, left: Box::new(lc.clone()), right: Box::new(rc.clone()) },
+                        DataType::Boolean,
+                    ));
+                    let merged = match kind {
+                        JoinKind::Right => rc,
+                        JoinKind::Full => Expr::new(ExprKind::Coalesce(vec![lc, rc]), t),
+                        _ => lc,
+                    };
+                    merged_cols.push(ScopeColumn {
+                        table: None,
+                        name: n.clone(),
+                        ty: t,
+                        expr: merged,
+                        qualified_only: false,
+                        unqualified_only: true,
+                    });
+                    hidden_idx.push(li);
+                    hidden_idx.push(ls.columns.len() + ri);
+                }
+                for &i in &hidden_idx {
+                    scope.columns[i].qualified_only = true;
+                }
+                // `*`: merged columns first, then the others of each side.
+                let base = scope.columns.len();
+                let mut star: Vec<usize> = (base..base + merged_cols.len()).collect();
+                star.extend(scope.star.iter().copied().filter(|i| !hidden_idx.contains(i)));
+                scope.columns.extend(merged_cols);
+                scope.star = star;
+                match conds.len() {
+                    0 => None,
+                    1 => conds.pop(),
+                    _ => Some(Expr::new(ExprKind::And(conds), DataType::Boolean)),
+                }
+            }
+            Some(ast::JoinConstraint::None) | None => {
+                if constraint.is_some() && kind != JoinKind::Inner {
+                    return Err(Error::syntax("join requires an ON or USING condition"));
+                }
+                None
+            }
+        };
+        let (plan, _) = join_plans(lp, ls, rp, rs, kind, on);
+        Ok((plan, scope))
+    }
+}
+
+fn take_plan(plan: &mut Plan, f: impl FnOnce(Plan) -> Plan) {
+    let p = std::mem::replace(plan, Plan::one_row());
+    *plan = f(p);
+}
+
+fn cast_to(e: Expr, t: DataType) -> Expr {
+    if e.ty == t {
+        e
+    } else {
+        Expr::new(ExprKind::Cast { expr: Box::new(e), explicit: false }, t)
+    }
+}
+
+/// Wraps `plan` in a projection casting its columns to `types` where they differ.
+pub(super) fn cast_plan(plan: Plan, types: &[DataType]) -> Plan {
+    if plan.schema.iter().zip(types).all(|(c, t)| c.ty == *t) {
+        return plan;
+    }
+    let exprs: Vec<Expr> = plan
+        .schema
+        .iter()
+        .enumerate()
+        .zip(types)
+        .map(|((i, c), t)| cast_to(Expr::column(i, c.ty), *t))
+        .collect();
+    let names = plan.schema.iter().map(|c| c.name.clone()).collect();
+    project(plan, exprs, names)
+}
+
+/// `e` with every column reference moved up by `by` (right side of a join).
+pub fn shift_columns(e: &Expr, by: usize) -> Expr {
+    let mut e = e.clone();
+    shift_in_place(&mut e, by);
+    e
+}
+
+fn shift_in_place(e: &mut Expr, by: usize) {
+    if let ExprKind::Column(i) = &mut e.kind {
+        *i += by;
+        return;
+    }
+    for_each_child_mut(e, &mut |c| shift_in_place(c, by));
+}
+
+/// Calls `f` on each direct child of `e`, mutably.
+pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    use crate::expr::SubqueryKind;
+    match &mut e.kind {
+        ExprKind::Column(_) | ExprKind::Literal(_) | ExprKind::Param(_) => {}
+        ExprKind::Cast { expr, .. }
+        | ExprKind::Neg(expr)
+        | ExprKind::Not(expr)
+        | ExprKind::IsNull { expr, .. }
+        | ExprKind::IsBool { expr, .. }
+        | ExprKind::Extract { expr, .. } => f(expr),
+        ExprKind::Arith { left, right, .. }
+        | ExprKind::Compare { left, right, .. }
+        | ExprKind::IsDistinctFrom { left, right, .. } => {
+            f(left);
+            f(right);
+        }
+        ExprKind::And(v) | ExprKind::Or(v) | ExprKind::Coalesce(v) => v.iter_mut().for_each(f),
+        ExprKind::Func { args, .. } => args.iter_mut().for_each(f),
+        ExprKind::Case { whens, else_ } => {
+            for (a, b) in whens {
+                f(a);
+                f(b);
+            }
+            if let Some(x) = else_ {
+                f(x);
+            }
+        }
+        ExprKind::InList { expr, list, .. } => {
+            f(expr);
+            list.iter_mut().for_each(f);
+        }
+        ExprKind::Like { expr, pattern, .. } => {
+            f(expr);
+            f(pattern);
+        }
+        ExprKind::Subquery(s) => {
+            s.correlated.iter_mut().for_each(&mut *f);
+            match &mut s.kind {
+                SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => f(expr),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Option<Expr>) -> (Plan, Scope) {
+    let mut schema = lp.schema.clone();
+    schema.extend(rp.schema.iter().cloned());
+    let plan = Plan::new(
+        Node::Join {
+            left: Box::new(lp),
+            right: Box::new(rp),
+            kind,
+            on,
+            left_keys: vec![],
+            right_keys: vec![],
+        },
+        schema,
+    );
+    (plan, ls)
+}
+
+fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
+    let desc = matches!(o.sort, Some(ast::OrderBySort::Desc));
+    SortKey {
+        expr,
+        desc,
+        nulls_first: o.nulls_first.unwrap_or(desc),
+    }
+}
+
+#[allow(dead_code)]
+fn span_of(e: &ast::Expr) -> sqlparser::tokenizer::Span {
+    e.span()
+}

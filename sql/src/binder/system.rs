@@ -1,0 +1,173 @@
+//! System tables: read-only relations computed from the catalog.
+//!
+//! - `information_schema.tables (table_schema, table_name, table_type)`
+//! - `information_schema.columns (table_name, column_name, ordinal_position,
+//!   data_type, is_nullable, column_default)`
+//! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary)`
+//! - `beedb_schema (type, name, table_name, sql)`: every object with the SQL that
+//!   creates it, like SQLite's `sqlite_master`.
+
+use crate::catalog::{Catalog, TableDef};
+use crate::expr::Expr;
+use crate::plan::{Node, OutputColumn, Plan};
+use crate::types::{DataType, Value};
+
+fn text(s: impl Into<String>) -> Expr {
+    Expr::literal(Value::Text(s.into()), DataType::Text)
+}
+
+fn values(cols: &[(&str, DataType)], rows: Vec<Vec<Expr>>) -> Plan {
+    let schema = cols
+        .iter()
+        .map(|(n, t)| OutputColumn {
+            name: n.to_string(),
+            ty: *t,
+        })
+        .collect();
+    Plan::new(Node::Values { rows }, schema)
+}
+
+/// The CREATE TABLE statement for a table (with its constraints).
+pub fn table_sql(t: &TableDef) -> String {
+    let mut parts: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let mut s = format!("{} {}", quote_ident(&c.name), c.ty);
+            if c.not_null {
+                s.push_str(" NOT NULL");
+            }
+            if let Some(d) = &c.default {
+                s.push_str(&format!(" DEFAULT {d}"));
+            }
+            s
+        })
+        .collect();
+    for i in t.indexes.iter().filter(|i| i.primary) {
+        let cols: Vec<String> = i.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+        parts.push(format!("PRIMARY KEY ({})", cols.join(", ")));
+    }
+    format!("CREATE TABLE {} ({})", quote_ident(&t.name), parts.join(", "))
+}
+
+pub fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && s.chars().next().is_some_and(|c| !c.is_ascii_digit());
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+pub fn system_table(catalog: &Catalog, name: &str) -> Option<Plan> {
+    match name {
+        "information_schema.tables" => {
+            let mut rows: Vec<Vec<Expr>> = catalog
+                .tables
+                .keys()
+                .map(|n| vec![text("public"), text(n.clone()), text("BASE TABLE")])
+                .collect();
+            rows.extend(catalog.views.keys().map(|n| vec![text("public"), text(n.clone()), text("VIEW")]));
+            Some(values(
+                &[("table_schema", DataType::Text), ("table_name", DataType::Text), ("table_type", DataType::Text)],
+                rows,
+            ))
+        }
+        "information_schema.columns" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                for (i, c) in t.columns.iter().enumerate() {
+                    rows.push(vec![
+                        text(t.name.clone()),
+                        text(c.name.clone()),
+                        Expr::literal(Value::Integer(i as i32 + 1), DataType::Integer),
+                        text(c.ty.to_string()),
+                        text(if c.not_null { "NO" } else { "YES" }),
+                        match &c.default {
+                            Some(d) => text(d.clone()),
+                            None => Expr::literal(Value::Null, DataType::Text),
+                        },
+                    ]);
+                }
+            }
+            Some(values(
+                &[
+                    ("table_name", DataType::Text),
+                    ("column_name", DataType::Text),
+                    ("ordinal_position", DataType::Integer),
+                    ("data_type", DataType::Text),
+                    ("is_nullable", DataType::Text),
+                    ("column_default", DataType::Text),
+                ],
+                rows,
+            ))
+        }
+        "beedb_indexes" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                for i in &t.indexes {
+                    let cols: Vec<&str> = i.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                    rows.push(vec![
+                        text(i.name.clone()),
+                        text(t.name.clone()),
+                        text(cols.join(", ")),
+                        Expr::literal(Value::Boolean(i.unique), DataType::Boolean),
+                        Expr::literal(Value::Boolean(i.primary), DataType::Boolean),
+                    ]);
+                }
+            }
+            Some(values(
+                &[
+                    ("index_name", DataType::Text),
+                    ("table_name", DataType::Text),
+                    ("columns", DataType::Text),
+                    ("is_unique", DataType::Boolean),
+                    ("is_primary", DataType::Boolean),
+                ],
+                rows,
+            ))
+        }
+        "beedb_schema" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                rows.push(vec![text("table"), text(t.name.clone()), text(t.name.clone()), text(table_sql(t))]);
+                for i in t.indexes.iter().filter(|i| !i.primary) {
+                    let cols: Vec<String> = i.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
+                    rows.push(vec![
+                        text("index"),
+                        text(i.name.clone()),
+                        text(t.name.clone()),
+                        text(format!(
+                            "CREATE {}INDEX {} ON {} ({})",
+                            if i.unique { "UNIQUE " } else { "" },
+                            quote_ident(&i.name),
+                            quote_ident(&t.name),
+                            cols.join(", ")
+                        )),
+                    ]);
+                }
+            }
+            for v in catalog.views.values() {
+                let cols = if v.columns.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", v.columns.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", "))
+                };
+                rows.push(vec![
+                    text("view"),
+                    text(v.name.clone()),
+                    text(v.name.clone()),
+                    text(format!("CREATE VIEW {}{cols} AS {}", quote_ident(&v.name), v.query)),
+                ]);
+            }
+            Some(values(
+                &[("type", DataType::Text), ("name", DataType::Text), ("table_name", DataType::Text), ("sql", DataType::Text)],
+                rows,
+            ))
+        }
+        _ => None,
+    }
+}
