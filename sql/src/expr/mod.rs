@@ -8,13 +8,19 @@
 //! enum on the hot path. This is the generic evaluator the bee module's scan bees
 //! replace for the predicates they can express.
 
+mod cast;
 mod eval;
 mod func;
+mod functions;
+mod kernels;
+mod like;
+mod subquery;
 #[cfg(test)]
 mod tests;
 
 pub use eval::{eval, eval_predicate, eval_row};
 pub use func::Func;
+pub use functions::common_type;
 
 use crate::error::Result;
 use crate::types::{DataType, DateField, Value};

@@ -127,7 +127,7 @@ impl DateField {
         })
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DateField::Millennium => "millennium",
             DateField::Century => "century",

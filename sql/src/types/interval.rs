@@ -8,6 +8,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
+use super::datetime::DateField;
+use super::decimal::Decimal;
 use super::error::{Error, Result};
 
 /// Microseconds in a second, minute, hour and day.
@@ -448,6 +450,49 @@ impl Interval {
             return Err(Error::DivisionByZero);
         }
         self.checked_mul_f64(1.0 / divisor)
+    }
+}
+
+impl Interval {
+    /// PostgreSQL's `extract(field from interval)`, as a numeric: years and months
+    /// from the months (`year` = months / 12, `month` = months % 12), `day` the days,
+    /// `hour`, `minute`, `second` (scale 6), `milliseconds` (scale 3) and
+    /// `microseconds` from the time part, all truncated toward zero with the sign of
+    /// their field; `epoch` counts a year as 365.25 days and a month as 30 (scale 6).
+    /// `dow`, `isodow` and `doy` are not supported for intervals.
+    pub fn extract(&self, field: DateField) -> Result<Decimal> {
+        let years = (self.months / 12) as i64;
+        let months = (self.months % 12) as i64;
+        let hours = self.micros / MICROS_PER_HOUR;
+        let minutes = (self.micros % MICROS_PER_HOUR) / MICROS_PER_MINUTE;
+        let sec_micros = self.micros % MICROS_PER_MINUTE;
+        let int = |v: i64| Ok(Decimal::from_i64(v));
+        match field {
+            DateField::Millennium => int(years / 1000),
+            DateField::Century => int(years / 100),
+            DateField::Decade => int(years / 10),
+            DateField::Year => int(years),
+            DateField::Quarter => int(months / 3 + 1),
+            DateField::Month => int(months),
+            DateField::Day => int(self.days as i64),
+            DateField::Hour => int(hours),
+            DateField::Minute => int(minutes),
+            DateField::Second => Decimal::new(sec_micros as i128, 6),
+            DateField::Milliseconds => Decimal::new(sec_micros as i128, 3),
+            DateField::Microseconds => int(sec_micros),
+            DateField::Epoch => {
+                // 365.25 days a year: work in quarter days to stay exact.
+                let quarter_days = 1461i128 * years as i128
+                    + 120 * months as i128
+                    + 4 * self.days as i128;
+                let micros = quarter_days * (MICROS_PER_DAY as i128 / 4) + self.micros as i128;
+                Decimal::new(micros, 6)
+            }
+            DateField::Dow | DateField::IsoDow | DateField::Doy => Err(Error::UnsupportedField {
+                unit: field.name().to_string(),
+                type_name: "interval",
+            }),
+        }
     }
 }
 
