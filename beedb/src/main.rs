@@ -61,6 +61,10 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         let ok = shell.run_stream(&mut io::stdin().lock());
-        if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
     }
 }

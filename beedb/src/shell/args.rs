@@ -52,7 +52,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
     while let Some(arg) = it.next() {
         if options_done || arg == "-" || !arg.starts_with('-') {
             if out.database.is_some() {
-                return Err(format!("unexpected argument \"{arg}\": only one database file may be given"));
+                return Err(format!(
+                    "unexpected argument \"{arg}\": only one database file may be given"
+                ));
             }
             out.database = Some(arg);
             continue;
@@ -122,7 +124,17 @@ mod tests {
 
     #[test]
     fn file_commands_and_mode_in_order() {
-        let a = run(&["my.db", "-c", "SELECT 1; SELECT 2", "--mode", "csv", "-f", "x.sql", "-c", ".tables"]);
+        let a = run(&[
+            "my.db",
+            "-c",
+            "SELECT 1; SELECT 2",
+            "--mode",
+            "csv",
+            "-f",
+            "x.sql",
+            "-c",
+            ".tables",
+        ]);
         assert_eq!(a.database.as_deref(), Some("my.db"));
         assert_eq!(a.mode, Mode::Csv);
         assert_eq!(
@@ -137,9 +149,21 @@ mod tests {
 
     #[test]
     fn inline_values() {
-        let a = run(&["--mode=json", "-cSELECT 1", "--command=SELECT 2", "--", "-odd-name.db"]);
+        let a = run(&[
+            "--mode=json",
+            "-cSELECT 1",
+            "--command=SELECT 2",
+            "--",
+            "-odd-name.db",
+        ]);
         assert_eq!(a.mode, Mode::Json);
-        assert_eq!(a.actions, [Action::Command("SELECT 1".into()), Action::Command("SELECT 2".into())]);
+        assert_eq!(
+            a.actions,
+            [
+                Action::Command("SELECT 1".into()),
+                Action::Command("SELECT 2".into())
+            ]
+        );
         assert_eq!(a.database.as_deref(), Some("-odd-name.db"));
     }
 

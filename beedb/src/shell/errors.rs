@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn no_position_no_caret() {
-        let out = format_error(&err("relation \"t\" does not exist", None), "SELECT * FROM t");
+        let out = format_error(
+            &err("relation \"t\" does not exist", None),
+            "SELECT * FROM t",
+        );
         assert_eq!(out, "ERROR:  relation \"t\" does not exist\n");
     }
 
@@ -127,7 +130,10 @@ mod tests {
     fn multi_line_statement_shows_the_right_line() {
         let sql = "SELECT a,\n       b\nFROM t\nWHERE x = = 1;";
         let pos = sql.find("= 1").unwrap();
-        assert_eq!(caret_lines(sql, pos), "LINE 4: WHERE x = = 1;\n                  ^\n");
+        assert_eq!(
+            caret_lines(sql, pos),
+            "LINE 4: WHERE x = = 1;\n                  ^\n"
+        );
         // The first character of a line.
         let pos = sql.find("FROM").unwrap();
         assert_eq!(caret_lines(sql, pos), "LINE 3: FROM t\n        ^\n");
@@ -138,17 +144,26 @@ mod tests {
         let sql = "SELECT 'héllo' FRM t";
         let pos = sql.find("FRM").unwrap();
         assert_eq!(pos, 16);
-        assert_eq!(caret_lines(sql, pos), "LINE 1: SELECT 'héllo' FRM t\n                       ^\n");
+        assert_eq!(
+            caret_lines(sql, pos),
+            "LINE 1: SELECT 'héllo' FRM t\n                       ^\n"
+        );
         // Wide characters take two columns on a terminal.
         let sql = "SELECT '日本' FRM t";
         let pos = sql.find("FRM").unwrap();
-        assert_eq!(caret_lines(sql, pos), "LINE 1: SELECT '日本' FRM t\n                      ^\n");
+        assert_eq!(
+            caret_lines(sql, pos),
+            "LINE 1: SELECT '日本' FRM t\n                      ^\n"
+        );
     }
 
     #[test]
     fn caret_at_end_of_input() {
         let sql = "SELECT 1 +";
-        assert_eq!(caret_lines(sql, sql.len()), "LINE 1: SELECT 1 +\n                  ^\n");
+        assert_eq!(
+            caret_lines(sql, sql.len()),
+            "LINE 1: SELECT 1 +\n                  ^\n"
+        );
         // Past the end, or in the middle of a character: clamped.
         assert_eq!(caret_lines(sql, 99), caret_lines(sql, sql.len()));
         let sql = "SELECT é";
@@ -159,12 +174,19 @@ mod tests {
     fn tabs_do_not_shift_the_caret() {
         let sql = "SELECT\t*\tFRM t";
         let pos = sql.find("FRM").unwrap();
-        assert_eq!(caret_lines(sql, pos), "LINE 1: SELECT * FRM t\n                 ^\n");
+        assert_eq!(
+            caret_lines(sql, pos),
+            "LINE 1: SELECT * FRM t\n                 ^\n"
+        );
     }
 
     #[test]
     fn long_lines_are_cut_around_the_caret() {
-        let sql = format!("SELECT {} FRM t WHERE {}", "a, ".repeat(30), "b AND ".repeat(20));
+        let sql = format!(
+            "SELECT {} FRM t WHERE {}",
+            "a, ".repeat(30),
+            "b AND ".repeat(20)
+        );
         let pos = sql.find("FRM").unwrap();
         let out = caret_lines(&sql, pos);
         let lines: Vec<&str> = out.lines().collect();

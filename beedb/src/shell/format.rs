@@ -307,7 +307,11 @@ pub fn json_value(v: &Value) -> String {
         | Value::Double(_)
         | Value::Decimal(_) => {
             let s = v.to_string();
-            if is_json_number(&s) { s } else { json_string(&s) }
+            if is_json_number(&s) {
+                s
+            } else {
+                json_string(&s)
+            }
         }
         other => json_string(&other.to_string()),
     }
@@ -370,9 +374,27 @@ mod tests {
             col("ok", DataType::Boolean),
         ];
         let rows = vec![
-            Row(vec![Value::Integer(1), text("plain"), dec("12.50"), date(2024, 1, 5), Value::Boolean(true)]),
-            Row(vec![Value::Integer(-20), text("a, \"quoted\""), dec("-0.05"), Value::Null, Value::Boolean(false)]),
-            Row(vec![Value::Integer(300), Value::Null, Value::Null, date(1999, 12, 31), Value::Null]),
+            Row(vec![
+                Value::Integer(1),
+                text("plain"),
+                dec("12.50"),
+                date(2024, 1, 5),
+                Value::Boolean(true),
+            ]),
+            Row(vec![
+                Value::Integer(-20),
+                text("a, \"quoted\""),
+                dec("-0.05"),
+                Value::Null,
+                Value::Boolean(false),
+            ]),
+            Row(vec![
+                Value::Integer(300),
+                Value::Null,
+                Value::Null,
+                date(1999, 12, 31),
+                Value::Null,
+            ]),
         ];
         (columns, rows)
     }
@@ -461,7 +483,10 @@ id,name,price,day,ok
     #[test]
     fn csv_quotes_line_breaks_empty_strings_and_headers() {
         let columns = vec![col("a,b", DataType::Text), col("c", DataType::Text)];
-        let rows = vec![Row(vec![text("line1\nline2"), text("")]), Row(vec![text("x\r"), Value::Null])];
+        let rows = vec![
+            Row(vec![text("line1\nline2"), text("")]),
+            Row(vec![text("x\r"), Value::Null]),
+        ];
         let out = render_csv(&columns, &rows);
         assert_eq!(out, "\"a,b\",c\n\"line1\nline2\",\"\"\n\"x\r\",\n");
     }
@@ -479,7 +504,10 @@ id,name,price,day,ok
             Value::BigInt(i64::MIN),
         ])];
         let out = render_csv(&columns, &rows);
-        assert_eq!(out, "f,i,big\n1.5,1 year 2 mons 3 days 01:00:00,-9223372036854775808\n");
+        assert_eq!(
+            out,
+            "f,i,big\n1.5,1 year 2 mons 3 days 01:00:00,-9223372036854775808\n"
+        );
     }
 
     #[test]
@@ -506,7 +534,10 @@ id,name,price,day,ok
         assert_eq!(json_value(&Value::Real(-2.5)), "-2.5");
         let big = Value::Double(1e20);
         assert!(is_json_number(&json_value(&big)), "{}", json_value(&big));
-        assert_eq!(json_value(&dec("123456789012345678901234567890.12345678")), "123456789012345678901234567890.12345678");
+        assert_eq!(
+            json_value(&dec("123456789012345678901234567890.12345678")),
+            "123456789012345678901234567890.12345678"
+        );
         assert_eq!(json_value(&Value::SmallInt(-3)), "-3");
         assert_eq!(
             json_string("a\"b\\c\nd\te\u{1}é😀"),
@@ -519,7 +550,9 @@ id,name,price,day,ok
         for ok in ["0", "-0", "12", "1.50", "-0.05", "1e+20", "2E-3", "1.5e10"] {
             assert!(is_json_number(ok), "{ok}");
         }
-        for bad in ["", "-", "01", "1.", ".5", "1e", "NaN", "Infinity", "+1", "1 "] {
+        for bad in [
+            "", "-", "01", "1.", ".5", "1e", "NaN", "Infinity", "+1", "1 ",
+        ] {
             assert!(!is_json_number(bad), "{bad}");
         }
     }

@@ -25,15 +25,15 @@ const MAX_READ_DEPTH: usize = 16;
 pub const HELP: &str = "\
 Enter SQL statements terminated by a semicolon; they may span several lines.
 Dot commands (one line each, no semicolon):
-  .help                 Show this message
-  .quit, .exit          Leave the shell (Ctrl-D does too)
-  .tables               List tables and views
-  .schema [TABLE]       Show the CREATE statements of all objects, or of TABLE
+  .help                   Show this message
+  .quit, .exit            Leave the shell (Ctrl-D does too)
+  .tables                 List tables and views
+  .schema [TABLE]         Show the CREATE statements of all objects, or of TABLE
   .mode [table|csv|json]  Set (or show) the output mode
-  .timer on|off         Print each statement's run time
-  .read FILE            Run the statements in FILE
-  .open FILE            Close this database and open FILE (:memory: for a new
-                        in-memory database)
+  .timer on|off           Print each statement's run time
+  .read FILE              Run the statements in FILE
+  .open FILE              Close this database and open FILE
+                          (:memory: for a new in-memory database)
 Ctrl-C clears the statement being typed.
 ";
 
@@ -139,7 +139,12 @@ impl Shell {
     /// statement it completes. Returns whether everything run succeeded, and whether
     /// to go on. With `stop_on_error`, stops at the first failing statement (the rest
     /// of the line is dropped).
-    pub fn feed_line(&mut self, splitter: &mut Splitter, line: &str, stop_on_error: bool) -> (bool, Flow) {
+    pub fn feed_line(
+        &mut self,
+        splitter: &mut Splitter,
+        line: &str,
+        stop_on_error: bool,
+    ) -> (bool, Flow) {
         if splitter.is_idle() && line.trim_start().starts_with('.') {
             return self.run_dot(line.trim());
         }
@@ -345,7 +350,9 @@ impl Shell {
     /// is opened again (or, failing that, an in-memory one).
     fn reopen(&mut self, path: &str) -> bool {
         // Close first: the new path may be the file we hold open (and locked).
-        self.conn = Database::open(MEMORY).expect("in-memory database").connect();
+        self.conn = Database::open(MEMORY)
+            .expect("in-memory database")
+            .connect();
         match Database::open(path) {
             Ok(db) => {
                 self.conn = db.connect();
@@ -353,7 +360,10 @@ impl Shell {
                 true
             }
             Err(e) => {
-                self.print_error(&format!("ERROR:  could not open \"{path}\": {}\n", e.message));
+                self.print_error(&format!(
+                    "ERROR:  could not open \"{path}\": {}\n",
+                    e.message
+                ));
                 let previous = self.path.clone();
                 match Database::open(&previous) {
                     Ok(db) => self.conn = db.connect(),
@@ -438,8 +448,14 @@ mod tests {
         let (ok, _) = sh.run_script("CREATE TABLEX t (a int);");
         assert!(!ok);
         let e = err.take();
-        assert!(e.starts_with("ERROR:  syntax error at or near \"TABLEX\""), "{e}");
-        assert!(e.ends_with("LINE 1: CREATE TABLEX t (a int);\n               ^\n"), "{e}");
+        assert!(
+            e.starts_with("ERROR:  syntax error at or near \"TABLEX\""),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("LINE 1: CREATE TABLEX t (a int);\n               ^\n"),
+            "{e}"
+        );
         assert!(sh.failed);
     }
 
@@ -458,6 +474,46 @@ mod tests {
         assert!(!sh.run_stream(&mut input));
         assert_eq!(err.take().matches("ERROR:").count(), 2);
         assert_eq!(sh.mode, Mode::Json);
+    }
+
+    #[test]
+    fn open_switches_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("other.db");
+        let (mut sh, _out, err) = shell();
+        assert!(sh.is_memory());
+        assert!(
+            sh.run_dot(&format!(".open '{}'", file.display())).0,
+            "{}",
+            err.take()
+        );
+        assert_eq!(sh.path(), file.to_str().unwrap());
+        assert!(file.exists());
+        // Opening the same file again (closing it first) works too.
+        assert!(
+            sh.run_dot(&format!(".open {}", file.display())).0,
+            "{}",
+            err.take()
+        );
+        // A path that cannot be opened keeps the current database.
+        assert!(!sh.run_dot(".open /nonexistent/dir/x.db").0);
+        assert!(err.take().contains("could not open"));
+        assert_eq!(sh.path(), file.to_str().unwrap());
+        assert!(sh.run_dot(".open :memory:").0);
+        assert!(sh.is_memory());
+    }
+
+    #[test]
+    fn read_runs_a_file_and_quit_in_it_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.sql");
+        std::fs::write(&file, ".mode csv\n.quit\n.mode json\n").unwrap();
+        let (mut sh, _out, _err) = shell();
+        assert_eq!(
+            sh.run_dot(&format!(".read {}", file.display())),
+            (true, Flow::Quit)
+        );
+        assert_eq!(sh.mode, Mode::Csv);
     }
 
     #[test]

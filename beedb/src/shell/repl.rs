@@ -41,7 +41,11 @@ pub fn run(shell: &mut Shell) -> Result<(), ReadlineError> {
     print!("{}", banner(shell));
     let mut splitter = Splitter::new();
     loop {
-        let prompt = if splitter.is_idle() { PROMPT } else { CONTINUATION };
+        let prompt = if splitter.is_idle() {
+            PROMPT
+        } else {
+            CONTINUATION
+        };
         match editor.readline(prompt) {
             Ok(line) => {
                 if !line.trim().is_empty() {

@@ -260,7 +260,9 @@ fn scan_token(bytes: &[u8], i: usize) -> Token {
         }
         _ if b.is_ascii_digit() => {
             let mut j = i + 1;
-            while j < n && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'.' || bytes[j] == b'_') {
+            while j < n
+                && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'.' || bytes[j] == b'_')
+            {
                 j += 1;
             }
             Token::Done(j)
@@ -306,7 +308,11 @@ fn scan_dollar(bytes: &[u8], i: usize) -> Token {
         while j < n && bytes[j].is_ascii_digit() {
             j += 1;
         }
-        return if j == n { Token::Incomplete(Pending::Statement) } else { Token::Done(j) };
+        return if j == n {
+            Token::Incomplete(Pending::Statement)
+        } else {
+            Token::Done(j)
+        };
     }
     if j < n && is_ident_start(bytes[j]) {
         while j < n && (is_ident_start(bytes[j]) || bytes[j].is_ascii_digit()) {
@@ -381,51 +387,87 @@ mod tests {
 
     #[test]
     fn semicolons_in_strings_do_not_split() {
-        assert_eq!(texts("SELECT 'a;b'; SELECT 2;"), ["SELECT 'a;b';", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT 'a;b'; SELECT 2;"),
+            ["SELECT 'a;b';", "SELECT 2;"]
+        );
         assert_eq!(texts("SELECT 'it''s; ok';"), ["SELECT 'it''s; ok';"]);
-        assert_eq!(texts("SELECT '\\'; SELECT 2;"), ["SELECT '\\';", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT '\\'; SELECT 2;"),
+            ["SELECT '\\';", "SELECT 2;"]
+        );
         assert_eq!(texts("SELECT X'1;F', B'0;1';"), ["SELECT X'1;F', B'0;1';"]);
     }
 
     #[test]
     fn escape_strings_honour_backslashes() {
-        assert_eq!(texts("SELECT E'a\\';b'; SELECT 2;"), ["SELECT E'a\\';b';", "SELECT 2;"]);
-        assert_eq!(texts("SELECT e'\\\\'; SELECT 2;"), ["SELECT e'\\\\';", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT E'a\\';b'; SELECT 2;"),
+            ["SELECT E'a\\';b';", "SELECT 2;"]
+        );
+        assert_eq!(
+            texts("SELECT e'\\\\'; SELECT 2;"),
+            ["SELECT e'\\\\';", "SELECT 2;"]
+        );
         assert_eq!(texts("SELECT E'x''y;z';"), ["SELECT E'x''y;z';"]);
         // An identifier ending in e is not an escape-string prefix.
-        assert_eq!(texts("SELECT name'\\'; SELECT 2;"), ["SELECT name'\\';", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT name'\\'; SELECT 2;"),
+            ["SELECT name'\\';", "SELECT 2;"]
+        );
     }
 
     #[test]
     fn quoted_identifiers() {
-        assert_eq!(texts("SELECT 1 AS \"a;\"\"b\"; SELECT 2;"), ["SELECT 1 AS \"a;\"\"b\";", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT 1 AS \"a;\"\"b\"; SELECT 2;"),
+            ["SELECT 1 AS \"a;\"\"b\";", "SELECT 2;"]
+        );
     }
 
     #[test]
     fn comments() {
-        assert_eq!(texts("SELECT 1 -- c;\n + 1; SELECT 2;"), ["SELECT 1 -- c;\n + 1;", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT 1 -- c;\n + 1; SELECT 2;"),
+            ["SELECT 1 -- c;\n + 1;", "SELECT 2;"]
+        );
         assert_eq!(texts("SELECT /* ; */ 1;"), ["SELECT /* ; */ 1;"]);
-        assert_eq!(texts("SELECT /* /* ; */ ; */ 1;"), ["SELECT /* /* ; */ ; */ 1;"]);
-        assert_eq!(texts("SELECT 1 - -1; SELECT 4/2;"), ["SELECT 1 - -1;", "SELECT 4/2;"]);
+        assert_eq!(
+            texts("SELECT /* /* ; */ ; */ 1;"),
+            ["SELECT /* /* ; */ ; */ 1;"]
+        );
+        assert_eq!(
+            texts("SELECT 1 - -1; SELECT 4/2;"),
+            ["SELECT 1 - -1;", "SELECT 4/2;"]
+        );
         assert_eq!(texts("SELECT 1 - 1/2/3;"), ["SELECT 1 - 1/2/3;"]);
     }
 
     #[test]
     fn dollar_quotes() {
-        assert_eq!(texts("SELECT $$a;b$$; SELECT 2;"), ["SELECT $$a;b$$;", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT $$a;b$$; SELECT 2;"),
+            ["SELECT $$a;b$$;", "SELECT 2;"]
+        );
         assert_eq!(
             texts("SELECT $fn$ $$; $x$ ' $fn$; SELECT 2;"),
             ["SELECT $fn$ $$; $x$ ' $fn$;", "SELECT 2;"]
         );
         assert_eq!(texts("SELECT $1; SELECT $2;"), ["SELECT $1;", "SELECT $2;"]);
-        assert_eq!(texts("SELECT a$b$; SELECT 2;"), ["SELECT a$b$;", "SELECT 2;"]);
+        assert_eq!(
+            texts("SELECT a$b$; SELECT 2;"),
+            ["SELECT a$b$;", "SELECT 2;"]
+        );
         assert_eq!(texts("SELECT $é$;x$é$;"), ["SELECT $é$;x$é$;"]);
     }
 
     #[test]
     fn unterminated_text_is_the_final_statement() {
         assert_eq!(texts("SELECT 'abc; def"), ["SELECT 'abc; def"]);
-        assert_eq!(texts("SELECT 1 /* open; comment"), ["SELECT 1 /* open; comment"]);
+        assert_eq!(
+            texts("SELECT 1 /* open; comment"),
+            ["SELECT 1 /* open; comment"]
+        );
     }
 
     #[test]
