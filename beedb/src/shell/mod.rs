@@ -517,6 +517,21 @@ mod tests {
     }
 
     #[test]
+    fn timer_prints_run_time() {
+        let (mut sh, out, _err) = shell();
+        sh.run_dot(".timer on");
+        sh.run_statement("SELEC 1");
+        let text = out.take();
+        assert!(
+            text.starts_with("Run Time: ") && text.ends_with(" s\n"),
+            "{text}"
+        );
+        sh.run_dot(".timer off");
+        sh.run_statement("SELEC 1");
+        assert_eq!(out.take(), "");
+    }
+
+    #[test]
     fn read_missing_file() {
         let (mut sh, _out, err) = shell();
         assert!(!sh.run_dot(".read /nonexistent/beedb.sql").0);
