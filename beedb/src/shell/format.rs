@@ -1,0 +1,567 @@
+//! Output formatting: pure functions from a result's columns and rows to text, one
+//! per output mode.
+//!
+//! Values print as PostgreSQL's text output (their `Display`), except that booleans
+//! print `t`/`f` as psql shows them (JSON uses `true`/`false`).
+
+use std::fmt::Write as _;
+
+use beedb::{Column, QueryResult, Row, Value};
+use unicode_width::UnicodeWidthStr;
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A box with a header and a row count, like psql and DuckDB.
+    Table,
+    /// RFC 4180 CSV with a header row; NULL is an empty field.
+    Csv,
+    /// One JSON array of objects per result.
+    Json,
+}
+
+impl Mode {
+    pub fn parse(name: &str) -> Option<Mode> {
+        match name.to_ascii_lowercase().as_str() {
+            "table" | "box" => Some(Mode::Table),
+            "csv" => Some(Mode::Csv),
+            "json" => Some(Mode::Json),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Table => "table",
+            Mode::Csv => "csv",
+            Mode::Json => "json",
+        }
+    }
+}
+
+/// The whole output for one statement's result, ending in a newline (or empty).
+/// Statements without rows print their command tag in every mode, so a program
+/// driving the shell sees each statement finish.
+pub fn render(mode: Mode, result: &QueryResult) -> String {
+    if !result.has_rows() {
+        return if result.tag.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n", result.tag)
+        };
+    }
+    match mode {
+        Mode::Table => render_table(&result.columns, &result.rows),
+        Mode::Csv => render_csv(&result.columns, &result.rows),
+        Mode::Json => render_json(&result.columns, &result.rows),
+    }
+}
+
+/// A value's text as the shell shows it; `None` for NULL.
+pub fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Boolean(b) => Some(if *b { "t" } else { "f" }.to_string()),
+        other => Some(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// table
+
+/// Display width of a string on a terminal (wide characters count two).
+pub fn display_width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// Makes one line of a cell printable: tabs expand to the next multiple of 8 columns,
+/// other control characters show as `\xNN`.
+fn printable(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        match c {
+            '\t' => {
+                let w = display_width(&out);
+                out.extend(std::iter::repeat_n(' ', 8 - w % 8));
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A cell split into printable lines.
+fn cell_lines(v: &Value) -> Vec<String> {
+    match value_text(v) {
+        None => vec!["NULL".to_string()],
+        Some(s) => s
+            .split('\n')
+            .map(|l| printable(l.strip_suffix('\r').unwrap_or(l)))
+            .collect(),
+    }
+}
+
+fn pad(out: &mut String, s: &str, width: usize, right: bool) {
+    let fill = width.saturating_sub(display_width(s));
+    if right {
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(s);
+    } else {
+        out.push_str(s);
+        out.extend(std::iter::repeat_n(' ', fill));
+    }
+}
+
+fn center(out: &mut String, s: &str, width: usize) {
+    let fill = width.saturating_sub(display_width(s));
+    out.extend(std::iter::repeat_n(' ', fill / 2));
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', fill - fill / 2));
+}
+
+fn rule(out: &mut String, widths: &[usize], left: &str, mid: &str, right: &str) {
+    out.push_str(left);
+    for (i, w) in widths.iter().enumerate() {
+        if i > 0 {
+            out.push_str(mid);
+        }
+        out.extend(std::iter::repeat_n('─', w + 2));
+    }
+    out.push_str(right);
+    out.push('\n');
+}
+
+/// A box with centred column names, left-aligned text, right-aligned numbers, NULL
+/// as `NULL`, multi-line values on several lines, and a row count below.
+///
+/// ```text
+/// ┌────┬──────┐
+/// │ id │ name │
+/// ├────┼──────┤
+/// │  1 │ one  │
+/// │  2 │ NULL │
+/// └────┴──────┘
+/// (2 rows)
+/// ```
+pub fn render_table(columns: &[Column], rows: &[Row]) -> String {
+    let headers: Vec<String> = columns.iter().map(|c| printable(&c.name)).collect();
+    let right: Vec<bool> = columns.iter().map(|c| c.data_type.is_numeric()).collect();
+    let cells: Vec<Vec<Vec<String>>> = rows
+        .iter()
+        .map(|r| {
+            (0..columns.len())
+                .map(|i| cell_lines(r.value(i).unwrap_or(&Value::Null)))
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            for line in cell {
+                *w = (*w).max(display_width(line));
+            }
+        }
+    }
+
+    let mut out = String::new();
+    rule(&mut out, &widths, "┌", "┬", "┐");
+    out.push('│');
+    for (h, w) in headers.iter().zip(&widths) {
+        out.push(' ');
+        center(&mut out, h, *w);
+        out.push_str(" │");
+    }
+    out.push('\n');
+    rule(&mut out, &widths, "├", "┼", "┤");
+    for row in &cells {
+        let height = row.iter().map(Vec::len).max().unwrap_or(1);
+        for k in 0..height {
+            out.push('│');
+            for (i, cell) in row.iter().enumerate() {
+                out.push(' ');
+                let line = cell.get(k).map_or("", String::as_str);
+                pad(&mut out, line, widths[i], right[i]);
+                out.push_str(" │");
+            }
+            out.push('\n');
+        }
+    }
+    rule(&mut out, &widths, "└", "┴", "┘");
+    let n = rows.len();
+    let _ = writeln!(out, "({n} row{})", if n == 1 { "" } else { "s" });
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// csv
+
+/// Quotes a CSV field when it must be (RFC 4180): it holds a comma, a quote, a line
+/// break, or is empty (so an empty string differs from NULL, as in psql's CSV).
+pub fn csv_field(s: &str) -> String {
+    if s.is_empty() || s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A header row, then one line per row; NULL is an empty (unquoted) field.
+pub fn render_csv(columns: &[Column], rows: &[Row]) -> String {
+    let mut out = String::new();
+    let header: Vec<String> = columns.iter().map(|c| csv_field(&c.name)).collect();
+    out.push_str(&header.join(","));
+    out.push('\n');
+    for row in rows {
+        let fields: Vec<String> = (0..columns.len())
+            .map(|i| match row.value(i).and_then(value_text) {
+                None => String::new(),
+                Some(s) => csv_field(&s),
+            })
+            .collect();
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// json
+
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0C}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Whether `s` is a number in JSON's grammar:
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+pub fn is_json_number(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// A value as JSON: numbers as numbers (decimals written exactly, with their scale),
+/// NULL as null, booleans as true/false, everything else (and the floats JSON cannot
+/// write: NaN, ±Infinity) as strings.
+pub fn json_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::SmallInt(_)
+        | Value::Integer(_)
+        | Value::BigInt(_)
+        | Value::Real(_)
+        | Value::Double(_)
+        | Value::Decimal(_) => {
+            let s = v.to_string();
+            if is_json_number(&s) {
+                s
+            } else {
+                json_string(&s)
+            }
+        }
+        other => json_string(&other.to_string()),
+    }
+}
+
+/// `[{"a":1,"b":"x"},` one row per line `{"a":2,"b":null}]`; no rows is `[]`.
+pub fn render_json(columns: &[Column], rows: &[Row]) -> String {
+    let keys: Vec<String> = columns.iter().map(|c| json_string(&c.name)).collect();
+    let mut out = String::from("[");
+    for (r, row) in rows.iter().enumerate() {
+        if r > 0 {
+            out.push_str(",\n");
+        }
+        out.push('{');
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(key);
+            out.push(':');
+            out.push_str(&json_value(row.value(i).unwrap_or(&Value::Null)));
+        }
+        out.push('}');
+    }
+    out.push_str("]\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beedb::DataType;
+    use beedb::types::{Date, Decimal, Interval};
+
+    fn col(name: &str, data_type: DataType) -> Column {
+        Column {
+            name: name.to_string(),
+            data_type,
+        }
+    }
+
+    fn text(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+
+    fn dec(s: &str) -> Value {
+        Value::Decimal(Decimal::parse(s).unwrap())
+    }
+
+    fn date(y: i64, m: u32, d: u32) -> Value {
+        Value::Date(Date::from_ymd(y, m, d).unwrap())
+    }
+
+    fn sample() -> (Vec<Column>, Vec<Row>) {
+        let columns = vec![
+            col("id", DataType::Integer),
+            col("name", DataType::Text),
+            col("price", DataType::decimal(10, 2).unwrap()),
+            col("day", DataType::Date),
+            col("ok", DataType::Boolean),
+        ];
+        let rows = vec![
+            Row(vec![
+                Value::Integer(1),
+                text("plain"),
+                dec("12.50"),
+                date(2024, 1, 5),
+                Value::Boolean(true),
+            ]),
+            Row(vec![
+                Value::Integer(-20),
+                text("a, \"quoted\""),
+                dec("-0.05"),
+                Value::Null,
+                Value::Boolean(false),
+            ]),
+            Row(vec![
+                Value::Integer(300),
+                Value::Null,
+                Value::Null,
+                date(1999, 12, 31),
+                Value::Null,
+            ]),
+        ];
+        (columns, rows)
+    }
+
+    #[test]
+    fn table_aligns_numbers_right_and_text_left() {
+        let (columns, rows) = sample();
+        let out = render_table(&columns, &rows);
+        let expected = "\
+┌─────┬─────────────┬───────┬────────────┬──────┐
+│ id  │    name     │ price │    day     │  ok  │
+├─────┼─────────────┼───────┼────────────┼──────┤
+│   1 │ plain       │ 12.50 │ 2024-01-05 │ t    │
+│ -20 │ a, \"quoted\" │ -0.05 │ NULL       │ f    │
+│ 300 │ NULL        │  NULL │ 1999-12-31 │ NULL │
+└─────┴─────────────┴───────┴────────────┴──────┘
+(3 rows)
+";
+        assert_eq!(out, expected, "\n{out}");
+    }
+
+    #[test]
+    fn table_counts_display_width_of_wide_characters() {
+        let columns = vec![col("名前", DataType::Text), col("n", DataType::BigInt)];
+        let rows = vec![
+            Row(vec![text("日本語"), Value::BigInt(1)]),
+            Row(vec![text("café"), Value::BigInt(22)]),
+        ];
+        let out = render_table(&columns, &rows);
+        let expected = "\
+┌────────┬────┐
+│  名前  │ n  │
+├────────┼────┤
+│ 日本語 │  1 │
+│ café   │ 22 │
+└────────┴────┘
+(2 rows)
+";
+        assert_eq!(out, expected, "\n{out}");
+    }
+
+    #[test]
+    fn table_puts_multi_line_values_on_several_lines() {
+        let columns = vec![col("a", DataType::Text), col("b", DataType::Integer)];
+        let rows = vec![Row(vec![text("one\ntwo\tx"), Value::Integer(7)])];
+        let out = render_table(&columns, &rows);
+        let expected = "\
+┌───────────┬───┐
+│     a     │ b │
+├───────────┼───┤
+│ one       │ 7 │
+│ two     x │   │
+└───────────┴───┘
+(1 row)
+";
+        assert_eq!(out, expected, "\n{out}");
+    }
+
+    #[test]
+    fn table_with_no_rows() {
+        let out = render_table(&[col("x", DataType::Integer)], &[]);
+        assert_eq!(out, "┌───┐\n│ x │\n├───┤\n└───┘\n(0 rows)\n");
+    }
+
+    #[test]
+    fn commands_print_their_tag_in_every_mode() {
+        let r = QueryResult::command("INSERT 0 5");
+        for mode in [Mode::Table, Mode::Csv, Mode::Json] {
+            assert_eq!(render(mode, &r), "INSERT 0 5\n");
+        }
+    }
+
+    #[test]
+    fn csv_quotes_and_nulls() {
+        let (columns, rows) = sample();
+        let out = render_csv(&columns, &rows);
+        let expected = "\
+id,name,price,day,ok
+1,plain,12.50,2024-01-05,t
+-20,\"a, \"\"quoted\"\"\",-0.05,,f
+300,,,1999-12-31,
+";
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn csv_quotes_line_breaks_empty_strings_and_headers() {
+        let columns = vec![col("a,b", DataType::Text), col("c", DataType::Text)];
+        let rows = vec![
+            Row(vec![text("line1\nline2"), text("")]),
+            Row(vec![text("x\r"), Value::Null]),
+        ];
+        let out = render_csv(&columns, &rows);
+        assert_eq!(out, "\"a,b\",c\n\"line1\nline2\",\"\"\n\"x\r\",\n");
+    }
+
+    #[test]
+    fn csv_prints_other_types_as_postgres_text() {
+        let columns = vec![
+            col("f", DataType::Double),
+            col("i", DataType::Interval),
+            col("big", DataType::BigInt),
+        ];
+        let rows = vec![Row(vec![
+            Value::Double(1.5),
+            Value::Interval(Interval::new(14, 3, 3_600_000_000)),
+            Value::BigInt(i64::MIN),
+        ])];
+        let out = render_csv(&columns, &rows);
+        assert_eq!(
+            out,
+            "f,i,big\n1.5,1 year 2 mons 3 days 01:00:00,-9223372036854775808\n"
+        );
+    }
+
+    #[test]
+    fn json_rows_as_objects() {
+        let (columns, rows) = sample();
+        let out = render_json(&columns, &rows);
+        let expected = r#"[{"id":1,"name":"plain","price":12.50,"day":"2024-01-05","ok":true},
+{"id":-20,"name":"a, \"quoted\"","price":-0.05,"day":null,"ok":false},
+{"id":300,"name":null,"price":null,"day":"1999-12-31","ok":null}]
+"#;
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn json_with_no_rows_is_an_empty_array() {
+        assert_eq!(render_json(&[col("x", DataType::Integer)], &[]), "[]\n");
+    }
+
+    #[test]
+    fn json_numbers_and_escapes() {
+        assert_eq!(json_value(&Value::Double(f64::NAN)), "\"NaN\"");
+        assert_eq!(json_value(&Value::Double(f64::INFINITY)), "\"Infinity\"");
+        assert_eq!(json_value(&Value::Double(0.25)), "0.25");
+        assert_eq!(json_value(&Value::Real(-2.5)), "-2.5");
+        let big = Value::Double(1e20);
+        assert!(is_json_number(&json_value(&big)), "{}", json_value(&big));
+        assert_eq!(
+            json_value(&dec("123456789012345678901234567890.12345678")),
+            "123456789012345678901234567890.12345678"
+        );
+        assert_eq!(json_value(&Value::SmallInt(-3)), "-3");
+        assert_eq!(
+            json_string("a\"b\\c\nd\te\u{1}é😀"),
+            "\"a\\\"b\\\\c\\nd\\te\\u0001é😀\""
+        );
+    }
+
+    #[test]
+    fn json_number_grammar() {
+        for ok in ["0", "-0", "12", "1.50", "-0.05", "1e+20", "2E-3", "1.5e10"] {
+            assert!(is_json_number(ok), "{ok}");
+        }
+        for bad in [
+            "", "-", "01", "1.", ".5", "1e", "NaN", "Infinity", "+1", "1 ",
+        ] {
+            assert!(!is_json_number(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!(Mode::parse("CSV"), Some(Mode::Csv));
+        assert_eq!(Mode::parse("table"), Some(Mode::Table));
+        assert_eq!(Mode::parse("json"), Some(Mode::Json));
+        assert_eq!(Mode::parse("html"), None);
+    }
+}

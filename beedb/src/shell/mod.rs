@@ -1,0 +1,547 @@
+//! The shell's core: one open database and connection, the output settings, and the
+//! running of statements and dot commands from any source (the REPL, a pipe, `-c`,
+//! `-f` or `.read`).
+
+pub mod args;
+pub mod errors;
+pub mod format;
+pub mod repl;
+pub mod splitter;
+
+use std::io::{self, BufRead, Write};
+use std::time::Instant;
+
+use beedb::{Connection, Database, Error, QueryResult, Value};
+
+use format::Mode;
+use splitter::Splitter;
+
+/// Path that opens a private in-memory database.
+pub const MEMORY: &str = ":memory:";
+
+/// How deeply `.read` may nest.
+const MAX_READ_DEPTH: usize = 16;
+
+pub const HELP: &str = "\
+Enter SQL statements terminated by a semicolon; they may span several lines.
+Dot commands (one line each, no semicolon):
+  .help                   Show this message
+  .quit, .exit            Leave the shell (Ctrl-D does too)
+  .tables                 List tables and views
+  .schema [TABLE]         Show the CREATE statements of all objects, or of TABLE
+  .mode [table|csv|json]  Set (or show) the output mode
+  .timer on|off           Print each statement's run time
+  .read FILE              Run the statements in FILE
+  .open FILE              Close this database and open FILE
+                          (:memory: for a new in-memory database)
+Ctrl-C clears the statement being typed.
+";
+
+/// Whether the shell should go on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+pub struct Shell {
+    conn: Connection,
+    /// What was opened (`:memory:` or a file path), as given.
+    path: String,
+    pub mode: Mode,
+    pub timer: bool,
+    out: Box<dyn Write>,
+    err: Box<dyn Write>,
+    /// Whether any statement or command failed.
+    pub failed: bool,
+    read_depth: usize,
+}
+
+impl Shell {
+    /// Opens `path` (or an in-memory database for `:memory:`).
+    pub fn open(path: &str, out: Box<dyn Write>, err: Box<dyn Write>) -> Result<Shell, Error> {
+        let db = Database::open(path)?;
+        Ok(Shell {
+            conn: db.connect(),
+            path: path.to_string(),
+            mode: Mode::Table,
+            timer: false,
+            out,
+            err,
+            failed: false,
+            read_depth: 0,
+        })
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn is_memory(&self) -> bool {
+        self.path == MEMORY
+    }
+
+    /// Writes to standard output and flushes it, so a reader on a pipe sees it now.
+    fn print(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    /// Writes an error message to standard error (after flushing standard output, so
+    /// the two interleave in order on a terminal) and records the failure.
+    fn print_error(&mut self, text: &str) {
+        let _ = self.out.flush();
+        let _ = self.err.write_all(text.as_bytes());
+        let _ = self.err.flush();
+        self.failed = true;
+    }
+
+    fn error(&mut self, message: &str) {
+        self.print_error(&format!("ERROR:  {message}\n"));
+    }
+
+    /// Runs one statement and prints its result or its error. Returns whether it
+    /// succeeded.
+    pub fn run_statement(&mut self, sql: &str) -> bool {
+        let start = Instant::now();
+        let result = self.conn.execute(sql, &[]);
+        let elapsed = start.elapsed();
+        let ok = match result {
+            Ok(result) => {
+                let text = format::render(self.mode, &result);
+                self.print(&text);
+                true
+            }
+            Err(e) => {
+                self.print_error(&errors::format_error(&e, sql));
+                false
+            }
+        };
+        if self.timer {
+            self.print(&format!("Run Time: {:.3} s\n", elapsed.as_secs_f64()));
+        }
+        ok
+    }
+
+    /// Runs a query for a dot command; prints its error if it fails.
+    fn query(&mut self, sql: &str) -> Option<QueryResult> {
+        match self.conn.execute(sql, &[]) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.print_error(&errors::format_error(&e, sql));
+                None
+            }
+        }
+    }
+
+    /// Feeds one line of input (with or without its newline) through `splitter`:
+    /// a dot command when no statement is in progress, else SQL, running every
+    /// statement it completes. Returns whether everything run succeeded, and whether
+    /// to go on. With `stop_on_error`, stops at the first failing statement (the rest
+    /// of the line is dropped).
+    pub fn feed_line(
+        &mut self,
+        splitter: &mut Splitter,
+        line: &str,
+        stop_on_error: bool,
+    ) -> (bool, Flow) {
+        if splitter.is_idle() && line.trim_start().starts_with('.') {
+            return self.run_dot(line.trim());
+        }
+        let mut text = line.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let mut ok = true;
+        for piece in splitter.push(&text) {
+            if !self.run_statement(&piece.text) {
+                ok = false;
+                if stop_on_error {
+                    splitter.clear();
+                    break;
+                }
+            }
+        }
+        (ok, Flow::Continue)
+    }
+
+    /// Runs the statement left unfinished at the end of input (a final statement
+    /// without its `;`).
+    pub fn finish(&mut self, splitter: &mut Splitter) -> bool {
+        match splitter.finish() {
+            Some(piece) => self.run_statement(&piece.text),
+            None => true,
+        }
+    }
+
+    /// Runs a script (`-c`, `-f`, `.read`), stopping at the first failure. Returns
+    /// whether it all succeeded, and whether to go on (`.quit` in the script).
+    pub fn run_script(&mut self, text: &str) -> (bool, Flow) {
+        let mut splitter = Splitter::new();
+        for line in text.split_inclusive('\n') {
+            let (ok, flow) = self.feed_line(&mut splitter, line, true);
+            if !ok || flow == Flow::Quit {
+                return (ok, flow);
+            }
+        }
+        (self.finish(&mut splitter), Flow::Continue)
+    }
+
+    /// Runs the statements of a file, stopping at the first failure.
+    pub fn run_file(&mut self, path: &str) -> (bool, Flow) {
+        if self.read_depth >= MAX_READ_DEPTH {
+            self.error(&format!("cannot read \"{path}\": .read nested too deeply"));
+            return (false, Flow::Continue);
+        }
+        let text = match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => {
+                self.error(&format!("could not read file \"{path}\": {e}"));
+                return (false, Flow::Continue);
+            }
+        };
+        self.read_depth += 1;
+        let r = self.run_script(&text);
+        self.read_depth -= 1;
+        r
+    }
+
+    /// Reads statements from `input` line by line (not all at once) and runs each as
+    /// soon as it is complete; errors do not stop it. Returns whether all succeeded.
+    pub fn run_stream(&mut self, input: &mut dyn BufRead) -> bool {
+        let mut splitter = Splitter::new();
+        let mut ok = true;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.error(&format!("could not read input: {e}"));
+                    ok = false;
+                    break;
+                }
+            }
+            let text = String::from_utf8_lossy(&line);
+            let (line_ok, flow) = self.feed_line(&mut splitter, &text, false);
+            ok &= line_ok;
+            if flow == Flow::Quit {
+                return ok;
+            }
+        }
+        ok & self.finish(&mut splitter)
+    }
+
+    /// Runs a dot command (the whole line, starting with `.`).
+    pub fn run_dot(&mut self, line: &str) -> (bool, Flow) {
+        let mut words = line.split_whitespace();
+        let command = words.next().unwrap_or(".");
+        let args: Vec<&str> = words.collect();
+        let rest = line[command.len()..].trim();
+        let ok = match command {
+            ".help" => {
+                self.print(HELP);
+                true
+            }
+            ".quit" | ".exit" | ".q" => return (true, Flow::Quit),
+            ".tables" => self.dot_tables(),
+            ".schema" => self.dot_schema(args.first().copied()),
+            ".mode" => match args.as_slice() {
+                [] => {
+                    let text = format!("current output mode: {}\n", self.mode.name());
+                    self.print(&text);
+                    true
+                }
+                [name] => match Mode::parse(name) {
+                    Some(m) => {
+                        self.mode = m;
+                        true
+                    }
+                    None => self.usage(&format!("unknown mode \"{name}\"; use table, csv or json")),
+                },
+                _ => self.usage(".mode table|csv|json"),
+            },
+            ".timer" => match args.as_slice() {
+                ["on"] => {
+                    self.timer = true;
+                    true
+                }
+                ["off"] => {
+                    self.timer = false;
+                    true
+                }
+                _ => self.usage(".timer on|off"),
+            },
+            ".read" => {
+                if rest.is_empty() {
+                    self.usage(".read FILE")
+                } else {
+                    return self.run_file(unquote(rest));
+                }
+            }
+            ".open" => {
+                if rest.is_empty() {
+                    self.usage(".open FILE")
+                } else {
+                    self.reopen(unquote(rest))
+                }
+            }
+            _ => {
+                self.error(&format!(
+                    "unknown command \"{command}\"; enter \".help\" for a list of commands"
+                ));
+                false
+            }
+        };
+        (ok, Flow::Continue)
+    }
+
+    fn usage(&mut self, message: &str) -> bool {
+        self.error(&format!("usage: {message}"));
+        false
+    }
+
+    fn dot_tables(&mut self) -> bool {
+        let Some(result) =
+            self.query("SELECT table_name FROM information_schema.tables ORDER BY table_name")
+        else {
+            return false;
+        };
+        let mut text = String::new();
+        for row in &result.rows {
+            if let Some(name) = row.value(0).and_then(format::value_text) {
+                text.push_str(&name);
+                text.push('\n');
+            }
+        }
+        self.print(&text);
+        true
+    }
+
+    fn dot_schema(&mut self, table: Option<&str>) -> bool {
+        let sql = match table {
+            Some(t) => format!(
+                "SELECT sql FROM beedb_schema WHERE name = {} ORDER BY name",
+                sql_literal(t)
+            ),
+            None => "SELECT sql FROM beedb_schema ORDER BY name".to_string(),
+        };
+        let Some(result) = self.query(&sql) else {
+            return false;
+        };
+        let mut text = String::new();
+        for row in &result.rows {
+            if let Some(Value::Text(s) | Value::Varchar(s)) = row.value(0) {
+                let s = s.trim_end();
+                text.push_str(s);
+                if !s.ends_with(';') {
+                    text.push(';');
+                }
+                text.push('\n');
+            }
+        }
+        self.print(&text);
+        true
+    }
+
+    /// Closes this database and opens `path`. If that fails, the previous database
+    /// is opened again (or, failing that, an in-memory one).
+    fn reopen(&mut self, path: &str) -> bool {
+        // Close first: the new path may be the file we hold open (and locked).
+        self.conn = Database::open(MEMORY)
+            .expect("in-memory database")
+            .connect();
+        match Database::open(path) {
+            Ok(db) => {
+                self.conn = db.connect();
+                self.path = path.to_string();
+                true
+            }
+            Err(e) => {
+                self.print_error(&format!(
+                    "ERROR:  could not open \"{path}\": {}\n",
+                    e.message
+                ));
+                let previous = self.path.clone();
+                match Database::open(&previous) {
+                    Ok(db) => self.conn = db.connect(),
+                    Err(_) => self.path = MEMORY.to_string(),
+                }
+                false
+            }
+        }
+    }
+}
+
+/// `'s'` with quotes doubled.
+fn sql_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Strips one pair of matching quotes around a file name.
+fn unquote(s: &str) -> &str {
+    for q in ['"', '\''] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// A writer whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Capture(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Capture {
+        fn take(&self) -> String {
+            String::from_utf8(std::mem::take(&mut *self.0.borrow_mut())).unwrap()
+        }
+    }
+
+    fn shell() -> (Shell, Capture, Capture) {
+        let out = Capture::default();
+        let err = Capture::default();
+        let shell = Shell::open(MEMORY, Box::new(out.clone()), Box::new(err.clone())).unwrap();
+        (shell, out, err)
+    }
+
+    #[test]
+    fn dot_commands() {
+        let (mut sh, out, err) = shell();
+        assert_eq!(sh.run_dot(".help"), (true, Flow::Continue));
+        assert!(out.take().contains(".tables"));
+        assert_eq!(sh.run_dot(".mode csv"), (true, Flow::Continue));
+        assert_eq!(sh.mode, Mode::Csv);
+        sh.run_dot(".mode");
+        assert_eq!(out.take(), "current output mode: csv\n");
+        assert!(!sh.run_dot(".mode html").0);
+        assert!(err.take().starts_with("ERROR:  usage: unknown mode"));
+        assert!(sh.run_dot(".timer on").0);
+        assert!(sh.timer);
+        assert!(!sh.run_dot(".bogus").0);
+        assert!(err.take().contains("unknown command \".bogus\""));
+        assert_eq!(sh.run_dot(".quit"), (true, Flow::Quit));
+        assert_eq!(sh.run_dot(".exit"), (true, Flow::Quit));
+    }
+
+    #[test]
+    fn syntax_errors_show_a_caret() {
+        let (mut sh, _out, err) = shell();
+        let (ok, _) = sh.run_script("CREATE TABLEX t (a int);");
+        assert!(!ok);
+        let e = err.take();
+        assert!(
+            e.starts_with("ERROR:  syntax error at or near \"TABLEX\""),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("LINE 1: CREATE TABLEX t (a int);\n               ^\n"),
+            "{e}"
+        );
+        assert!(sh.failed);
+    }
+
+    #[test]
+    fn scripts_stop_at_the_first_error() {
+        let (mut sh, _out, err) = shell();
+        let (ok, _) = sh.run_script("SELEC 1;\nSELEC 2;\n");
+        assert!(!ok);
+        assert_eq!(err.take().matches("ERROR:").count(), 1);
+    }
+
+    #[test]
+    fn streams_go_on_after_errors() {
+        let (mut sh, _out, err) = shell();
+        let mut input = io::Cursor::new("SELEC 1;\n.mode json\nSELEC 2");
+        assert!(!sh.run_stream(&mut input));
+        assert_eq!(err.take().matches("ERROR:").count(), 2);
+        assert_eq!(sh.mode, Mode::Json);
+    }
+
+    #[test]
+    fn open_switches_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("other.db");
+        let (mut sh, _out, err) = shell();
+        assert!(sh.is_memory());
+        assert!(
+            sh.run_dot(&format!(".open '{}'", file.display())).0,
+            "{}",
+            err.take()
+        );
+        assert_eq!(sh.path(), file.to_str().unwrap());
+        assert!(file.exists());
+        // Opening the same file again (closing it first) works too.
+        assert!(
+            sh.run_dot(&format!(".open {}", file.display())).0,
+            "{}",
+            err.take()
+        );
+        // A path that cannot be opened keeps the current database.
+        assert!(!sh.run_dot(".open /nonexistent/dir/x.db").0);
+        assert!(err.take().contains("could not open"));
+        assert_eq!(sh.path(), file.to_str().unwrap());
+        assert!(sh.run_dot(".open :memory:").0);
+        assert!(sh.is_memory());
+    }
+
+    #[test]
+    fn read_runs_a_file_and_quit_in_it_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.sql");
+        std::fs::write(&file, ".mode csv\n.quit\n.mode json\n").unwrap();
+        let (mut sh, _out, _err) = shell();
+        assert_eq!(
+            sh.run_dot(&format!(".read {}", file.display())),
+            (true, Flow::Quit)
+        );
+        assert_eq!(sh.mode, Mode::Csv);
+    }
+
+    #[test]
+    fn timer_prints_run_time() {
+        let (mut sh, out, _err) = shell();
+        sh.run_dot(".timer on");
+        sh.run_statement("SELEC 1");
+        let text = out.take();
+        assert!(
+            text.starts_with("Run Time: ") && text.ends_with(" s\n"),
+            "{text}"
+        );
+        sh.run_dot(".timer off");
+        sh.run_statement("SELEC 1");
+        assert_eq!(out.take(), "");
+    }
+
+    #[test]
+    fn read_missing_file() {
+        let (mut sh, _out, err) = shell();
+        assert!(!sh.run_dot(".read /nonexistent/beedb.sql").0);
+        assert!(err.take().contains("could not read file"));
+    }
+
+    #[test]
+    fn quoting_helpers() {
+        assert_eq!(sql_literal("it's"), "'it''s'");
+        assert_eq!(unquote("\"a b.db\""), "a b.db");
+        assert_eq!(unquote("plain.db"), "plain.db");
+    }
+}

@@ -1,0 +1,428 @@
+//! Runs the built `beedb` shell: `-c` with an error, pipe mode streaming, and a
+//! terminal session through a pseudo-terminal.
+//!
+//! Tests marked `#[ignore = "needs the SQL engine"]` drive statements the engine
+//! does not execute yet; switch them on when it does.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_beedb");
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn beedb() -> Command {
+    let mut cmd = Command::new(BIN);
+    // Keep the shell away from the real home directory's history.
+    cmd.env("HOME", std::env::temp_dir());
+    cmd
+}
+
+// ---------------------------------------------------------------------------------
+// -c
+
+#[test]
+fn command_with_syntax_error_fails_with_a_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let out = beedb()
+        .arg(&db)
+        .args(["-c", "CREATE TABLEX t (a int); SELECT 1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        "ERROR:  syntax error at or near \"TABLEX\" (expected: an object type after create)\n\
+         LINE 1: CREATE TABLEX t (a int);\n\
+         \x20              ^\n"
+    );
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn several_commands_stop_at_the_first_failure() {
+    let out = beedb()
+        .args([
+            "-c",
+            ".mode csv",
+            "-c",
+            ".mode",
+            "-c",
+            "SELEC 1",
+            "-c",
+            ".help",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout, "current output mode: csv\n",
+        "no .help after the failure"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("LINE 1: SELEC 1\n        ^\n"), "{stderr}");
+}
+
+#[test]
+fn successful_commands_exit_zero() {
+    let out = beedb()
+        .args(["-c", ".mode json", "-c", ".help"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8(out.stdout).unwrap().contains(".schema"));
+}
+
+#[test]
+fn bad_arguments_exit_two() {
+    let out = beedb().args(["--mode", "xml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn file_argument_runs_a_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.sql");
+    std::fs::write(
+        &script,
+        "-- a comment\n.mode json\n.mode\nSELECT\n  1 +;\n.help\n",
+    )
+    .unwrap();
+    let out = beedb().arg("-f").arg(&script).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "current output mode: json\n"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("LINE 2:   1 +;\n             ^\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "needs the SQL engine"]
+fn command_runs_statements_in_each_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let run = |args: &[&str]| {
+        let out = beedb().arg(&db).args(args).output().unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        run(&[
+            "-c",
+            "CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x, y'), (2, NULL)"
+        ]),
+        "CREATE TABLE\nINSERT 0 2\n"
+    );
+    assert_eq!(
+        run(&["-c", "SELECT a, b FROM t ORDER BY a"]),
+        "┌───┬──────┐\n│ a │  b   │\n├───┼──────┤\n│ 1 │ x, y │\n│ 2 │ NULL │\n└───┴──────┘\n(2 rows)\n"
+    );
+    assert_eq!(
+        run(&["--mode", "csv", "-c", "SELECT a, b FROM t ORDER BY a"]),
+        "a,b\n1,\"x, y\"\n2,\n"
+    );
+    assert_eq!(
+        run(&["--mode", "json", "-c", "SELECT a, b FROM t ORDER BY a"]),
+        "[{\"a\":1,\"b\":\"x, y\"},\n{\"a\":2,\"b\":null}]\n"
+    );
+    assert_eq!(run(&["-c", ".tables"]), "t\n");
+}
+
+// ---------------------------------------------------------------------------------
+// pipe mode
+
+/// Lines of a child's output, arriving on a channel so a test can wait with a
+/// timeout instead of blocking forever.
+fn lines_of<R: Read + Send + 'static>(r: R) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next_line(rx: &Receiver<String>, what: &str) -> String {
+    rx.recv_timeout(TIMEOUT)
+        .unwrap_or_else(|e| panic!("no output for {what} within {TIMEOUT:?}: {e}"))
+}
+
+struct Piped {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+}
+
+impl Piped {
+    fn start(args: &[&std::ffi::OsStr]) -> Piped {
+        let mut child = beedb()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Piped {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.stdin.write_all(text.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Closes stdin and waits for the exit status.
+    fn finish(self) -> Option<i32> {
+        let Piped {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        for _ in 0..(TIMEOUT.as_millis() / 20) {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the shell did not exit at the end of its input");
+    }
+}
+
+#[test]
+fn pipe_mode_answers_each_statement_before_the_next_arrives() {
+    let mut sh = Piped::start(&[]);
+    // Each answer is read before the next statement is written: the shell runs
+    // statements as they arrive instead of reading all of its input first.
+    sh.send("SELEC 1;\n");
+    assert_eq!(
+        next_line(&sh.stderr, "1st statement"),
+        "ERROR:  syntax error at or near \"SELEC\" (expected: an sql statement)"
+    );
+    assert_eq!(next_line(&sh.stderr, "1st statement"), "LINE 1: SELEC 1;");
+    assert_eq!(next_line(&sh.stderr, "1st statement"), "        ^");
+    sh.send(".mode csv\n.mode\n");
+    assert_eq!(next_line(&sh.stdout, ".mode"), "current output mode: csv");
+    // A statement over several writes runs when its `;` arrives.
+    sh.send("SELECT 1 +\n");
+    sh.send("  ;\n");
+    assert_eq!(
+        next_line(&sh.stderr, "2nd statement"),
+        "ERROR:  syntax error at or near \";\" (expected: an expression)"
+    );
+    assert_eq!(next_line(&sh.stderr, "2nd statement"), "LINE 2:   ;");
+    assert_eq!(next_line(&sh.stderr, "2nd statement"), "          ^");
+    sh.send(".mode\n");
+    assert_eq!(next_line(&sh.stdout, ".mode"), "current output mode: csv");
+    // Errors do not stop pipe mode, but the exit status reports them.
+    assert_eq!(sh.finish(), Some(1));
+}
+
+#[test]
+fn pipe_mode_exits_zero_without_errors() {
+    let mut sh = Piped::start(&[]);
+    sh.send(".mode json\n.mode\n");
+    assert_eq!(next_line(&sh.stdout, ".mode"), "current output mode: json");
+    assert_eq!(sh.finish(), Some(0));
+}
+
+#[test]
+#[ignore = "needs the SQL engine"]
+fn pipe_mode_streams_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let mut sh = Piped::start(&[db.as_os_str()]);
+    sh.send("CREATE TABLE t (a INTEGER);\n");
+    assert_eq!(next_line(&sh.stdout, "CREATE"), "CREATE TABLE");
+    sh.send("INSERT INTO t VALUES (1), (2);\n");
+    assert_eq!(next_line(&sh.stdout, "INSERT"), "INSERT 0 2");
+    sh.send(".mode csv\nSELECT a FROM t ORDER BY a;\n");
+    assert_eq!(next_line(&sh.stdout, "SELECT"), "a");
+    assert_eq!(next_line(&sh.stdout, "SELECT"), "1");
+    assert_eq!(next_line(&sh.stdout, "SELECT"), "2");
+    sh.send("SELECT * FROM nope;\n");
+    assert_eq!(
+        next_line(&sh.stderr, "error"),
+        "ERROR:  relation \"nope\" does not exist"
+    );
+    sh.send("SELECT count(*) FROM t;\n");
+    assert_eq!(next_line(&sh.stdout, "count"), "count");
+    assert_eq!(next_line(&sh.stdout, "count"), "2");
+    assert_eq!(sh.finish(), Some(1));
+}
+
+// ---------------------------------------------------------------------------------
+// terminal
+
+#[cfg(unix)]
+mod terminal {
+    use super::*;
+    use rexpect::session::{Options, PtySession, spawn_with_options};
+
+    /// Starts the shell on a pseudo-terminal, in `dir` (also its HOME).
+    fn start(dir: &std::path::Path, args: &[&str]) -> PtySession {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("TERM", "xterm");
+        let options = Options::new()
+            .timeout_ms(Some(TIMEOUT.as_millis() as u64))
+            .strip_ansi_escape_codes(true);
+        spawn_with_options(cmd, options).expect("spawn beedb on a pty")
+    }
+
+    #[test]
+    fn session_prompts_help_errors_and_quit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &["demo.db"]);
+        p.exp_string(&format!("BeeDB {}", env!("CARGO_PKG_VERSION")))
+            .unwrap();
+        p.exp_string("Connected to \"demo.db\".").unwrap();
+        p.exp_string("Enter .help for usage hints.").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line(".help").unwrap();
+        p.exp_string(".schema [TABLE]").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        // A statement over two lines: the continuation prompt, then the error with
+        // its caret on the second line.
+        p.send_line("SELECT 1,").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("  2 +;").unwrap();
+        p.exp_string("ERROR:  syntax error at or near \";\"")
+            .unwrap();
+        p.exp_string("LINE 2:   2 +;").unwrap();
+        p.exp_regex(r"\n {13}\^").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        // Ctrl-C clears a half-typed statement.
+        p.send_line("SELECT 'unfinished").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".nope").unwrap();
+        p.exp_string("unknown command \".nope\"").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+        assert!(
+            dir.path().join("demo.db").exists(),
+            "the database file was created"
+        );
+        assert!(
+            dir.path().join(".beedb_history").exists(),
+            "history was saved"
+        );
+
+        // Reopen the file; Ctrl-D leaves.
+        let mut p = start(dir.path(), &["demo.db"]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_control('d').unwrap();
+        p.exp_eof().unwrap();
+    }
+
+    #[test]
+    fn in_memory_banner() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("transient in-memory database").unwrap();
+        p.exp_string("Enter .help for usage hints.").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".exit").unwrap();
+        p.exp_eof().unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs the SQL engine"]
+    fn session_creates_a_file_database_and_reopens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &["shop.db"]);
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line("CREATE TABLE items (id INTEGER PRIMARY KEY,")
+            .unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("  name TEXT, price NUMERIC(8,2));").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("INSERT INTO items VALUES (1, 'apple', 0.5), (2, 'pear', 12);")
+            .unwrap();
+        p.exp_string("INSERT 0 2").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("INSERT INTO items VALUES (3, 'fig', NULL);")
+            .unwrap();
+        p.exp_string("INSERT 0 1").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line("SELECT * FROM items ORDER BY id;").unwrap();
+        let table = "\
+┌────┬───────┬───────┐
+│ id │ name  │ price │
+├────┼───────┼───────┤
+│  1 │ apple │  0.50 │
+│  2 │ pear  │ 12.00 │
+│  3 │ fig   │  NULL │
+└────┴───────┴───────┘
+(3 rows)";
+        for line in table.lines() {
+            p.exp_string(line).unwrap();
+        }
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line("SELECT nme FROM items;").unwrap();
+        p.exp_string("ERROR:  column \"nme\" does not exist")
+            .unwrap();
+        p.exp_string("LINE 1: SELECT nme FROM items;").unwrap();
+        p.exp_regex(r"\n {15}\^").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line(".tables").unwrap();
+        p.exp_string("items").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".schema items").unwrap();
+        p.exp_string("CREATE TABLE items").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+
+        let mut p = start(dir.path(), &["shop.db"]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".mode csv").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT name, price FROM items ORDER BY id;")
+            .unwrap();
+        p.exp_string("name,price").unwrap();
+        p.exp_string("apple,0.50").unwrap();
+        p.exp_string("pear,12.00").unwrap();
+        p.exp_string("fig,").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+    }
+}
