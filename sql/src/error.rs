@@ -66,6 +66,12 @@ impl Error {
         self
     }
 
+    /// The same error with another message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Error {
+        self.message = message.into();
+        self
+    }
+
     pub fn syntax(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Syntax, "42601", message)
     }

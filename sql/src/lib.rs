@@ -20,6 +20,7 @@ pub mod error;
 pub mod expr;
 pub mod parser;
 pub mod plan;
+mod planner;
 pub mod session;
 pub mod types;
 pub mod vector;

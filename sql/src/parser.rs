@@ -12,12 +12,94 @@ use crate::error::{Error, Result};
 /// not a stack overflow).
 pub const MAX_NESTING: usize = 200;
 
+/// Most operators one expression may chain without parentheses or commas: a chain
+/// such as `1+1+…` or `a AND b AND …` becomes a tree as deep as it is long.
+pub const MAX_OPERATOR_CHAIN: usize = 2000;
+
 /// Parses every statement in `sql`.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    check_chains(sql)?;
     let dialect = PostgreSqlDialect {};
     let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
     let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
     parser.parse_statements().map_err(|e| parse_error(sql, e))
+}
+
+/// Rejects statements whose operator chains would make trees deeper than the engine
+/// walks safely (see [`MAX_OPERATOR_CHAIN`]).
+fn check_chains(sql: &str) -> Result<()> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    // Cheap pre-check: short text cannot hold a long chain.
+    if sql.len() < MAX_OPERATOR_CHAIN * 2 {
+        return Ok(());
+    }
+    let dialect = PostgreSqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
+        return Ok(()); // the parser reports the tokenizer error with its position
+    };
+    let mut chain = vec![0usize];
+    for t in tokens {
+        match t {
+            Token::LParen => chain.push(0),
+            Token::RParen => {
+                if chain.len() > 1 {
+                    chain.pop();
+                }
+            }
+            Token::Comma | Token::SemiColon => *chain.last_mut().expect("a level") = 0,
+            Token::Word(w)
+                if !matches!(
+                    w.keyword,
+                    sqlparser::keywords::Keyword::AND
+                        | sqlparser::keywords::Keyword::OR
+                        | sqlparser::keywords::Keyword::NOT
+                        | sqlparser::keywords::Keyword::NoKeyword
+                ) => {}
+            Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::NoKeyword => {}
+            Token::Whitespace(_) | Token::Number(..) | Token::SingleQuotedString(_) | Token::Placeholder(_) => {}
+            _ => {
+                let c = chain.last_mut().expect("a level");
+                *c += 1;
+                if *c > MAX_OPERATOR_CHAIN {
+                    return Err(Error::new(
+                        crate::error::ErrorKind::Limit,
+                        "54001",
+                        format!("statement is too complex: more than {MAX_OPERATOR_CHAIN} operators in one expression"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a lone expression (a stored DEFAULT).
+pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr> {
+    let dialect = PostgreSqlDialect {};
+    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
+    let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
+    parser.parse_expr().map_err(|e| parse_error(sql, e))
+}
+
+/// Number of parameters the text refers to: the highest `$n`, or the count of `?`.
+pub fn count_params(sql: &str) -> usize {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = PostgreSqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
+        return 0;
+    };
+    let mut dollar = 0usize;
+    let mut question = 0usize;
+    for t in tokens {
+        if let Token::Placeholder(p) = t {
+            if p == "?" {
+                question += 1;
+            } else if let Some(n) = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                dollar = dollar.max(n);
+            }
+        }
+    }
+    dollar.max(question)
 }
 
 fn parse_error(sql: &str, e: ParserError) -> Error {
@@ -27,6 +109,8 @@ fn parse_error(sql: &str, e: ParserError) -> Error {
         }
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
             let (message, position) = split_location(sql, &m);
+            // At end of input, point just past the text, as psql does.
+            let position = position.or_else(|| message.contains("end of input").then_some(sql.trim_end().len()));
             Error::syntax(message).at(position)
         }
     }

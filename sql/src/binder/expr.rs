@@ -641,7 +641,7 @@ impl Binder<'_> {
                 "42P01",
                 format!("missing FROM-clause entry for table \"{t}\""),
             )),
-            Some(t) => Err(Error::undefined_column(&format!("{t}.{name}"))),
+            Some(t) => Err(Error::semantic("42703", format!("column {t}.{name} does not exist"))),
             None => Err(Error::undefined_column(name)),
         }
     }

@@ -8,6 +8,10 @@
 
 mod expr;
 mod query;
+/// Expression rewriting helpers shared with the planner.
+pub mod query_util {
+    pub use super::query::{for_each_child_mut, shift_columns};
+}
 pub mod scope;
 pub mod system;
 pub mod types;

@@ -1,9 +1,28 @@
-//! Statement execution: transaction handling around the binder, planner and executor.
+//! Statement execution: transactions around the binder, planner and executor.
+//!
+//! - autocommit: each statement is its own transaction: a snapshot for queries, the
+//!   write transaction for anything that changes data or schema;
+//! - `BEGIN … COMMIT`: the first statement takes a snapshot; the first write takes the
+//!   write lock, and fails with a serialization error if another connection committed
+//!   since the snapshot. An error aborts the block until `ROLLBACK` (or `COMMIT`,
+//!   which then rolls back), as in PostgreSQL.
+//!
+//! Schema changes work on the transaction's own copy of the catalog, written to the
+//! catalog heap and installed for every connection when the transaction commits.
 
-use sqlparser::ast::Statement;
+mod copy;
+mod ddl;
+mod dml;
+mod query;
 
+use std::sync::Arc;
+
+use beedb_storage::{PageRead, ReadTxn, WriteTxn};
+use sqlparser::ast::{self, Statement};
+
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::session::{Connection, QueryResult};
+use crate::session::{Connection, QueryResult, Shared};
 use crate::types::Value;
 
 /// A connection's transaction state.
@@ -12,22 +31,323 @@ pub enum TxnState {
     /// Autocommit: each statement is its own transaction.
     #[default]
     Idle,
+    /// Inside BEGIN … COMMIT.
+    Active(Box<Txn>),
+    /// Inside a block after an error: everything but ROLLBACK/COMMIT fails.
+    Failed,
 }
 
 impl TxnState {
     pub fn in_block(&self) -> bool {
-        false
+        !matches!(self, TxnState::Idle)
     }
 }
 
-/// Number of distinct parameters a statement refers to.
-pub fn count_params(ast: &Statement) -> usize {
-    let _ = ast;
-    0
+/// An open transaction: a snapshot, the write lock once it wrote, and its catalog.
+pub struct Txn {
+    read: Option<ReadTxn>,
+    write: Option<WriteTxn>,
+    catalog: Arc<Catalog>,
+    catalog_changed: bool,
+}
+
+impl Txn {
+    /// Snapshot transaction on the committed state.
+    fn begin_read(shared: &Shared) -> Txn {
+        let _g = shared.commit_lock.lock();
+        let read = shared.store.begin_read();
+        let catalog = shared.catalog.lock().clone();
+        Txn {
+            read: Some(read),
+            write: None,
+            catalog,
+            catalog_changed: false,
+        }
+    }
+
+    /// Takes the write lock (once). Fails if the snapshot has become stale.
+    fn ensure_write(&mut self, shared: &Shared) -> Result<()> {
+        if self.write.is_some() {
+            return Ok(());
+        }
+        let w = shared.store.begin_write()?;
+        if let Some(r) = &self.read {
+            if w.base() > r.snapshot() {
+                w.rollback();
+                return Err(Error::transaction(
+                    "40001",
+                    "could not serialize access due to a concurrent update; retry the transaction",
+                ));
+            }
+        }
+        // The catalog may have changed between our snapshot and now only if a commit
+        // happened, which the check above excludes; refresh it for autocommit.
+        if self.read.is_none() {
+            self.catalog = shared.catalog.lock().clone();
+        }
+        self.write = Some(w);
+        Ok(())
+    }
+
+    fn reader(&self) -> &dyn PageRead {
+        match (&self.write, &self.read) {
+            (Some(w), _) => w,
+            (None, Some(r)) => r,
+            (None, None) => unreachable!("a transaction reads through a snapshot or the writer"),
+        }
+    }
+
+    fn writer(&self) -> Result<&WriteTxn> {
+        self.write
+            .as_ref()
+            .ok_or_else(|| Error::internal("write without the write transaction"))
+    }
+
+    /// The catalog, for changing it.
+    fn catalog_mut(&mut self) -> &mut Catalog {
+        self.catalog_changed = true;
+        Arc::make_mut(&mut self.catalog)
+    }
+
+    fn commit(mut self, shared: &Shared) -> Result<()> {
+        let Some(w) = self.write.take() else {
+            return Ok(());
+        };
+        if self.catalog_changed {
+            let mut cat = (*self.catalog).clone();
+            cat.save(&w)?;
+            let _g = shared.commit_lock.lock();
+            w.commit()?;
+            *shared.catalog.lock() = Arc::new(cat);
+        } else {
+            w.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// What a statement needs from its transaction.
+pub struct Ctx<'a> {
+    pub txn: &'a mut Txn,
+    pub shared: &'a Shared,
+    pub sql: &'a str,
+    pub params: &'a [Value],
+    pub memory_limit: usize,
+}
+
+impl Ctx<'_> {
+    pub fn catalog(&self) -> &Catalog {
+        &self.txn.catalog
+    }
+}
+
+/// Whether a statement may write (and so needs the write lock).
+fn writes(ast: &Statement) -> bool {
+    match ast {
+        Statement::Query(_) | Statement::ShowVariable { .. } => false,
+        Statement::Explain { statement, analyze, .. } => *analyze && writes(statement),
+        _ => true,
+    }
 }
 
 /// Runs one parsed statement.
 pub fn execute(conn: &mut Connection, sql: &str, ast: &Statement, params: &[Value]) -> Result<QueryResult> {
-    let _ = (conn, sql, ast, params);
-    Err(Error::not_supported("statement execution"))
+    let shared = conn.db.shared.clone();
+    match ast {
+        Statement::StartTransaction { .. } => {
+            return match conn.txn {
+                TxnState::Idle => {
+                    conn.txn = TxnState::Active(Box::new(Txn::begin_read(&shared)));
+                    Ok(QueryResult::command("BEGIN"))
+                }
+                // PostgreSQL warns and goes on.
+                _ => Ok(QueryResult::command("BEGIN")),
+            };
+        }
+        Statement::Commit { .. } => {
+            return match std::mem::take(&mut conn.txn) {
+                TxnState::Idle => Ok(QueryResult::command("COMMIT")),
+                TxnState::Failed => Ok(QueryResult::command("ROLLBACK")),
+                TxnState::Active(t) => {
+                    t.commit(&shared)?;
+                    Ok(QueryResult::command("COMMIT"))
+                }
+            };
+        }
+        Statement::Rollback { savepoint, .. } => {
+            if savepoint.is_some() {
+                return Err(Error::not_supported("savepoints"));
+            }
+            conn.txn = TxnState::Idle;
+            return Ok(QueryResult::command("ROLLBACK"));
+        }
+        _ => {}
+    }
+    if let Statement::Set(_) | Statement::ShowVariable { .. } = ast {
+        if matches!(conn.txn, TxnState::Failed) {
+            return Err(aborted());
+        }
+        return settings_statement(conn, ast);
+    }
+    let memory_limit = conn.settings.memory_limit;
+    match &mut conn.txn {
+        TxnState::Failed => Err(aborted()),
+        TxnState::Active(txn) => {
+            let r = run_in(txn, &shared, sql, ast, params, memory_limit);
+            if r.is_err() {
+                conn.txn = TxnState::Failed;
+            }
+            r
+        }
+        TxnState::Idle => {
+            let mut txn = if writes(ast) {
+                Txn {
+                    read: None,
+                    write: None,
+                    catalog: shared.catalog.lock().clone(),
+                    catalog_changed: false,
+                }
+            } else {
+                Txn::begin_read(&shared)
+            };
+            let r = run_in(&mut txn, &shared, sql, ast, params, memory_limit)?;
+            txn.commit(&shared)?;
+            Ok(r)
+        }
+    }
+}
+
+fn aborted() -> Error {
+    Error::transaction(
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+fn run_in(
+    txn: &mut Txn,
+    shared: &Shared,
+    sql: &str,
+    ast: &Statement,
+    params: &[Value],
+    memory_limit: usize,
+) -> Result<QueryResult> {
+    if writes(ast) {
+        txn.ensure_write(shared)?;
+    }
+    let mut ctx = Ctx {
+        txn,
+        shared,
+        sql,
+        params,
+        memory_limit,
+    };
+    dispatch(&mut ctx, ast)
+}
+
+fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
+    match ast {
+        Statement::Query(q) => query::select(ctx, q),
+        Statement::Explain {
+            statement,
+            analyze,
+            ..
+        } => query::explain(ctx, statement, *analyze),
+        Statement::Insert(i) => dml::insert(ctx, i),
+        Statement::Update(u) => dml::update(ctx, u),
+        Statement::Delete(d) => dml::delete(ctx, d),
+        Statement::CreateTable(c) => ddl::create_table(ctx, c),
+        Statement::CreateIndex(c) => ddl::create_index(ctx, c),
+        Statement::CreateView(v) => ddl::create_view(ctx, v),
+        Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            cascade,
+            ..
+        } => ddl::drop(ctx, object_type, *if_exists, names, *cascade),
+        Statement::AlterTable(a) => ddl::alter_table(ctx, a),
+        Statement::Copy {
+            source,
+            to,
+            target,
+            options,
+            legacy_options,
+            ..
+        } => copy::copy(ctx, source, *to, target, options, legacy_options),
+        other => Err(Error::not_supported(format!(
+            "statement {}",
+            other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+        ))),
+    }
+}
+
+fn setting_value(values: &[ast::Expr]) -> Result<String> {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| match v {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            ast::Expr::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    Ok(parts.join(", "))
+}
+
+fn settings_statement(conn: &mut Connection, ast: &Statement) -> Result<QueryResult> {
+    let store = conn.db.shared.store.clone();
+    match ast {
+        Statement::Set(ast::Set::SingleAssignment {
+            variable, values, ..
+        }) => {
+            let name = variable.to_string().to_ascii_lowercase();
+            let value = setting_value(values)?;
+            if value.eq_ignore_ascii_case("default") {
+                conn.settings.reset(&name, &store)?;
+            } else {
+                conn.settings.set(&name, &value, &store)?;
+            }
+            Ok(QueryResult::command("SET"))
+        }
+        Statement::ShowVariable { variable } => {
+            let name = variable
+                .iter()
+                .map(|i| i.value.to_ascii_lowercase())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let (columns, rows) = if name == "all" {
+                let rows = crate::session::SETTING_NAMES
+                    .iter()
+                    .map(|n| {
+                        Ok(crate::session::Row(vec![
+                            Value::Text(n.to_string()),
+                            Value::Text(conn.settings.show(n, &store)?),
+                        ]))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                (vec![col("name"), col("setting")], rows)
+            } else {
+                let v = conn.settings.show(&name, &store)?;
+                (vec![col(&name)], vec![crate::session::Row(vec![Value::Text(v)])])
+            };
+            let n = rows.len() as u64;
+            Ok(QueryResult {
+                columns,
+                rows,
+                tag: "SHOW".into(),
+                rows_affected: n,
+            })
+        }
+        _ => Err(Error::not_supported("this form of SET")),
+    }
+}
+
+fn col(name: &str) -> crate::session::Column {
+    crate::session::Column {
+        name: name.to_string(),
+        data_type: crate::types::DataType::Text,
+    }
 }

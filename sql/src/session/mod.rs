@@ -26,7 +26,7 @@ use beedb_storage::{Store, StoreOptions};
 use parking_lot::Mutex;
 
 pub use result::{Column, FromValue, QueryResult, Row};
-pub use settings::Settings;
+pub use settings::{SETTING_NAMES, Settings};
 
 use crate::catalog::Catalog;
 use crate::engine;
@@ -124,17 +124,19 @@ impl Connection {
     /// Runs every statement in `sql` in order and returns their results; stops at
     /// the first error.
     pub fn execute_batch(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
-        let statements = parser::parse(sql)?;
-        let mut results = Vec::with_capacity(statements.len());
-        for ast in statements {
-            results.push(engine::execute(self, sql, &ast, &[])?);
-        }
-        Ok(results)
+        guarded(self, |conn| {
+            let statements = parser::parse(sql)?;
+            let mut results = Vec::with_capacity(statements.len());
+            for ast in &statements {
+                results.push(engine::execute(conn, sql, ast, &[])?);
+            }
+            Ok(results)
+        })
     }
 
     /// Parses one statement for repeated execution.
     pub fn prepare(&mut self, sql: &str) -> Result<Statement> {
-        let mut statements = parser::parse(sql)?;
+        let mut statements = guarded(self, |_| parser::parse(sql))?;
         match statements.len() {
             1 => {}
             0 => return Err(Error::syntax("empty statement").at(Some(0))),
@@ -145,7 +147,7 @@ impl Connection {
             }
         }
         let ast = statements.remove(0);
-        let param_count = engine::count_params(&ast);
+        let param_count = parser::count_params(sql);
         Ok(Statement {
             sql: sql.to_string(),
             ast,
@@ -199,6 +201,35 @@ impl Statement {
                 ),
             ));
         }
-        engine::execute(conn, &self.sql, &self.ast, params)
+        guarded(conn, |conn| engine::execute(conn, &self.sql, &self.ast, params))
+    }
+}
+
+/// Stack a statement may use: parsing, binding and evaluation recurse over the
+/// statement's tree, and a generated statement can nest deeply.
+const STATEMENT_STACK: usize = 64 << 20;
+
+/// Runs `f` on a stack large enough for deeply nested statements, and turns a panic
+/// (a bug) into an internal error instead of unwinding through the caller: the
+/// transaction it was in is abandoned.
+fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    let r = stacker::maybe_grow(STATEMENT_STACK / 2, STATEMENT_STACK, || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *conn)))
+    });
+    match r {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            conn.txn = if conn.txn.in_block() {
+                engine::TxnState::Failed
+            } else {
+                engine::TxnState::Idle
+            };
+            Err(Error::internal(format!("internal error (a bug in BeeDB): {what}")))
+        }
     }
 }

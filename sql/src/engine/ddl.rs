@@ -1,0 +1,446 @@
+//! CREATE, DROP and ALTER of tables, indexes and views.
+
+use std::sync::Arc;
+
+use beedb_storage::btree::BTree;
+use beedb_storage::heap::HeapFile;
+use sqlparser::ast;
+
+use super::Ctx;
+use super::dml::affected;
+use super::query::{optimize, run};
+use crate::binder::scope::Scope;
+use crate::binder::types::data_type;
+use crate::binder::{Binder, ident, object_name};
+use crate::catalog::{ColumnDef, IndexDef, TableDef, ViewDef};
+use crate::error::{Error, Result};
+use crate::exec::dml as xdml;
+use crate::plan::{Access, Node, OutputColumn, Plan};
+use crate::session::QueryResult;
+use crate::types::Value;
+
+fn index_column_names(cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
+    cols.iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(i) => Ok(ident(i)),
+            other => Err(Error::not_supported(format!("index on expression {other}"))),
+        })
+        .collect()
+}
+
+fn resolve_columns(t: &TableDef, names: &[String]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|n| {
+            t.column_index(n)
+                .ok_or_else(|| Error::undefined_column(n).with_message(format!("column \"{n}\" named in key does not exist")))
+        })
+        .collect()
+}
+
+pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResult> {
+    let name = object_name(&c.name)?;
+    if ctx.catalog().object_kind(&name).is_some() {
+        if c.if_not_exists {
+            return Ok(QueryResult::command("CREATE TABLE"));
+        }
+        return Err(Error::duplicate_object("42P07", format!("relation \"{name}\" already exists")));
+    }
+    if let Some(q) = &c.query {
+        return create_table_as(ctx, &name, q, &c.columns);
+    }
+    let mut columns: Vec<ColumnDef> = Vec::new();
+    // (columns, unique, primary, constraint name)
+    let mut keys: Vec<(Vec<String>, bool, Option<String>)> = Vec::new();
+    let catalog = ctx.txn.catalog.clone();
+    for cd in &c.columns {
+        let cname = ident(&cd.name);
+        if columns.iter().any(|x| x.name == cname) {
+            return Err(Error::semantic("42701", format!("column \"{cname}\" specified more than once")));
+        }
+        let ty = data_type(&cd.data_type)?;
+        let mut col = ColumnDef { name: cname.clone(), ty, not_null: false, default: None };
+        for o in &cd.options {
+            match &o.option {
+                ast::ColumnOption::NotNull => col.not_null = true,
+                ast::ColumnOption::Null => {}
+                ast::ColumnOption::Default(e) => {
+                    // Check it binds now, store its text.
+                    let mut b = Binder::new(&catalog, ctx.sql, 0);
+                    b.bind_assignment(Scope::default(), e, &cname, ty)?;
+                    col.default = Some(e.to_string());
+                }
+                ast::ColumnOption::PrimaryKey(_) => {
+                    col.not_null = true;
+                    keys.push((vec![cname.clone()], true, o.name.as_ref().map(ident)));
+                }
+                ast::ColumnOption::Unique(_) => keys.push((vec![cname.clone()], false, o.name.as_ref().map(ident))),
+                other => return Err(Error::not_supported(format!("column option {other}"))),
+            }
+        }
+        columns.push(col);
+    }
+    if columns.is_empty() {
+        return Err(Error::not_supported("a table without columns"));
+    }
+    for tc in &c.constraints {
+        match tc {
+            ast::TableConstraint::PrimaryKey(pk) => {
+                let names = index_column_names(&pk.columns)?;
+                for n in &names {
+                    match columns.iter_mut().find(|c| c.name == *n) {
+                        Some(c) => c.not_null = true,
+                        None => {
+                            return Err(Error::undefined_column(n)
+                                .with_message(format!("column \"{n}\" named in key does not exist")));
+                        }
+                    }
+                }
+                keys.push((names, true, pk.name.as_ref().map(ident)));
+            }
+            ast::TableConstraint::Unique(u) => {
+                keys.push((index_column_names(&u.columns)?, false, u.name.as_ref().map(ident)));
+            }
+            other => return Err(Error::not_supported(format!("table constraint {other}"))),
+        }
+    }
+    if keys.iter().filter(|k| k.1).count() > 1 {
+        return Err(Error::semantic("42P16", format!("multiple primary keys for table \"{name}\" are not allowed")));
+    }
+    let w = ctx.txn.writer()?;
+    let heap = HeapFile::create(w)?;
+    let id = ctx.catalog().next_id;
+    let mut table = TableDef::new(id, name.clone(), columns, heap.first_page, vec![])?;
+    for (names, primary, cname) in keys {
+        let cols = resolve_columns(&table, &names)?;
+        let cat = ctx.catalog();
+        let iname = match cname {
+            Some(n) => {
+                cat.check_name_free(&n)?;
+                n
+            }
+            None if primary => cat.fresh_index_name(&format!("{name}_pkey")),
+            None => cat.fresh_index_name(&format!("{name}_{}_key", names.join("_"))),
+        };
+        if table.indexes.iter().any(|i| i.name == iname) {
+            return Err(Error::duplicate_object("42P07", format!("relation \"{iname}\" already exists")));
+        }
+        let tree = BTree::create(ctx.txn.writer()?, false)?;
+        table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root() });
+    }
+    ctx.txn.catalog_mut().next_id += 1;
+    let cat = ctx.txn.catalog_mut();
+    cat.tables.insert(name, Arc::new(table));
+    Ok(QueryResult::command("CREATE TABLE"))
+}
+
+fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::ColumnDef]) -> Result<QueryResult> {
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    let plan = binder.bind_query(q)?;
+    let mut columns: Vec<ColumnDef> = Vec::new();
+    for (i, c) in plan.schema.iter().enumerate() {
+        let cname = cols.get(i).map(|c| ident(&c.name)).unwrap_or_else(|| c.name.clone());
+        if columns.iter().any(|x| x.name == cname) {
+            return Err(Error::semantic("42701", format!("column \"{cname}\" specified more than once")));
+        }
+        columns.push(ColumnDef { name: cname, ty: c.ty, not_null: false, default: None });
+    }
+    let bq = optimize(plan, binder.into_subqueries());
+    let rows = run(ctx, &bq, ctx.params, None)?;
+    let w = ctx.txn.writer()?;
+    let heap = HeapFile::create(w)?;
+    let cat = ctx.txn.catalog_mut();
+    let id = cat.next_id;
+    cat.next_id += 1;
+    let table = Arc::new(TableDef::new(id, name.to_string(), columns, heap.first_page, vec![])?);
+    cat.tables.insert(name.to_string(), table.clone());
+    let w = ctx.txn.writer()?;
+    for r in &rows {
+        xdml::insert_row(w, &table, r)?;
+    }
+    Ok(affected(format!("SELECT {}", rows.len()), rows.len()))
+}
+
+pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResult> {
+    if c.predicate.is_some() || !c.include.is_empty() {
+        return Err(Error::not_supported("partial or covering indexes"));
+    }
+    let tname = object_name(&c.table_name)?;
+    let table = ctx.catalog().table(&tname).cloned().ok_or_else(|| Error::undefined_table(&tname))?;
+    let names = index_column_names(&c.columns)?;
+    let cols = resolve_columns(&table, &names)?;
+    let iname = match &c.name {
+        Some(n) => {
+            let n = object_name(n)?;
+            if ctx.catalog().object_kind(&n).is_some() {
+                if c.if_not_exists {
+                    return Ok(QueryResult::command("CREATE INDEX"));
+                }
+                return Err(Error::duplicate_object("42P07", format!("relation \"{n}\" already exists")));
+            }
+            n
+        }
+        None => ctx.catalog().fresh_index_name(&format!("{tname}_{}_idx", names.join("_"))),
+    };
+    let w = ctx.txn.writer()?;
+    let tree = BTree::create(w, false)?;
+    let index = IndexDef { name: iname, columns: cols, unique: c.unique, primary: false, root: tree.root() };
+    let mut t2 = (*table).clone();
+    t2.indexes.push(index);
+    let pos = t2.indexes.len() - 1;
+    xdml::create_index_entries(w, &t2, pos)?;
+    ctx.txn.catalog_mut().tables.insert(tname, Arc::new(t2));
+    Ok(QueryResult::command("CREATE INDEX"))
+}
+
+pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult> {
+    if v.materialized || v.or_replace {
+        return Err(Error::not_supported("materialized views / OR REPLACE"));
+    }
+    let name = object_name(&v.name)?;
+    if ctx.catalog().object_kind(&name).is_some() {
+        if v.if_not_exists {
+            return Ok(QueryResult::command("CREATE VIEW"));
+        }
+        return Err(Error::duplicate_object("42P07", format!("relation \"{name}\" already exists")));
+    }
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, 0);
+    let plan = binder.bind_query(&v.query)?;
+    let columns: Vec<String> = v.columns.iter().map(|c| ident(&c.name)).collect();
+    if columns.len() > plan.schema.len() {
+        return Err(Error::semantic("42601", "CREATE VIEW specifies more column names than columns"));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for (i, c) in plan.schema.iter().enumerate() {
+        let n = columns.get(i).cloned().unwrap_or_else(|| c.name.clone());
+        if seen.contains(&n) {
+            return Err(Error::semantic("42701", format!("column \"{n}\" specified more than once")));
+        }
+        seen.push(n);
+    }
+    let def = ViewDef { name: name.clone(), query: v.query.to_string(), columns };
+    ctx.txn.catalog_mut().views.insert(name, Arc::new(def));
+    Ok(QueryResult::command("CREATE VIEW"))
+}
+
+fn drop_table_storage(ctx: &Ctx<'_>, t: &TableDef) -> Result<()> {
+    let w = ctx.txn.writer()?;
+    for i in &t.indexes {
+        BTree::open(i.root).drop_tree(w)?;
+    }
+    HeapFile::open(t.heap).drop_heap(w, &t.layout)?;
+    Ok(())
+}
+
+pub fn drop(
+    ctx: &mut Ctx<'_>,
+    kind: &ast::ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+    _cascade: bool,
+) -> Result<QueryResult> {
+    let (tag, what) = match kind {
+        ast::ObjectType::Table => ("DROP TABLE", "table"),
+        ast::ObjectType::View => ("DROP VIEW", "view"),
+        ast::ObjectType::Index => ("DROP INDEX", "index"),
+        other => return Err(Error::not_supported(format!("DROP {other}"))),
+    };
+    for n in names {
+        let name = object_name(n)?;
+        let found = match kind {
+            ast::ObjectType::Table => ctx.catalog().table(&name).cloned().map(|t| {
+                let r = drop_table_storage(ctx, &t);
+                r.map(|_| {
+                    ctx.txn.catalog_mut().tables.remove(&name);
+                })
+            }),
+            ast::ObjectType::View => ctx.catalog().view(&name).cloned().map(|_| {
+                ctx.txn.catalog_mut().views.remove(&name);
+                Ok(())
+            }),
+            _ => ctx.catalog().index(&name).map(|(t, pos)| (t.clone(), pos)).map(|(t, pos)| {
+                if t.indexes[pos].primary {
+                    return Err(Error::semantic(
+                        "2BP01",
+                        format!("cannot drop index {name} because constraint {name} on table {} requires it", t.name),
+                    ));
+                }
+                BTree::open(t.indexes[pos].root).drop_tree(ctx.txn.writer()?)?;
+                let mut t2 = (*t).clone();
+                t2.indexes.remove(pos);
+                ctx.txn.catalog_mut().tables.insert(t2.name.clone(), Arc::new(t2));
+                Ok(())
+            }),
+        };
+        match found {
+            Some(r) => r?,
+            None if if_exists => {}
+            None => {
+                let wrong_kind = ctx.catalog().object_kind(&name).is_some();
+                return Err(if wrong_kind {
+                    Error::semantic("42809", format!("\"{name}\" is not a {what}"))
+                } else {
+                    Error::semantic("42P01", format!("{what} \"{name}\" does not exist"))
+                }
+                .at(ctx_pos(ctx, n)));
+            }
+        }
+    }
+    Ok(QueryResult::command(tag))
+}
+
+fn ctx_pos(ctx: &Ctx<'_>, n: &ast::ObjectName) -> Option<usize> {
+    crate::parser::span_offset(ctx.sql, sqlparser::ast::Spanned::span(n))
+}
+
+pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult> {
+    let name = object_name(&a.name)?;
+    for op in &a.operations {
+        let Some(table) = ctx.catalog().table(&name).cloned() else {
+            if a.if_exists {
+                return Ok(QueryResult::command("ALTER TABLE"));
+            }
+            return Err(Error::undefined_table(&name).at(ctx_pos(ctx, &a.name)));
+        };
+        match op {
+            ast::AlterTableOperation::RenameTable { table_name } => {
+                let new = match table_name {
+                    ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => object_name(n)?,
+                };
+                ctx.catalog().check_name_free(&new)?;
+                let mut t2 = (*table).clone();
+                t2.name = new.clone();
+                let cat = ctx.txn.catalog_mut();
+                cat.tables.remove(&name);
+                cat.tables.insert(new, Arc::new(t2));
+                return Ok(QueryResult::command("ALTER TABLE"));
+            }
+            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                let old = ident(old_column_name);
+                let new = ident(new_column_name);
+                let c = table.column_index(&old).ok_or_else(|| Error::undefined_column(&old))?;
+                if table.column_index(&new).is_some() {
+                    return Err(Error::semantic("42701", format!("column \"{new}\" of relation \"{name}\" already exists")));
+                }
+                let mut t2 = (*table).clone();
+                t2.columns[c].name = new;
+                ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
+            }
+            ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
+                let cname = ident(&column_def.name);
+                if table.column_index(&cname).is_some() {
+                    if *if_not_exists {
+                        continue;
+                    }
+                    return Err(Error::semantic("42701", format!("column \"{cname}\" of relation \"{name}\" already exists")));
+                }
+                let ty = data_type(&column_def.data_type)?;
+                let mut col = ColumnDef { name: cname.clone(), ty, not_null: false, default: None };
+                for o in &column_def.options {
+                    match &o.option {
+                        ast::ColumnOption::NotNull => col.not_null = true,
+                        ast::ColumnOption::Null => {}
+                        ast::ColumnOption::Default(e) => col.default = Some(e.to_string()),
+                        other => return Err(Error::not_supported(format!("ADD COLUMN with {other}"))),
+                    }
+                }
+                // The value existing rows get: the default, evaluated once.
+                let catalog = ctx.txn.catalog.clone();
+                let mut binder = Binder::new(&catalog, ctx.sql, 0);
+                let mut t_tmp = (*table).clone();
+                t_tmp.columns.push(col.clone());
+                let dexpr = super::dml::default_expr(&mut binder, &t_tmp, t_tmp.columns.len() - 1)?;
+                let bq = optimize(Plan::new(Node::Values { rows: vec![vec![dexpr]] }, vec![OutputColumn { name: cname.clone(), ty }]), binder.into_subqueries());
+                let fill = run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null);
+                if col.not_null && fill.is_null() && table_has_rows(ctx, &table)? {
+                    return Err(Error::constraint("23502", format!("column \"{cname}\" of relation \"{name}\" contains null values")));
+                }
+                let mut columns = table.columns.clone();
+                columns.push(col);
+                rewrite_table(ctx, &table, columns, |row| {
+                    let mut r = row.to_vec();
+                    r.push(fill.clone());
+                    r
+                }, None)?;
+            }
+            ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
+                let mut table = table;
+                for cn in column_names {
+                    let cname = ident(cn);
+                    let Some(c) = table.column_index(&cname) else {
+                        if *if_exists {
+                            continue;
+                        }
+                        return Err(Error::undefined_column(&cname)
+                            .with_message(format!("column \"{cname}\" of relation \"{name}\" does not exist")));
+                    };
+                    if table.columns.len() == 1 {
+                        return Err(Error::not_supported("dropping the last column of a table"));
+                    }
+                    let mut columns = table.columns.clone();
+                    columns.remove(c);
+                    rewrite_table(ctx, &table, columns, |row| {
+                        let mut r = row.to_vec();
+                        r.remove(c);
+                        r
+                    }, Some(c))?;
+                    table = ctx.catalog().table(&name).cloned().expect("rewritten table");
+                }
+            }
+            other => return Err(Error::not_supported(format!("ALTER TABLE {other}"))),
+        }
+    }
+    Ok(QueryResult::command("ALTER TABLE"))
+}
+
+fn table_has_rows(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<bool> {
+    Ok(!scan_all(ctx, t)?.is_empty())
+}
+
+fn scan_all(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<Vec<Vec<Value>>> {
+    let schema = t.columns.iter().map(|c| OutputColumn { name: c.name.clone(), ty: c.ty }).collect();
+    let plan = Plan::new(
+        Node::TableScan {
+            table: t.clone(),
+            columns: (0..t.columns.len()).collect(),
+            filter: None,
+            access: Access::Heap,
+            with_tid: false,
+        },
+        schema,
+    );
+    run(ctx, &optimize(plan, vec![]), &[], None)
+}
+
+/// Rewrites a table with new columns: a new heap and new indexes, rows mapped by
+/// `map`. Indexes on a dropped column (`dropped`) are dropped; other index column
+/// positions shift.
+fn rewrite_table(
+    ctx: &mut Ctx<'_>,
+    old: &Arc<TableDef>,
+    columns: Vec<ColumnDef>,
+    map: impl Fn(&[Value]) -> Vec<Value>,
+    dropped: Option<usize>,
+) -> Result<()> {
+    let rows = scan_all(ctx, old)?;
+    let w = ctx.txn.writer()?;
+    let heap = HeapFile::create(w)?;
+    let mut indexes = Vec::new();
+    for i in &old.indexes {
+        if dropped.is_some_and(|d| i.columns.contains(&d)) {
+            continue;
+        }
+        let cols = i.columns.iter().map(|&c| if dropped.is_some_and(|d| c > d) { c - 1 } else { c }).collect();
+        let tree = BTree::create(w, false)?;
+        indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root() });
+    }
+    let new = Arc::new(TableDef::new(old.id, old.name.clone(), columns, heap.first_page, indexes)?);
+    for r in &rows {
+        xdml::insert_row(w, &new, &map(r))?;
+    }
+    drop_table_storage(ctx, old)?;
+    ctx.txn.catalog_mut().tables.insert(old.name.clone(), new);
+    Ok(())
+}

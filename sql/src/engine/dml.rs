@@ -1,0 +1,326 @@
+//! INSERT, UPDATE and DELETE.
+//!
+//! Each first computes its rows completely (so a statement never sees its own
+//! changes — no Halloween problem), then applies them through the executor's DML
+//! primitives, which keep indexes and constraints.
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use super::Ctx;
+use super::query::{cast_params, optimize, run};
+use crate::binder::scope::Scope;
+use crate::binder::{Binder, ident, object_name};
+use crate::catalog::TableDef;
+use crate::error::{Error, Result};
+use crate::exec::dml as xdml;
+use crate::exec::i64_to_tid;
+use crate::expr::Expr;
+use crate::plan::{Access, Node, OutputColumn, Plan};
+use crate::session::QueryResult;
+use crate::types::{DataType, Value};
+
+/// The expression for column `c`'s DEFAULT (NULL when it has none).
+pub fn default_expr(binder: &mut Binder<'_>, table: &TableDef, c: usize) -> Result<Expr> {
+    let col = &table.columns[c];
+    match &col.default {
+        None => Ok(Expr::literal(Value::Null, col.ty)),
+        Some(text) => {
+            let e = crate::parser::parse_expr(text)?;
+            binder
+                .bind_assignment(Scope::default(), &e, &col.name, col.ty)
+                .map_err(|mut err| {
+                    err.position = None;
+                    err
+                })
+        }
+    }
+}
+
+fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
+}
+
+pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
+    if ins.returning.is_some() || ins.on.is_some() {
+        return Err(Error::not_supported("INSERT … RETURNING / ON CONFLICT"));
+    }
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(Error::not_supported("INSERT into a table function"));
+    };
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    let table = binder.table(name)?;
+    // Target columns.
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        (0..table.columns.len()).collect()
+    } else {
+        let mut v = Vec::new();
+        for c in &ins.columns {
+            let n = object_name(c)?;
+            let i = table.column_index(&n).ok_or_else(|| {
+                Error::undefined_column(&n).with_message(format!(
+                    "column \"{n}\" of relation \"{}\" does not exist",
+                    table.name
+                ))
+            })?;
+            if v.contains(&i) {
+                return Err(Error::semantic("42701", format!("column \"{n}\" specified more than once")));
+            }
+            v.push(i);
+        }
+        v
+    };
+    let source_plan: Plan = match ins.source.as_deref() {
+        None => {
+            // DEFAULT VALUES
+            let row = (0..table.columns.len())
+                .map(|c| default_expr(&mut binder, &table, c))
+                .collect::<Result<Vec<_>>>()?;
+            values_plan(&table, vec![row])
+        }
+        Some(q) => match (&*q.body, &q.order_by, &q.limit_clause, &q.with) {
+            (ast::SetExpr::Values(values), None, None, None) => {
+                let mut rows = Vec::with_capacity(values.rows.len());
+                for r in &values.rows {
+                    let exprs = &r.content;
+                    if exprs.len() > targets.len() {
+                        return Err(Error::semantic("42601", "INSERT has more expressions than target columns")
+                            .at(crate::parser::span_offset(ctx.sql, sqlparser::ast::Spanned::span(&exprs[targets.len()]))));
+                    }
+                    if exprs.len() < targets.len() && !ins.columns.is_empty() {
+                        return Err(Error::semantic("42601", "INSERT has more target columns than expressions"));
+                    }
+                    let mut row: Vec<Option<Expr>> = vec![None; table.columns.len()];
+                    for (e, &c) in exprs.iter().zip(&targets) {
+                        let col = &table.columns[c];
+                        row[c] = Some(if is_default_keyword(e) {
+                            default_expr(&mut binder, &table, c)?
+                        } else {
+                            binder.bind_assignment(Scope::default(), e, &col.name, col.ty)?
+                        });
+                    }
+                    let row = row
+                        .into_iter()
+                        .enumerate()
+                        .map(|(c, e)| match e {
+                            Some(e) => Ok(e),
+                            None => default_expr(&mut binder, &table, c),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    rows.push(row);
+                }
+                values_plan(&table, rows)
+            }
+            _ => {
+                let src = binder.bind_query(q)?;
+                if src.schema.len() > targets.len() {
+                    return Err(Error::semantic("42601", "INSERT has more expressions than target columns"));
+                }
+                if src.schema.len() < targets.len() && !ins.columns.is_empty() {
+                    return Err(Error::semantic("42601", "INSERT has more target columns than expressions"));
+                }
+                let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
+                for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
+                    let col = &table.columns[c];
+                    let b = Expr::column(k, src.schema[k].ty);
+                    let fake = ast::Expr::Identifier(ast::Ident::new(src.schema[k].name.clone()));
+                    exprs[c] = Some(binder.assign_cast(b, &fake, &col.name, col.ty).map_err(|mut e| {
+                        e.position = None;
+                        e
+                    })?);
+                }
+                let exprs = exprs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(c, e)| match e {
+                        Some(e) => Ok(e),
+                        None => default_expr(&mut binder, &table, c),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let schema = table_schema(&table);
+                Plan::new(Node::Project { input: Box::new(src), exprs }, schema)
+            }
+        },
+    };
+    let params = cast_params(ctx.params, &binder.param_types)?;
+    let bq = optimize(source_plan, binder.into_subqueries());
+    let rows = run(ctx, &bq, &params, None)?;
+    let w = ctx.txn.writer()?;
+    for row in &rows {
+        xdml::insert_row(w, &table, row)?;
+    }
+    Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
+}
+
+fn table_schema(t: &TableDef) -> Vec<OutputColumn> {
+    t.columns
+        .iter()
+        .map(|c| OutputColumn {
+            name: c.name.clone(),
+            ty: c.ty,
+        })
+        .collect()
+}
+
+fn values_plan(t: &TableDef, rows: Vec<Vec<Expr>>) -> Plan {
+    Plan::new(Node::Values { rows }, table_schema(t))
+}
+
+pub fn affected(tag: String, n: usize) -> QueryResult {
+    let mut r = QueryResult::command(tag);
+    r.rows_affected = n as u64;
+    r
+}
+
+/// A scan of every column of `table` plus the tuple id, filtered by `selection`,
+/// with the table's scope (for binding SET and WHERE).
+fn target_scan(
+    binder: &mut Binder<'_>,
+    table: &Arc<TableDef>,
+    alias: Option<&ast::TableAlias>,
+    selection: Option<&ast::Expr>,
+) -> Result<(Plan, Scope)> {
+    let cols: Vec<(String, DataType)> = table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+    let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
+    let scope = Scope::relation(Some(&qual), &cols, 0);
+    let mut schema = table_schema(table);
+    schema.push(OutputColumn {
+        name: "tid".into(),
+        ty: DataType::BigInt,
+    });
+    let filter = match selection {
+        Some(e) => {
+            let b = binder.bind_scalar_over(scope.clone(), e, "WHERE")?;
+            if b.ty != DataType::Boolean {
+                return Err(Error::datatype_mismatch(format!(
+                    "argument of WHERE must be type boolean, not type {}",
+                    b.ty
+                )));
+            }
+            Some(b)
+        }
+        None => None,
+    };
+    let plan = Plan::new(
+        Node::TableScan {
+            table: table.clone(),
+            columns: (0..table.columns.len()).collect(),
+            filter,
+            access: Access::Heap,
+            with_tid: true,
+        },
+        schema,
+    );
+    Ok((plan, scope))
+}
+
+fn single_table(t: &ast::TableWithJoins) -> Result<(&ast::ObjectName, Option<&ast::TableAlias>)> {
+    if !t.joins.is_empty() {
+        return Err(Error::not_supported("UPDATE/DELETE with joins"));
+    }
+    match &t.relation {
+        ast::TableFactor::Table { name, alias, .. } => Ok((name, alias.as_ref())),
+        _ => Err(Error::not_supported("UPDATE/DELETE of this relation")),
+    }
+}
+
+pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
+    if u.from.is_some() || u.returning.is_some() {
+        return Err(Error::not_supported("UPDATE … FROM / RETURNING"));
+    }
+    let (name, alias) = single_table(&u.table)?;
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    let table = binder.table(name)?;
+    let (scan, scope) = target_scan(&mut binder, &table, alias, u.selection.as_ref())?;
+    let n = table.columns.len();
+    // New values: assignments over the old row; then the tuple id and the old row.
+    let mut new: Vec<Option<Expr>> = vec![None; n];
+    for a in &u.assignments {
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::not_supported("tuple assignment in UPDATE"));
+        };
+        let cname = cn
+            .0
+            .last()
+            .map(|p| match p {
+                ast::ObjectNamePart::Identifier(i) => ident(i),
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+        let c = table.column_index(&cname).ok_or_else(|| {
+            Error::undefined_column(&cname).with_message(format!(
+                "column \"{cname}\" of relation \"{}\" does not exist",
+                table.name
+            ))
+        })?;
+        if new[c].is_some() {
+            return Err(Error::semantic("42601", format!("multiple assignments to same column \"{cname}\"")));
+        }
+        let col = &table.columns[c];
+        new[c] = Some(if is_default_keyword(&a.value) {
+            default_expr(&mut binder, &table, c)?
+        } else {
+            binder.bind_assignment(scope.clone(), &a.value, &col.name, col.ty)?
+        });
+    }
+    let mut exprs: Vec<Expr> = new
+        .into_iter()
+        .enumerate()
+        .map(|(c, e)| e.unwrap_or_else(|| Expr::column(c, table.columns[c].ty)))
+        .collect();
+    exprs.push(Expr::column(n, DataType::BigInt));
+    exprs.extend((0..n).map(|c| Expr::column(c, table.columns[c].ty)));
+    let mut schema = table_schema(&table);
+    schema.push(OutputColumn { name: "tid".into(), ty: DataType::BigInt });
+    schema.extend(table_schema(&table));
+    let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
+    let params = cast_params(ctx.params, &binder.param_types)?;
+    let bq = optimize(plan, binder.into_subqueries());
+    let rows = run(ctx, &bq, &params, None)?;
+    let w = ctx.txn.writer()?;
+    let mut staged = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Value::BigInt(t) = row[n] else {
+            return Err(Error::internal("UPDATE lost a tuple id"));
+        };
+        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
+    }
+    let count = staged.len();
+    // Uniqueness is checked row by row, as PostgreSQL does.
+    for (tid, new, old) in &staged {
+        xdml::update_row(w, &table, *tid, old, new)?;
+    }
+    Ok(affected(format!("UPDATE {count}"), count))
+}
+
+pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
+    if d.using.is_some() || d.returning.is_some() || !d.tables.is_empty() {
+        return Err(Error::not_supported("DELETE … USING / RETURNING"));
+    }
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
+    };
+    let [t] = from.as_slice() else {
+        return Err(Error::not_supported("DELETE from several tables"));
+    };
+    let (name, alias) = single_table(t)?;
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    let table = binder.table(name)?;
+    let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
+    let params = cast_params(ctx.params, &binder.param_types)?;
+    let bq = optimize(scan, binder.into_subqueries());
+    let rows = run(ctx, &bq, &params, None)?;
+    let n = table.columns.len();
+    let w = ctx.txn.writer()?;
+    for row in &rows {
+        let Value::BigInt(t) = row[n] else {
+            return Err(Error::internal("DELETE lost a tuple id"));
+        };
+        xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
+    }
+    Ok(affected(format!("DELETE {}", rows.len()), rows.len()))
+}

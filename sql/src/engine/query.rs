@@ -1,0 +1,118 @@
+//! Queries and EXPLAIN.
+
+use sqlparser::ast::{self, Statement};
+
+use super::Ctx;
+use crate::binder::Binder;
+use crate::error::{Error, Result};
+use crate::exec::{self, ExecContext, Profile};
+use crate::plan::{BoundQuery, Plan, Subplan, explain};
+use crate::planner;
+use crate::session::{Column, QueryResult, Row};
+use crate::types::{DataType, Value};
+
+/// Binds and plans a query; returns it with the parameter values cast to the types
+/// the binder inferred.
+pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Value>)> {
+    let mut binder = Binder::new(ctx.catalog(), ctx.sql, ctx.params.len());
+    let plan = binder.bind_query(q)?;
+    let params = cast_params(ctx.params, &binder.param_types)?;
+    let subqueries = binder.into_subqueries();
+    Ok((optimize(plan, subqueries), params))
+}
+
+pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
+    BoundQuery {
+        plan: planner::optimize(plan),
+        subqueries: subqueries
+            .into_iter()
+            .map(|s| Subplan {
+                plan: planner::optimize(s.plan),
+                ..s
+            })
+            .collect(),
+    }
+}
+
+/// Parameter values cast to the types their uses gave them.
+pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<Value>> {
+    params
+        .iter()
+        .zip(types)
+        .map(|(v, t)| match t {
+            Some(t) if v.data_type().as_ref() != Some(t) => Ok(v.cast_for_assignment(t)?),
+            _ => Ok(v.clone()),
+        })
+        .collect()
+}
+
+pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Profile>) -> Result<Vec<Vec<Value>>> {
+    let ectx = ExecContext {
+        reader: ctx.txn.reader(),
+        params,
+        subqueries: &bq.subqueries,
+        memory_limit: ctx.memory_limit,
+        profile,
+    };
+    exec::collect(&bq.plan, &ectx)
+}
+
+pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {
+    let (bq, params) = plan_query(ctx, q)?;
+    let rows = run(ctx, &bq, &params, None)?;
+    Ok(rows_result(&bq.plan, rows))
+}
+
+pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
+    let columns = plan
+        .schema
+        .iter()
+        .map(|c| Column {
+            name: c.name.clone(),
+            data_type: c.ty,
+        })
+        .collect();
+    let n = rows.len() as u64;
+    QueryResult {
+        columns,
+        rows: rows.into_iter().map(Row).collect(),
+        tag: format!("SELECT {n}"),
+        rows_affected: n,
+    }
+}
+
+pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, analyze: bool) -> Result<QueryResult> {
+    let Statement::Query(q) = stmt else {
+        return Err(Error::not_supported("EXPLAIN of statements other than queries"));
+    };
+    let (bq, params) = plan_query(ctx, q)?;
+    let mut lines = Vec::new();
+    if analyze {
+        let profile = Profile::default();
+        let start = std::time::Instant::now();
+        run(ctx, &bq, &params, Some(&profile))?;
+        let elapsed = start.elapsed();
+        lines.extend(explain::explain(&bq.plan, Some(&profile)));
+        for (i, s) in bq.subqueries.iter().enumerate() {
+            lines.push(format!("SubPlan {}", i + 1));
+            lines.extend(explain::explain(&s.plan, Some(&profile)).into_iter().map(|l| format!("  {l}")));
+        }
+        lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
+    } else {
+        lines.extend(explain::explain(&bq.plan, None));
+        for (i, s) in bq.subqueries.iter().enumerate() {
+            lines.push(format!("SubPlan {}", i + 1));
+            lines.extend(explain::explain(&s.plan, None).into_iter().map(|l| format!("  {l}")));
+        }
+    }
+    let n = lines.len() as u64;
+    Ok(QueryResult {
+        columns: vec![Column {
+            name: "QUERY PLAN".into(),
+            data_type: DataType::Text,
+        }],
+        rows: lines.into_iter().map(|l| Row(vec![Value::Text(l)])).collect(),
+        tag: "EXPLAIN".into(),
+        rows_affected: n,
+    })
+}
