@@ -16,8 +16,10 @@
 pub mod catalog;
 mod engine;
 pub mod error;
+pub mod exec;
 pub mod expr;
 pub mod parser;
+pub mod plan;
 pub mod session;
 pub mod types;
 pub mod vector;

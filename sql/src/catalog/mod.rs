@@ -17,7 +17,7 @@ use beedb_storage::heap::HeapFile;
 use beedb_storage::tuple::{AttrValue, ColumnFormat, TupleLayout};
 use beedb_storage::{PageId, PageRead, Store, WriteTxn};
 
-pub use physical::{column_format, index_key_spec, key_kind};
+pub use physical::{UNCONSTRAINED_KEY_SCALE, column_format, index_key_spec, key_kind};
 
 use crate::error::{Error, Result};
 use crate::types::DataType;
@@ -59,6 +59,17 @@ pub struct TableDef {
     pub indexes: Vec<IndexDef>,
     /// The stored tuple layout, derived from the column types.
     pub layout: TupleLayout,
+}
+
+/// Equal when everything but the layout (derived from the columns) is equal.
+impl PartialEq for TableDef {
+    fn eq(&self, other: &TableDef) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.columns == other.columns
+            && self.heap == other.heap
+            && self.indexes == other.indexes
+    }
 }
 
 impl TableDef {
