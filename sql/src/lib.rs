@@ -17,6 +17,7 @@ mod binder;
 pub mod catalog;
 mod engine;
 pub mod error;
+pub mod exec;
 pub mod expr;
 pub mod parser;
 pub mod plan;

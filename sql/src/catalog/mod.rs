@@ -17,7 +17,7 @@ use beedb_storage::heap::HeapFile;
 use beedb_storage::tuple::{AttrValue, ColumnFormat, TupleLayout};
 use beedb_storage::{PageId, PageRead, Store, WriteTxn};
 
-pub use physical::{column_format, index_key_spec, key_kind};
+pub use physical::{UNCONSTRAINED_KEY_SCALE, column_format, index_key_spec, key_kind};
 
 use crate::error::{Error, Result};
 use crate::types::DataType;
@@ -61,9 +61,8 @@ pub struct TableDef {
     pub layout: TupleLayout,
 }
 
+/// Equal when everything but the layout (derived from the columns) is equal.
 impl PartialEq for TableDef {
-    /// Two definitions are equal when they describe the same stored table; the layout
-    /// follows from the columns.
     fn eq(&self, other: &TableDef) -> bool {
         self.id == other.id
             && self.name == other.name

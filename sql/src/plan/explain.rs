@@ -1,0 +1,265 @@
+//! EXPLAIN: a plan as an indented, PostgreSQL-like tree of lines, with the
+//! executor's counters under EXPLAIN ANALYZE.
+
+use super::{Access, AggFunc, JoinKind, Node, Plan, SetOpKind};
+use crate::exec::Profile;
+use crate::expr::{ArithOp, CmpOp, Expr, ExprKind};
+
+/// The lines of the plan tree. Node ids are pre-order indexes, as the executor's
+/// [`Profile`] keys them; with a profile each line ends with
+/// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs).
+pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut id = 0;
+    walk(plan, profile, 0, &mut id, &mut lines);
+    lines
+}
+
+fn walk(plan: &Plan, profile: Option<&Profile>, depth: usize, id: &mut usize, lines: &mut Vec<String>) {
+    let my_id = *id;
+    *id += 1;
+    let mut line = String::new();
+    if depth > 0 {
+        line.push_str(&"  ".repeat(depth * 2 - 2));
+        line.push_str("->  ");
+    }
+    line.push_str(&describe(plan));
+    if let Some(p) = profile {
+        match p.node(my_id) {
+            Some(n) => line.push_str(&format!(
+                "  (actual rows={} loops={} time={:.3} ms)",
+                n.rows,
+                n.loops,
+                n.time.as_secs_f64() * 1000.0
+            )),
+            None => line.push_str("  (never executed)"),
+        }
+    }
+    lines.push(line);
+    for c in plan.children() {
+        walk(c, profile, depth + 1, id, lines);
+    }
+}
+
+fn col_name(plan: &Plan, i: usize) -> String {
+    plan.schema.get(i).map_or_else(|| format!("${i}"), |c| c.name.clone())
+}
+
+/// The input columns' names a node's expressions refer to.
+fn input_names(plan: &Plan) -> Vec<String> {
+    match &plan.node {
+        Node::TableScan { table, columns, with_tid, .. } => {
+            let mut v: Vec<String> = columns.iter().map(|&c| table.columns[c].name.clone()).collect();
+            if *with_tid {
+                v.push("ctid".into());
+            }
+            v
+        }
+        Node::Join { left, right, .. } => {
+            let mut v: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
+            v.extend((0..right.schema.len()).map(|i| col_name(right, i)));
+            v
+        }
+        _ => match plan.children().first() {
+            Some(c) => (0..c.schema.len()).map(|i| col_name(c, i)).collect(),
+            None => Vec::new(),
+        },
+    }
+}
+
+fn describe(plan: &Plan) -> String {
+    let names = input_names(plan);
+    let e = |x: &Expr| fmt_expr(x, &names);
+    let list = |xs: &[Expr], names: &[String]| xs.iter().map(|x| fmt_expr(x, names)).collect::<Vec<_>>().join(", ");
+    match &plan.node {
+        Node::TableScan { table, filter, access, .. } => {
+            let mut s = match access {
+                Access::Heap => format!("Seq Scan on {}", table.name),
+                Access::Index { index, eq, lower, upper } => {
+                    let idx = &table.indexes[*index];
+                    let mut s = format!("Index Scan using {} on {}", idx.name, table.name);
+                    let mut conds = Vec::new();
+                    for (k, x) in eq.iter().enumerate() {
+                        conds.push(format!("{} = {}", table.columns[idx.columns[k]].name, fmt_expr(x, &[])));
+                    }
+                    if let Some(&c) = idx.columns.get(eq.len()) {
+                        let name = &table.columns[c].name;
+                        if let Some((x, inc)) = lower {
+                            conds.push(format!("{name} {} {}", if *inc { ">=" } else { ">" }, fmt_expr(x, &[])));
+                        }
+                        if let Some((x, inc)) = upper {
+                            conds.push(format!("{name} {} {}", if *inc { "<=" } else { "<" }, fmt_expr(x, &[])));
+                        }
+                    }
+                    if !conds.is_empty() {
+                        s.push_str(&format!("  index cond: {}", conds.join(" AND ")));
+                    }
+                    s
+                }
+            };
+            if let Some(f) = filter {
+                s.push_str(&format!("  filter: {}", e(f)));
+            }
+            s
+        }
+        Node::Values { rows } => format!("Values ({} rows)", rows.len()),
+        Node::Filter { predicate, .. } => format!("Filter  filter: {}", e(predicate)),
+        Node::Project { exprs, .. } => format!("Project  {}", list(exprs, &names)),
+        Node::Join { left, right, kind, on, left_keys, right_keys } => {
+            let k = match kind {
+                JoinKind::Inner => "inner",
+                JoinKind::Left => "left",
+                JoinKind::Right => "right",
+                JoinKind::Full => "full",
+                JoinKind::Semi => "semi",
+                JoinKind::Anti => "anti",
+            };
+            let mut s = if left_keys.is_empty() {
+                format!("Nested Loop ({k})")
+            } else {
+                let ln: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
+                let rn: Vec<String> = (0..right.schema.len()).map(|i| col_name(right, i)).collect();
+                let keys: Vec<String> = left_keys
+                    .iter()
+                    .zip(right_keys)
+                    .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
+                    .collect();
+                format!("Hash Join ({k})  keys: {}", keys.join(", "))
+            };
+            if let Some(on) = on {
+                s.push_str(&format!("  on: {}", e(on)));
+            }
+            s
+        }
+        Node::Aggregate { groups, aggs, .. } => {
+            let mut s = if groups.is_empty() { "Aggregate".to_string() } else { format!("HashAggregate  group: {}", list(groups, &names)) };
+            let a: Vec<String> = aggs
+                .iter()
+                .map(|a| {
+                    let f = match a.func {
+                        AggFunc::CountStar => return "count(*)".to_string(),
+                        AggFunc::Count => "count",
+                        AggFunc::Sum => "sum",
+                        AggFunc::Avg => "avg",
+                        AggFunc::Min => "min",
+                        AggFunc::Max => "max",
+                    };
+                    let arg = a.arg.as_ref().map_or(String::new(), |x| fmt_expr(x, &names));
+                    format!("{f}({}{arg})", if a.distinct { "DISTINCT " } else { "" })
+                })
+                .collect();
+            if !a.is_empty() {
+                s.push_str(&format!("  aggs: {}", a.join(", ")));
+            }
+            s
+        }
+        Node::Sort { keys, .. } => {
+            let k: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    let mut s = e(&k.expr);
+                    if k.desc {
+                        s.push_str(" DESC");
+                    }
+                    if k.nulls_first != k.desc {
+                        s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
+                    }
+                    s
+                })
+                .collect();
+            format!("Sort  key: {}", k.join(", "))
+        }
+        Node::Limit { limit, offset, .. } => {
+            let mut s = "Limit".to_string();
+            if let Some(l) = limit {
+                s.push_str(&format!("  limit: {l}"));
+            }
+            if *offset > 0 {
+                s.push_str(&format!("  offset: {offset}"));
+            }
+            s
+        }
+        Node::Distinct { .. } => "HashDistinct".to_string(),
+        Node::SetOp { op, all, .. } => {
+            let o = match op {
+                SetOpKind::Union => "Union",
+                SetOpKind::Intersect => "Intersect",
+                SetOpKind::Except => "Except",
+            };
+            format!("{o}{}", if *all { " All" } else { "" })
+        }
+    }
+}
+
+/// A short SQL-like rendering of an expression, naming columns by `names`.
+pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
+    let f = |x: &Expr| fmt_expr(x, names);
+    match &e.kind {
+        ExprKind::Column(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
+        ExprKind::Literal(v) => {
+            if v.is_null() {
+                "NULL".into()
+            } else if e.ty.is_string() {
+                format!("'{}'", v.to_string().replace('\'', "''"))
+            } else {
+                v.to_string()
+            }
+        }
+        ExprKind::Param(n) => format!("${}", n + 1),
+        ExprKind::Cast { expr, .. } => format!("{}::{}", f(expr), e.ty),
+        ExprKind::Neg(x) => format!("-{}", f(x)),
+        ExprKind::Arith { op, left, right } => {
+            let o = match op {
+                ArithOp::Add => "+",
+                ArithOp::Sub => "-",
+                ArithOp::Mul => "*",
+                ArithOp::Div => "/",
+                ArithOp::Mod => "%",
+            };
+            format!("({} {o} {})", f(left), f(right))
+        }
+        ExprKind::Compare { op, left, right } => {
+            let o = match op {
+                CmpOp::Eq => "=",
+                CmpOp::NotEq => "<>",
+                CmpOp::Lt => "<",
+                CmpOp::LtEq => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::GtEq => ">=",
+            };
+            format!("({} {o} {})", f(left), f(right))
+        }
+        ExprKind::IsDistinctFrom { left, right, negated } => {
+            format!("({} IS {}DISTINCT FROM {})", f(left), if *negated { "NOT " } else { "" }, f(right))
+        }
+        ExprKind::And(v) => format!("({})", v.iter().map(f).collect::<Vec<_>>().join(" AND ")),
+        ExprKind::Or(v) => format!("({})", v.iter().map(f).collect::<Vec<_>>().join(" OR ")),
+        ExprKind::Not(x) => format!("NOT {}", f(x)),
+        ExprKind::IsNull { expr, negated } => format!("({} IS {}NULL)", f(expr), if *negated { "NOT " } else { "" }),
+        ExprKind::IsBool { expr, value, negated } => {
+            format!("({} IS {}{})", f(expr), if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+        }
+        ExprKind::Case { .. } => "CASE … END".into(),
+        ExprKind::InList { expr, list, negated } => format!(
+            "({} {}IN ({}))",
+            f(expr),
+            if *negated { "NOT " } else { "" },
+            list.iter().map(f).collect::<Vec<_>>().join(", ")
+        ),
+        ExprKind::Like { expr, pattern, negated, case_insensitive, .. } => format!(
+            "({} {}{} {})",
+            f(expr),
+            if *negated { "NOT " } else { "" },
+            if *case_insensitive { "ILIKE" } else { "LIKE" },
+            f(pattern)
+        ),
+        ExprKind::Coalesce(v) => format!("COALESCE({})", v.iter().map(f).collect::<Vec<_>>().join(", ")),
+        ExprKind::Func { func, args } => format!(
+            "{}({})",
+            format!("{func:?}").to_lowercase(),
+            args.iter().map(f).collect::<Vec<_>>().join(", ")
+        ),
+        ExprKind::Extract { field, expr } => format!("EXTRACT({field:?} FROM {})", f(expr)),
+        ExprKind::Subquery(s) => format!("(SubPlan {})", s.id + 1),
+    }
+}

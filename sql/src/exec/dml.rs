@@ -1,0 +1,180 @@
+//! Row-level changes inside a write transaction: heap tuples and their index entries,
+//! with NOT NULL and UNIQUE / PRIMARY KEY enforcement.
+//!
+//! Every B+tree is created non-unique (a unique index may hold NULL keys more than
+//! once); uniqueness is checked here, before anything is written, by looking the key
+//! up when none of its columns is NULL.
+
+use beedb_storage::btree::BTree;
+use beedb_storage::heap::{HeapFile, HeapPage};
+use beedb_storage::{PageId, PageRead, TupleId, WriteTxn};
+
+use super::tuple_codec::{EncodedRow, decode_row, index_key, key_has_null};
+use crate::catalog::{IndexDef, TableDef};
+use crate::error::{Error, Result};
+use crate::types::Value;
+
+fn check_not_null(table: &TableDef, row: &[Value]) -> Result<()> {
+    for (c, v) in table.columns.iter().zip(row) {
+        if c.not_null && v.is_null() {
+            return Err(Error::constraint(
+                "23502",
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name, table.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn duplicate(index: &IndexDef) -> Error {
+    Error::constraint(
+        "23505",
+        format!("duplicate key value violates unique constraint \"{}\"", index.name),
+    )
+}
+
+/// Whether `key` is present in `index` under a tuple other than `except`.
+fn key_taken<R: PageRead + ?Sized>(r: &R, index: &IndexDef, key: &[u8], except: Option<TupleId>) -> Result<bool> {
+    let tree = BTree::open(index.root);
+    for v in tree.get_all(r, key)? {
+        let v = v?;
+        let tid = TupleId::from_bytes(&v).ok_or_else(|| Error::internal("malformed index value"))?;
+        if Some(tid) != except {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Inserts a row (values of the column types) and its index entries.
+pub fn insert_row(w: &WriteTxn, table: &TableDef, row: &[Value]) -> Result<TupleId> {
+    check_not_null(table, row)?;
+    let enc = EncodedRow::encode(table, row)?;
+    let mut keys = Vec::with_capacity(table.indexes.len());
+    for idx in &table.indexes {
+        let key = index_key(table, idx, row)?;
+        if idx.unique && !key_has_null(idx, row) && key_taken(w, idx, &key, None)? {
+            return Err(duplicate(idx));
+        }
+        keys.push(key);
+    }
+    let tid = HeapFile::open(table.heap).insert(w, &enc.attrs(), &table.layout)?;
+    for (idx, key) in table.indexes.iter().zip(&keys) {
+        BTree::open(idx.root).insert(w, key, &tid.to_bytes())?;
+    }
+    Ok(tid)
+}
+
+/// Deletes tuple `tid` (whose values are `old_row`) and its index entries.
+pub fn delete_row(w: &WriteTxn, table: &TableDef, tid: TupleId, old_row: &[Value]) -> Result<()> {
+    for idx in &table.indexes {
+        let key = index_key(table, idx, old_row)?;
+        BTree::open(idx.root).delete(w, &key, &tid.to_bytes())?;
+    }
+    HeapFile::open(table.heap).delete(w, tid, &table.layout)?;
+    Ok(())
+}
+
+/// Replaces tuple `tid` (values `old_row`) with `new_row`; returns the tuple's id,
+/// which changes when the new version does not fit in its page.
+pub fn update_row(
+    w: &WriteTxn,
+    table: &TableDef,
+    tid: TupleId,
+    old_row: &[Value],
+    new_row: &[Value],
+) -> Result<TupleId> {
+    check_not_null(table, new_row)?;
+    let enc = EncodedRow::encode(table, new_row)?;
+    let mut keys = Vec::with_capacity(table.indexes.len());
+    for idx in &table.indexes {
+        let old = index_key(table, idx, old_row)?;
+        let new = index_key(table, idx, new_row)?;
+        if idx.unique && old != new && !key_has_null(idx, new_row) && key_taken(w, idx, &new, Some(tid))? {
+            return Err(duplicate(idx));
+        }
+        keys.push((old, new));
+    }
+    let new_tid = HeapFile::open(table.heap).update(w, tid, &enc.attrs(), &table.layout)?;
+    for (idx, (old, new)) in table.indexes.iter().zip(&keys) {
+        if old != new || new_tid != tid {
+            let tree = BTree::open(idx.root);
+            tree.delete(w, old, &tid.to_bytes())?;
+            tree.insert(w, new, &new_tid.to_bytes())?;
+        }
+    }
+    Ok(new_tid)
+}
+
+/// Every row of a table with its tuple id (slow path: index builds, DDL).
+pub fn table_rows<R: PageRead + ?Sized>(r: &R, table: &TableDef) -> Result<Vec<(TupleId, Vec<Value>)>> {
+    let heap = HeapFile::open(table.heap);
+    let mut tuples = Vec::new();
+    for g in heap.pages(r) {
+        let g = g?;
+        let page = g.id();
+        for (slot, t) in HeapPage::new(&g, page)?.tuples()? {
+            tuples.push((TupleId { page, slot }, t.to_vec()));
+        }
+    }
+    tuples
+        .into_iter()
+        .map(|(tid, t)| Ok((tid, decode_row(r, table, &t)?)))
+        .collect()
+}
+
+/// Fills the (new, empty) index `table.indexes[index]` from the table's rows. A
+/// unique index over duplicate keys fails with `could not create unique index`.
+pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize) -> Result<()> {
+    let idx = table
+        .indexes
+        .get(index)
+        .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\"", table.name)))?;
+    let tree = BTree::open(idx.root);
+    for (tid, row) in table_rows(w, table)? {
+        let key = index_key(table, idx, &row)?;
+        if idx.unique && !key_has_null(idx, &row) && key_taken(w, idx, &key, None)? {
+            let cols: Vec<&str> = idx.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+            let vals: Vec<String> = idx.columns.iter().map(|&c| row[c].to_string()).collect();
+            return Err(Error::constraint(
+                "23505",
+                format!(
+                    "could not create unique index \"{}\": Key ({})=({}) is duplicated.",
+                    idx.name,
+                    cols.join(", "),
+                    vals.join(", ")
+                ),
+            ));
+        }
+        tree.insert(w, &key, &tid.to_bytes())?;
+    }
+    Ok(())
+}
+
+/// Creates an empty heap; returns its first page (for `TableDef::heap`).
+pub fn create_heap(w: &WriteTxn) -> Result<PageId> {
+    Ok(HeapFile::create(w)?.first_page)
+}
+
+/// Creates an empty B+tree (always non-unique); returns its root (for `IndexDef::root`).
+pub fn create_btree(w: &WriteTxn) -> Result<PageId> {
+    Ok(BTree::create(w, false)?.root())
+}
+
+/// Frees a table's heap and all its indexes.
+pub fn drop_table_storage(w: &WriteTxn, table: &TableDef) -> Result<()> {
+    for idx in &table.indexes {
+        drop_index_storage(w, idx)?;
+    }
+    HeapFile::open(table.heap).drop_heap(w, &table.layout)?;
+    Ok(())
+}
+
+/// Frees an index's B+tree.
+pub fn drop_index_storage(w: &WriteTxn, index: &IndexDef) -> Result<()> {
+    BTree::open(index.root).drop_tree(w)?;
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! Joins: hash join on the planner's equality keys (build on the right side, probe
+//! with the left), and nested loops when there are no keys. Both check the residual
+//! condition `on` on the combined rows of candidate pairs, in batches.
+
+use rustc_hash::FxHashMap;
+
+use super::keys::row_key;
+use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
+use crate::error::Result;
+use crate::expr::Expr;
+use crate::plan::{JoinKind, Plan};
+use crate::types::DataType;
+use crate::vector::{BATCH_SIZE, Batch, Vector};
+
+pub(super) struct JoinSpec<'p> {
+    pub left: &'p Plan,
+    pub right: &'p Plan,
+    pub kind: JoinKind,
+    pub on: Option<&'p Expr>,
+    pub left_keys: &'p [Expr],
+    pub right_keys: &'p [Expr],
+}
+
+/// The materialized right side.
+struct Build {
+    cols: Vec<Vector>,
+    len: usize,
+    /// Key → rows (None when joining without keys: every row is a candidate).
+    map: Option<FxHashMap<Vec<u8>, Vec<u32>>>,
+    matched: Vec<bool>,
+}
+
+pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: Out) -> Result<Flow> {
+    let left_id = id + 1;
+    let right_id = left_id + node_count(s.left);
+    let left_types = s.left.types();
+    let right_types = s.right.types();
+    let out_types = plan.types();
+    let keyed = !s.left_keys.is_empty();
+
+    // Build.
+    let mut build = Build {
+        cols: right_types.iter().map(|t| Vector::new(*t, 0)).collect(),
+        len: 0,
+        map: keyed.then(FxHashMap::default),
+        matched: Vec::new(),
+    };
+    let mut key_bytes = 0usize;
+    let mut key = Vec::new();
+    ex.node(s.right, right_id, None, &mut |b| {
+        let n = b.rows();
+        if n == 0 {
+            return Ok(Flow::Continue);
+        }
+        if let Some(map) = &mut build.map {
+            let kv = s
+                .right_keys
+                .iter()
+                .map(|e| ex.eval(e, &b))
+                .collect::<Result<Vec<_>>>()?;
+            for k in 0..n {
+                key.clear();
+                if row_key(&kv, k, &mut key) {
+                    continue; // NULL keys never match
+                }
+                key_bytes += key.len() + 48;
+                map.entry(key.clone()).or_default().push((build.len + k) as u32);
+            }
+        }
+        let b = super::dense(b, &right_types);
+        for (c, v) in build.cols.iter_mut().zip(&b.columns) {
+            c.extend(v);
+        }
+        build.len += n;
+        let bytes = key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
+        ex.check_mem("Hash Join", bytes)?;
+        Ok(Flow::Continue)
+    })?;
+    build.matched = vec![false; build.len];
+    if build.len == 0 && matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi) {
+        return Ok(Flow::Continue);
+    }
+
+    // Probe.
+    let emits_pairs = matches!(
+        s.kind,
+        JoinKind::Inner | JoinKind::Left | JoinKind::Right | JoinKind::Full
+    );
+    let mut stopped = false;
+    let r = ex.node(s.left, left_id, None, &mut |b| {
+        let n = b.rows();
+        if n == 0 {
+            return Ok(Flow::Continue);
+        }
+        let b = super::dense(b, &left_types);
+        let kv = if keyed {
+            s.left_keys
+                .iter()
+                .map(|e| ex.eval(e, &b))
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let mut left_matched = vec![false; n];
+        let Some(map) = build.map.take() else {
+            let all_right: Vec<u32> = (0..build.len as u32).collect();
+            let f = nested_loop(ex, &s, &b, &mut build, &all_right, &out_types, &mut left_matched, emits_pairs, out)?;
+            if f == Flow::Stop {
+                stopped = true;
+                return Ok(Flow::Stop);
+            }
+            return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
+        };
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
+        let mut key = Vec::new();
+        let mut flow = Flow::Continue;
+        'rows: for l in 0..n {
+            key.clear();
+            if row_key(&kv, l, &mut key) {
+                continue;
+            }
+            let Some(cands) = map.get(&key) else { continue };
+            for &r in cands {
+                pairs.push((l as u32, r));
+                if pairs.len() >= BATCH_SIZE
+                    && flush(ex, &s, &b, &mut build, &mut pairs, &out_types, &mut left_matched, emits_pairs, out)?
+                        == Flow::Stop
+                {
+                    flow = Flow::Stop;
+                    break 'rows;
+                }
+            }
+        }
+        if flow == Flow::Continue {
+            flow = flush(ex, &s, &b, &mut build, &mut pairs, &out_types, &mut left_matched, emits_pairs, out)?;
+        }
+        build.map = Some(map);
+        if flow == Flow::Stop {
+            stopped = true;
+            return Ok(Flow::Stop);
+        }
+        finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped)
+    })?;
+    if stopped || r == Flow::Stop {
+        return Ok(Flow::Stop);
+    }
+
+    // Unmatched right rows.
+    if matches!(s.kind, JoinKind::Right | JoinKind::Full) {
+        let nl = left_types.len();
+        let unmatched: Vec<u32> = (0..build.len as u32).filter(|&r| !build.matched[r as usize]).collect();
+        for chunk in unmatched.chunks(BATCH_SIZE) {
+            let none = vec![None; chunk.len()];
+            let mut cols = Vec::with_capacity(out_types.len());
+            for (k, t) in out_types.iter().enumerate().take(nl) {
+                cols.push(gather_opt(&Vector::new(left_types[k], 0), &none, *t));
+            }
+            for (k, c) in build.cols.iter().enumerate() {
+                let mut v = c.gather(chunk);
+                v.ty = out_types[nl + k];
+                cols.push(v);
+            }
+            if out(make_batch(cols, chunk.len()))? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Left rows with no match (LEFT, FULL: NULL-extended; ANTI: as they are) and left
+/// rows with a match (SEMI).
+fn finish_left(
+    s: &JoinSpec<'_>,
+    b: &Batch,
+    left_matched: &[bool],
+    build: &Build,
+    out_types: &[DataType],
+    out: Out,
+    stopped: &mut bool,
+) -> Result<Flow> {
+    let want_matched = match s.kind {
+        JoinKind::Semi => true,
+        JoinKind::Anti | JoinKind::Left | JoinKind::Full => false,
+        _ => return Ok(Flow::Continue),
+    };
+    let rows: Vec<u32> = (0..b.len as u32)
+        .filter(|&l| left_matched[l as usize] == want_matched)
+        .collect();
+    if rows.is_empty() {
+        return Ok(Flow::Continue);
+    }
+    let mut cols: Vec<Vector> = b
+        .columns
+        .iter()
+        .zip(out_types)
+        .map(|(c, t)| {
+            let mut v = c.gather(&rows);
+            v.ty = *t;
+            v
+        })
+        .collect();
+    if matches!(s.kind, JoinKind::Left | JoinKind::Full) {
+        let nl = b.columns.len();
+        let none = vec![None; rows.len()];
+        for (k, c) in build.cols.iter().enumerate() {
+            cols.push(gather_opt(c, &none, out_types[nl + k]));
+        }
+    }
+    let f = out(make_batch(cols, rows.len()))?;
+    if f == Flow::Stop {
+        *stopped = true;
+    }
+    Ok(f)
+}
+
+/// Every (left row, right row) pair of the batch, in chunks.
+#[allow(clippy::too_many_arguments)]
+fn nested_loop(
+    ex: &Exec<'_>,
+    s: &JoinSpec<'_>,
+    b: &Batch,
+    build: &mut Build,
+    right_rows: &[u32],
+    out_types: &[DataType],
+    left_matched: &mut [bool],
+    emits_pairs: bool,
+    out: Out,
+) -> Result<Flow> {
+    let mut pairs = Vec::with_capacity(BATCH_SIZE);
+    for l in 0..b.len as u32 {
+        if !emits_pairs && left_matched[l as usize] {
+            continue;
+        }
+        for &r in right_rows {
+            pairs.push((l, r));
+            if pairs.len() >= BATCH_SIZE
+                && flush(ex, s, b, build, &mut pairs, out_types, left_matched, emits_pairs, out)? == Flow::Stop
+            {
+                return Ok(Flow::Stop);
+            }
+        }
+    }
+    flush(ex, s, b, build, &mut pairs, out_types, left_matched, emits_pairs, out)
+}
+
+/// Checks `on` over the candidate pairs, records matches and emits matched pairs
+/// (for the joins that output them).
+#[allow(clippy::too_many_arguments)]
+fn flush(
+    ex: &Exec<'_>,
+    s: &JoinSpec<'_>,
+    b: &Batch,
+    build: &mut Build,
+    pairs: &mut Vec<(u32, u32)>,
+    out_types: &[DataType],
+    left_matched: &mut [bool],
+    emits_pairs: bool,
+    out: Out,
+) -> Result<Flow> {
+    if pairs.is_empty() {
+        return Ok(Flow::Continue);
+    }
+    let lpos: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+    let rpos: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+    pairs.clear();
+    let mut cols: Vec<Vector> = b.columns.iter().map(|c| c.gather(&lpos)).collect();
+    cols.extend(build.cols.iter().map(|c| c.gather(&rpos)));
+    let n = lpos.len();
+    let mut combined = make_batch(cols, n);
+    let passing: Vec<u32> = match s.on {
+        Some(on) => ex.pred(on, &combined)?,
+        None => (0..n as u32).collect(),
+    };
+    for &k in &passing {
+        left_matched[lpos[k as usize] as usize] = true;
+        build.matched[rpos[k as usize] as usize] = true;
+    }
+    if !emits_pairs || passing.is_empty() {
+        return Ok(Flow::Continue);
+    }
+    for (c, t) in combined.columns.iter_mut().zip(out_types) {
+        c.ty = *t;
+    }
+    if passing.len() < n {
+        combined.sel = Some(passing);
+    }
+    out(combined)
+}

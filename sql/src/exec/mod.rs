@@ -1,0 +1,504 @@
+//! The executor: push-based, vectorized operators running a [`Plan`].
+//!
+//! Sources (table scans, VALUES) drive: they produce batches of at most
+//! [`BATCH_SIZE`] rows and push them into their consumer, a closure
+//! (`&mut dyn FnMut(Batch) -> Result<Flow>`). Streaming operators (filter, project,
+//! limit, distinct, the probe side of a join) transform each batch and push it on;
+//! blocking operators (hash aggregate, sort, the build side of a join, set
+//! operations' right side) materialize their input and emit when it ends. A consumer
+//! returning [`Flow::Stop`] stops the sources early (LIMIT).
+//!
+//! Expressions go through [`crate::expr::eval`] / [`crate::expr::eval_predicate`],
+//! except plain column references, literals and parameters, which are gathered or
+//! broadcast directly.
+//!
+//! Operators that hold rows account their bytes against
+//! [`ExecContext::memory_limit`]; going over is an error, never an abort.
+
+mod agg;
+pub mod dml;
+mod join;
+pub mod keys;
+mod scan;
+mod setop;
+mod sort;
+pub mod tuple_codec;
+#[cfg(test)]
+mod tests;
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use beedb_storage::TupleId;
+
+use crate::error::{Error, Result};
+use crate::expr::{EvalContext, Expr, ExprKind, SubqueryKind, SubqueryResult, SubqueryRunner};
+use crate::plan::{Node, Plan, Subplan};
+use crate::types::Value;
+use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
+
+pub use scan::{i64_to_tid, tid_to_i64};
+
+/// What an execution needs besides the plan.
+pub struct ExecContext<'a> {
+    /// A `ReadTxn` or the `WriteTxn`.
+    pub reader: &'a dyn beedb_storage::PageRead,
+    /// Statement parameters.
+    pub params: &'a [Value],
+    /// Subplans referenced by subquery ids in expressions.
+    pub subqueries: &'a [Subplan],
+    /// Bytes an operator may hold.
+    pub memory_limit: usize,
+    /// EXPLAIN ANALYZE counters, when wanted.
+    pub profile: Option<&'a Profile>,
+}
+
+/// Whether a consumer wants more batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Counters of one plan node under EXPLAIN ANALYZE.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeProfile {
+    /// Rows the node output.
+    pub rows: u64,
+    /// Batches the node output.
+    pub batches: u64,
+    /// Times the node was started.
+    pub loops: u64,
+    /// Time spent in the node *and its inputs* (as PostgreSQL reports it), excluding
+    /// the time its consumers spent on its output.
+    pub time: Duration,
+}
+
+/// Per-node counters of one execution, keyed by the node's pre-order index in the
+/// plan tree (the root is 0, then its first child's subtree, then the second's). Only
+/// the main plan is profiled, not subquery plans.
+#[derive(Debug, Default)]
+pub struct Profile {
+    nodes: Mutex<FxHashMap<usize, NodeProfile>>,
+}
+
+impl Profile {
+    pub fn new() -> Profile {
+        Profile::default()
+    }
+
+    /// The counters of node `id` (pre-order index), if it ran.
+    pub fn node(&self, id: usize) -> Option<NodeProfile> {
+        self.nodes.lock().get(&id).copied()
+    }
+
+    fn record(&self, id: usize, rows: u64, batches: u64, time: Duration) {
+        let mut m = self.nodes.lock();
+        let e = m.entry(id).or_default();
+        e.rows += rows;
+        e.batches += batches;
+        e.loops += 1;
+        e.time += time;
+    }
+}
+
+/// Number of nodes in the plan tree (for pre-order ids).
+pub fn node_count(plan: &Plan) -> usize {
+    1 + plan.children().iter().map(|c| node_count(c)).sum::<usize>()
+}
+
+/// Runs `plan`, pushing every output batch to `sink`; `sink` returns `Ok(false)` to
+/// stop early.
+pub fn run(plan: &Plan, ctx: &ExecContext, sink: &mut dyn FnMut(Batch) -> Result<bool>) -> Result<()> {
+    let cache = RefCell::new(FxHashMap::default());
+    let ex = Exec {
+        ctx,
+        params: ctx.params,
+        cache: &cache,
+        profile: ctx.profile,
+    };
+    ex.node(plan, 0, None, &mut |b| {
+        if b.rows() == 0 {
+            return Ok(Flow::Continue);
+        }
+        Ok(if sink(b)? { Flow::Continue } else { Flow::Stop })
+    })?;
+    Ok(())
+}
+
+/// Runs `plan` and returns all rows as values.
+pub fn collect(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Vec<Value>>> {
+    let mut rows = Vec::new();
+    run(plan, ctx, &mut |b| {
+        for k in 0..b.rows() {
+            rows.push(b.row_values(k));
+        }
+        Ok(true)
+    })?;
+    Ok(rows)
+}
+
+/// The bigint column a scan with `with_tid` appends, from tuple ids.
+pub(crate) fn tid_vector(tids: &[TupleId]) -> Vector {
+    Vector::from_data(
+        crate::types::DataType::BigInt,
+        Data::I64(tids.iter().map(|t| tid_to_i64(*t)).collect()),
+        None,
+    )
+}
+
+pub(crate) type Out<'o> = &'o mut dyn FnMut(Batch) -> Result<Flow>;
+
+/// One execution of a plan (or of a subquery plan, with its own parameters).
+pub(crate) struct Exec<'a> {
+    ctx: &'a ExecContext<'a>,
+    params: &'a [Value],
+    /// Results of uncorrelated subqueries, for the whole statement.
+    cache: &'a RefCell<FxHashMap<usize, SubqueryResult>>,
+    profile: Option<&'a Profile>,
+}
+
+impl SubqueryRunner for Exec<'_> {
+    fn run(&self, id: usize, kind: &SubqueryKind, correlated: &[Value]) -> Result<SubqueryResult> {
+        let sub = self
+            .ctx
+            .subqueries
+            .get(id)
+            .ok_or_else(|| Error::internal(format!("no subplan {id}")))?;
+        if !sub.correlated
+            && let Some(r) = self.cache.borrow().get(&id)
+        {
+            return Ok(r.clone());
+        }
+        let mut params: Vec<Value> = self.ctx.params.to_vec();
+        params.truncate(sub.param_base.min(params.len()));
+        params.extend_from_slice(correlated);
+        let ex = Exec {
+            ctx: self.ctx,
+            params: &params,
+            cache: self.cache,
+            profile: None,
+        };
+        let result = match kind {
+            SubqueryKind::Exists => {
+                let mut found = false;
+                ex.node(&sub.plan, 0, None, &mut |b| {
+                    if b.rows() > 0 {
+                        found = true;
+                        return Ok(Flow::Stop);
+                    }
+                    Ok(Flow::Continue)
+                })?;
+                SubqueryResult::Exists(found)
+            }
+            SubqueryKind::Scalar => {
+                let mut value = None;
+                let mut many = false;
+                ex.node(&sub.plan, 0, None, &mut |b| {
+                    let n = b.rows();
+                    if n == 0 {
+                        return Ok(Flow::Continue);
+                    }
+                    if value.is_some() || n > 1 {
+                        many = true;
+                        return Ok(Flow::Stop);
+                    }
+                    value = Some(b.columns.first().map_or(Value::Null, |c| c.value(b.position(0))));
+                    Ok(Flow::Continue)
+                })?;
+                if many {
+                    return Err(Error::new(
+                        crate::error::ErrorKind::Data,
+                        "21000",
+                        "more than one row returned by a subquery used as an expression",
+                    ));
+                }
+                SubqueryResult::Scalar(value.unwrap_or(Value::Null))
+            }
+            SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => {
+                let mut values = Vec::new();
+                ex.node(&sub.plan, 0, None, &mut |b| {
+                    if let Some(c) = b.columns.first() {
+                        for k in 0..b.rows() {
+                            values.push(c.value(b.position(k)));
+                        }
+                    }
+                    Ok(Flow::Continue)
+                })?;
+                SubqueryResult::Values(values)
+            }
+        };
+        if !sub.correlated {
+            self.cache.borrow_mut().insert(id, result.clone());
+        }
+        Ok(result)
+    }
+}
+
+impl<'a> Exec<'a> {
+    fn eval_ctx(&self) -> EvalContext<'_> {
+        EvalContext {
+            params: self.params,
+            subqueries: self,
+        }
+    }
+
+    /// `expr` over the live rows of `batch`, densely.
+    pub(crate) fn eval(&self, expr: &Expr, batch: &Batch) -> Result<Vector> {
+        match &expr.kind {
+            ExprKind::Column(i) => {
+                let c = batch
+                    .columns
+                    .get(*i)
+                    .ok_or_else(|| Error::internal(format!("column {i} out of range")))?;
+                let mut v = match &batch.sel {
+                    None => c.clone(),
+                    Some(sel) => c.gather(sel),
+                };
+                v.ty = expr.ty;
+                Ok(v)
+            }
+            ExprKind::Literal(v) => Ok(Vector::constant(expr.ty, v, batch.rows())),
+            ExprKind::Param(n) => {
+                let v = self
+                    .params
+                    .get(*n)
+                    .ok_or_else(|| Error::internal(format!("no value for parameter ${}", n + 1)))?;
+                Ok(Vector::constant(expr.ty, v, batch.rows()))
+            }
+            _ => crate::expr::eval(expr, batch, &self.eval_ctx()),
+        }
+    }
+
+    /// The physical positions of `batch` where `pred` is true.
+    pub(crate) fn pred(&self, pred: &Expr, batch: &Batch) -> Result<Vec<u32>> {
+        let live = || (0..batch.rows()).map(|k| batch.position(k) as u32).collect();
+        match &pred.kind {
+            ExprKind::Literal(Value::Boolean(true)) => Ok(live()),
+            ExprKind::Literal(Value::Boolean(false) | Value::Null) => Ok(Vec::new()),
+            ExprKind::Column(i) => {
+                let c = &batch.columns[*i];
+                let Data::Bool(d) = &c.data else {
+                    return Err(Error::internal("predicate column is not boolean"));
+                };
+                Ok((0..batch.rows())
+                    .map(|k| batch.position(k))
+                    .filter(|&p| d[p] && !c.is_null(p))
+                    .map(|p| p as u32)
+                    .collect())
+            }
+            _ => crate::expr::eval_predicate(pred, batch, &self.eval_ctx()),
+        }
+    }
+
+    /// Evaluates a constant expression (no columns) to a value.
+    pub(crate) fn eval_const(&self, expr: &Expr) -> Result<Value> {
+        let v = self.eval(expr, &Batch::empty_rows(1))?;
+        Ok(v.value(0))
+    }
+
+    pub(crate) fn mem_error(&self, op: &str) -> Error {
+        let limit = self.ctx.memory_limit;
+        let suggest = (limit.saturating_mul(2) / (1024 * 1024)).max(1);
+        Error::limit(format!(
+            "memory limit exceeded: {op} needs more than {limit} bytes; raise it with SET memory_limit = '{suggest}MB'"
+        ))
+    }
+
+    pub(crate) fn check_mem(&self, op: &str, bytes: usize) -> Result<()> {
+        if bytes > self.ctx.memory_limit {
+            return Err(self.mem_error(op));
+        }
+        Ok(())
+    }
+
+    /// Runs node `plan` (pre-order id `id`), pushing its output to `out`. Returns
+    /// `Stop` when `out` asked to stop. `top_n` is set by a Limit on a Sort.
+    pub(crate) fn node(&self, plan: &Plan, id: usize, top_n: Option<usize>, out: Out) -> Result<Flow> {
+        let Some(p) = self.profile else {
+            return self.node_inner(plan, id, top_n, out);
+        };
+        let start = Instant::now();
+        let mut downstream = Duration::ZERO;
+        let (mut rows, mut batches) = (0u64, 0u64);
+        let r = self.node_inner(plan, id, top_n, &mut |b: Batch| {
+            rows += b.rows() as u64;
+            batches += 1;
+            let t = Instant::now();
+            let f = out(b);
+            downstream += t.elapsed();
+            f
+        });
+        p.record(id, rows, batches, start.elapsed().saturating_sub(downstream));
+        r
+    }
+
+    fn node_inner(&self, plan: &Plan, id: usize, top_n: Option<usize>, out: Out) -> Result<Flow> {
+        match &plan.node {
+            Node::TableScan {
+                table,
+                columns,
+                filter,
+                access,
+                with_tid,
+            } => scan::table_scan(self, table, columns, filter.as_ref(), access, *with_tid, out),
+            Node::Values { rows } => self.values(plan, rows, out),
+            Node::Filter { input, predicate } => self.node(input, id + 1, None, &mut |mut b| {
+                let sel = self.pred(predicate, &b)?;
+                if sel.is_empty() {
+                    return Ok(Flow::Continue);
+                }
+                b.sel = Some(sel);
+                out(b)
+            }),
+            Node::Project { input, exprs } => self.node(input, id + 1, None, &mut |b| {
+                let n = b.rows();
+                if n == 0 {
+                    return Ok(Flow::Continue);
+                }
+                let cols = exprs
+                    .iter()
+                    .map(|e| self.eval(e, &b))
+                    .collect::<Result<Vec<_>>>()?;
+                out(if cols.is_empty() {
+                    Batch::empty_rows(n)
+                } else {
+                    Batch::new(cols, n)
+                })
+            }),
+            Node::Join {
+                left,
+                right,
+                kind,
+                on,
+                left_keys,
+                right_keys,
+            } => join::join(
+                self,
+                plan,
+                id,
+                join::JoinSpec {
+                    left,
+                    right,
+                    kind: *kind,
+                    on: on.as_ref(),
+                    left_keys,
+                    right_keys,
+                },
+                out,
+            ),
+            Node::Aggregate {
+                input,
+                groups,
+                aggs,
+            } => agg::aggregate(self, plan, id, input, groups, aggs, out),
+            Node::Sort { input, keys } => sort::sort(self, id, input, keys, top_n, out),
+            Node::Limit {
+                input,
+                limit,
+                offset,
+            } => self.limit(input, id, *limit, *offset, out),
+            Node::Distinct { input } => setop::distinct(self, plan, id, input, out),
+            Node::SetOp {
+                op,
+                all,
+                left,
+                right,
+            } => setop::set_op(self, plan, id, *op, *all, left, right, out),
+        }
+    }
+
+    fn values(&self, plan: &Plan, rows: &[Vec<Expr>], out: Out) -> Result<Flow> {
+        let types = plan.types();
+        let one = Batch::empty_rows(1);
+        let mut cols: Vec<Vector> = types.iter().map(|t| Vector::new(*t, rows.len().min(BATCH_SIZE))).collect();
+        let mut n = 0;
+        for row in rows {
+            for (k, e) in row.iter().enumerate() {
+                let v = self.eval(e, &one)?;
+                cols[k].push_from(&v, 0);
+            }
+            n += 1;
+            if n == BATCH_SIZE {
+                let full = std::mem::replace(
+                    &mut cols,
+                    types.iter().map(|t| Vector::new(*t, BATCH_SIZE)).collect(),
+                );
+                if out(make_batch(full, n))? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+                n = 0;
+            }
+        }
+        if n > 0 {
+            return out(make_batch(cols, n));
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn limit(&self, input: &Plan, id: usize, limit: Option<u64>, offset: u64, out: Out) -> Result<Flow> {
+        if limit == Some(0) {
+            return Ok(Flow::Continue);
+        }
+        let top_n = match (&input.node, limit) {
+            (Node::Sort { .. }, Some(l)) => Some(l.saturating_add(offset).min(usize::MAX as u64) as usize),
+            _ => None,
+        };
+        let mut skip = offset;
+        let mut left = limit.unwrap_or(u64::MAX);
+        let mut stopped = false;
+        self.node(input, id + 1, top_n, &mut |mut b| {
+            let n = b.rows() as u64;
+            if skip >= n {
+                skip -= n;
+                return Ok(Flow::Continue);
+            }
+            let take = (n - skip).min(left);
+            if skip > 0 || take < n {
+                let sel: Vec<u32> = (skip..skip + take).map(|k| b.position(k as usize) as u32).collect();
+                b.sel = Some(sel);
+            }
+            skip = 0;
+            left -= take;
+            if out(b)? == Flow::Stop {
+                stopped = true;
+                return Ok(Flow::Stop);
+            }
+            Ok(if left == 0 { Flow::Stop } else { Flow::Continue })
+        })?;
+        Ok(if stopped { Flow::Stop } else { Flow::Continue })
+    }
+}
+
+/// A batch of `n` rows from `cols` (no columns: `n` empty rows).
+pub(crate) fn make_batch(cols: Vec<Vector>, n: usize) -> Batch {
+    if cols.is_empty() {
+        Batch::empty_rows(n)
+    } else {
+        Batch::new(cols, n)
+    }
+}
+
+/// The live rows of `batch`, densely, with the column types set to `types`.
+pub(crate) fn dense(batch: Batch, types: &[crate::types::DataType]) -> Batch {
+    let mut b = batch.compact();
+    for (c, t) in b.columns.iter_mut().zip(types) {
+        c.ty = *t;
+    }
+    b
+}
+
+/// Appends the rows of `src` at `positions` (NULL for `None`) to `dst`.
+pub(crate) fn gather_opt(src: &Vector, positions: &[Option<u32>], ty: crate::types::DataType) -> Vector {
+    let mut out = Vector::new(ty, positions.len());
+    for p in positions {
+        match p {
+            Some(p) => out.push_from(src, *p as usize),
+            None => out.push_null(),
+        }
+    }
+    out
+}

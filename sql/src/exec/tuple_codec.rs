@@ -1,0 +1,454 @@
+//! The generic tuple codec: SQL rows ↔ the stored tuple format of a table (see the
+//! table in `catalog::physical`), and SQL values → index keys.
+//!
+//! The bee module will replace [`RowDecoder::decode_into`] with generated decoders;
+//! everything that reads or writes stored tuples goes through the small interface
+//! here: [`EncodedRow`] (encode), [`RowDecoder`] (decode into vectors),
+//! [`decode_row`] (slow path into values), [`index_key`] / [`index_prefix`] (keys).
+
+use beedb_storage::PageRead;
+use beedb_storage::btree::key_encoding::{self, KeyValue};
+use beedb_storage::heap::HeapFile;
+use beedb_storage::tuple::{Attr, AttrValue};
+
+use crate::catalog::{IndexDef, TableDef, index_key_spec};
+use crate::error::{Error, Result};
+use crate::types::text::bpchar_trim;
+use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
+use crate::vector::{Data, Vector};
+
+pub use crate::catalog::UNCONSTRAINED_KEY_SCALE;
+
+fn bad_value(v: &Value, ty: &DataType) -> Error {
+    Error::internal(format!("value {v:?} stored into a column of type {ty}"))
+}
+
+/// One row encoded attribute by attribute, ready for the heap.
+pub struct EncodedRow {
+    /// Bytes of each attribute; `None` is NULL.
+    attrs: Vec<Option<Vec<u8>>>,
+    fixed: Vec<bool>,
+}
+
+impl EncodedRow {
+    /// Encodes `row` (values already of the column types; NULLs allowed) for `table`.
+    pub fn encode(table: &TableDef, row: &[Value]) -> Result<EncodedRow> {
+        if row.len() != table.columns.len() {
+            return Err(Error::internal(format!(
+                "row of {} values for table \"{}\" of {} columns",
+                row.len(),
+                table.name,
+                table.columns.len()
+            )));
+        }
+        let mut attrs = Vec::with_capacity(row.len());
+        let mut fixed = Vec::with_capacity(row.len());
+        for (v, c) in row.iter().zip(&table.columns) {
+            fixed.push(table.layout.column(attrs.len()).fixed_width().is_some());
+            attrs.push(encode_value(v, &c.ty)?);
+        }
+        Ok(EncodedRow { attrs, fixed })
+    }
+
+    /// The attribute values the heap takes.
+    pub fn attrs(&self) -> Vec<AttrValue<'_>> {
+        self.attrs
+            .iter()
+            .zip(&self.fixed)
+            .map(|(a, &f)| match a {
+                None => AttrValue::Null,
+                Some(b) if f => AttrValue::Fixed(b),
+                Some(b) => AttrValue::Variable(b),
+            })
+            .collect()
+    }
+}
+
+fn int_of(v: &Value) -> Option<i64> {
+    match v {
+        Value::SmallInt(x) => Some(*x as i64),
+        Value::Integer(x) => Some(*x as i64),
+        Value::BigInt(x) => Some(*x),
+        _ => None,
+    }
+}
+
+/// Encodes one value in its column's stored format; `None` for NULL.
+pub fn encode_value(v: &Value, ty: &DataType) -> Result<Option<Vec<u8>>> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let out = match (ty, v) {
+        (DataType::Boolean, Value::Boolean(b)) => vec![*b as u8],
+        (DataType::SmallInt, _) => {
+            let x = int_of(v).ok_or_else(|| bad_value(v, ty))?;
+            i16::try_from(x)
+                .map_err(|_| Error::data("22003", "smallint out of range"))?
+                .to_le_bytes()
+                .to_vec()
+        }
+        (DataType::Integer, _) => {
+            let x = int_of(v).ok_or_else(|| bad_value(v, ty))?;
+            i32::try_from(x)
+                .map_err(|_| Error::data("22003", "integer out of range"))?
+                .to_le_bytes()
+                .to_vec()
+        }
+        (DataType::BigInt, _) => int_of(v).ok_or_else(|| bad_value(v, ty))?.to_le_bytes().to_vec(),
+        (DataType::Date, Value::Date(d)) => d.0.to_le_bytes().to_vec(),
+        (DataType::Timestamp, Value::Timestamp(t)) => t.0.to_le_bytes().to_vec(),
+        (DataType::Real, Value::Real(x)) => x.to_le_bytes().to_vec(),
+        (DataType::Double, Value::Double(x)) => x.to_le_bytes().to_vec(),
+        (DataType::Decimal { precision, scale }, _) => {
+            let d = match v {
+                Value::Decimal(d) => *d,
+                _ => Decimal::from_i64(int_of(v).ok_or_else(|| bad_value(v, ty))?),
+            };
+            match precision {
+                Some(p) => {
+                    let d = d.apply_typmod(*p, *scale)?;
+                    d.unscaled().to_le_bytes().to_vec()
+                }
+                None => {
+                    let mut b = d.unscaled().to_le_bytes().to_vec();
+                    b.push(d.scale());
+                    b
+                }
+            }
+        }
+        (DataType::Interval, Value::Interval(i)) => {
+            let mut b = Vec::with_capacity(16);
+            b.extend_from_slice(&i.months.to_le_bytes());
+            b.extend_from_slice(&i.days.to_le_bytes());
+            b.extend_from_slice(&i.micros.to_le_bytes());
+            b
+        }
+        (
+            DataType::Char(_) | DataType::Varchar(_) | DataType::Text,
+            Value::Char(s) | Value::Varchar(s) | Value::Text(s),
+        ) => s.as_bytes().to_vec(),
+        _ => return Err(bad_value(v, ty)),
+    };
+    Ok(Some(out))
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::internal(format!("corrupt stored value: {what}"))
+}
+
+fn fixed<const N: usize>(b: &[u8]) -> Result<[u8; N]> {
+    b.try_into().map_err(|_| corrupt("wrong width"))
+}
+
+/// The bytes of an attribute, fetching out-of-line values; `None` for NULL.
+fn attr_bytes<'t, R: PageRead + ?Sized>(
+    r: &R,
+    a: Attr<'t>,
+    buf: &'t mut Vec<u8>,
+) -> Result<Option<&'t [u8]>> {
+    match a {
+        Attr::Null => Ok(None),
+        Attr::Bytes(b) => Ok(Some(b)),
+        Attr::External { len, first_page } => {
+            *buf = HeapFile::fetch_external(r, len, first_page)?;
+            Ok(Some(&buf[..]))
+        }
+    }
+}
+
+fn decode_unconstrained(b: &[u8]) -> Result<Decimal> {
+    if b.len() != 17 {
+        return Err(corrupt("numeric"));
+    }
+    let u = i128::from_le_bytes(fixed(&b[..16])?);
+    Ok(Decimal::new(u, b[16])?)
+}
+
+fn decode_interval(b: &[u8]) -> Result<Interval> {
+    if b.len() != 16 {
+        return Err(corrupt("interval"));
+    }
+    Ok(Interval::new(
+        i32::from_le_bytes(fixed(&b[0..4])?),
+        i32::from_le_bytes(fixed(&b[4..8])?),
+        i64::from_le_bytes(fixed(&b[8..16])?),
+    ))
+}
+
+fn utf8(b: &[u8]) -> Result<&str> {
+    std::str::from_utf8(b).map_err(|_| corrupt("invalid UTF-8"))
+}
+
+/// Pushes one stored attribute onto a vector of its column's type.
+fn push_attr(out: &mut Vector, b: Option<&[u8]>) -> Result<()> {
+    let Some(b) = b else {
+        out.push_null();
+        return Ok(());
+    };
+    let ty = out.ty;
+    match &mut out.data {
+        Data::Bool(v) => v.push(*b.first().ok_or_else(|| corrupt("boolean"))? != 0),
+        Data::I16(v) => v.push(i16::from_le_bytes(fixed(b)?)),
+        Data::I32(v) => v.push(i32::from_le_bytes(fixed(b)?)),
+        Data::I64(v) => v.push(i64::from_le_bytes(fixed(b)?)),
+        Data::F32(v) => v.push(f32::from_le_bytes(fixed(b)?)),
+        Data::F64(v) => v.push(f64::from_le_bytes(fixed(b)?)),
+        Data::Dec(v) => match ty {
+            DataType::Decimal {
+                precision: Some(_),
+                scale,
+            } => v.push(Decimal::new(i128::from_le_bytes(fixed(b)?), scale)?),
+            _ => v.push(decode_unconstrained(b)?),
+        },
+        Data::Interval(v) => v.push(decode_interval(b)?),
+        Data::Str(v) => v.push(utf8(b)?),
+    }
+    if let Some(n) = &mut out.nulls {
+        n.push(false);
+    }
+    Ok(())
+}
+
+/// Decodes chosen columns of a table's stored tuples straight into column vectors.
+pub struct RowDecoder {
+    /// Table column positions to decode, in output order.
+    pub columns: Vec<usize>,
+    pub types: Vec<DataType>,
+    natts: usize,
+}
+
+impl RowDecoder {
+    pub fn new(table: &TableDef, columns: &[usize]) -> RowDecoder {
+        RowDecoder {
+            columns: columns.to_vec(),
+            types: columns.iter().map(|&c| table.columns[c].ty).collect(),
+            natts: table.columns.len(),
+        }
+    }
+
+    /// Empty output vectors with room for `cap` rows.
+    pub fn new_vectors(&self, cap: usize) -> Vec<Vector> {
+        self.types.iter().map(|t| Vector::new(*t, cap)).collect()
+    }
+
+    /// Appends the decoded columns of `tuple` to `out` (one vector per column).
+    pub fn decode_into<R: PageRead + ?Sized>(
+        &self,
+        r: &R,
+        table: &TableDef,
+        tuple: &[u8],
+        out: &mut [Vector],
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        if self.columns.len() <= 2 {
+            for (k, &c) in self.columns.iter().enumerate() {
+                let a = table.layout.attribute(tuple, c)?;
+                let b = attr_bytes(r, a, &mut buf)?;
+                push_attr(&mut out[k], b)?;
+            }
+            return Ok(());
+        }
+        let mut attrs = vec![Attr::Null; self.natts];
+        table.layout.deform(tuple, &mut attrs)?;
+        for (k, &c) in self.columns.iter().enumerate() {
+            let b = attr_bytes(r, attrs[c], &mut buf)?;
+            push_attr(&mut out[k], b)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a whole stored tuple into values (slow path: DML, index builds).
+pub fn decode_row<R: PageRead + ?Sized>(r: &R, table: &TableDef, tuple: &[u8]) -> Result<Vec<Value>> {
+    let all: Vec<usize> = (0..table.columns.len()).collect();
+    let dec = RowDecoder::new(table, &all);
+    let mut vecs = dec.new_vectors(1);
+    dec.decode_into(r, table, tuple, &mut vecs)?;
+    Ok(vecs.iter().map(|v| v.value(0)).collect())
+}
+
+/// Why a value could not become a key of its column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyMiss {
+    /// The value lies between two representable keys (e.g. `1.555` for a
+    /// `numeric(5,2)` column): `below` and `above` are the neighbours.
+    Between,
+    /// Above every representable key.
+    TooLarge,
+    /// Below every representable key.
+    TooSmall,
+}
+
+/// An owned key value (what [`KeyValue`] borrows from).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedKey {
+    Null,
+    Bool(bool),
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Dec(i128),
+    Date(i32),
+    Ts(i64),
+    Interval(Interval),
+    Text(String),
+}
+
+impl OwnedKey {
+    pub fn as_key_value(&self) -> KeyValue<'_> {
+        match self {
+            OwnedKey::Null => KeyValue::Null,
+            OwnedKey::Bool(b) => KeyValue::Bool(*b),
+            OwnedKey::I16(x) => KeyValue::Int16(*x),
+            OwnedKey::I32(x) => KeyValue::Int32(*x),
+            OwnedKey::I64(x) => KeyValue::Int64(*x),
+            OwnedKey::F32(x) => KeyValue::Float32(*x),
+            OwnedKey::F64(x) => KeyValue::Float64(*x),
+            OwnedKey::Dec(u) => KeyValue::Decimal { unscaled: *u },
+            OwnedKey::Date(d) => KeyValue::Date(*d),
+            OwnedKey::Ts(t) => KeyValue::Timestamp(*t),
+            OwnedKey::Interval(i) => KeyValue::Interval {
+                months: i.months,
+                days: i.days,
+                micros: i.micros,
+            },
+            OwnedKey::Text(s) => KeyValue::Text(s),
+        }
+    }
+}
+
+/// The scale a decimal column is keyed at.
+pub fn key_scale(ty: &DataType) -> u8 {
+    match ty {
+        DataType::Decimal {
+            precision: Some(_),
+            scale,
+        } => *scale,
+        _ => UNCONSTRAINED_KEY_SCALE,
+    }
+}
+
+/// The key of `v` in a column of type `ty`. For decimals that do not land exactly on
+/// the key scale, `round` decides: `None` → `Err(KeyMiss::Between)`, `Some(true)` →
+/// round up, `Some(false)` → round down.
+pub fn key_of(v: &Value, ty: &DataType, round: Option<bool>) -> Result<std::result::Result<OwnedKey, KeyMiss>> {
+    if v.is_null() {
+        return Ok(Ok(OwnedKey::Null));
+    }
+    let mismatch = || Error::internal(format!("index key {v:?} for a column of type {ty}"));
+    let int_key = |min: i64, max: i64| -> Result<std::result::Result<i64, KeyMiss>> {
+        let x = int_of(v).ok_or_else(mismatch)?;
+        Ok(if x < min {
+            Err(KeyMiss::TooSmall)
+        } else if x > max {
+            Err(KeyMiss::TooLarge)
+        } else {
+            Ok(x)
+        })
+    };
+    Ok(Ok(match (ty, v) {
+        (DataType::Boolean, Value::Boolean(b)) => OwnedKey::Bool(*b),
+        (DataType::SmallInt, _) => match int_key(i16::MIN as i64, i16::MAX as i64)? {
+            Ok(x) => OwnedKey::I16(x as i16),
+            Err(m) => return Ok(Err(m)),
+        },
+        (DataType::Integer, _) => match int_key(i32::MIN as i64, i32::MAX as i64)? {
+            Ok(x) => OwnedKey::I32(x as i32),
+            Err(m) => return Ok(Err(m)),
+        },
+        (DataType::BigInt, _) => OwnedKey::I64(int_of(v).ok_or_else(mismatch)?),
+        (DataType::Real, Value::Real(x)) => OwnedKey::F32(*x),
+        (DataType::Double, Value::Double(x)) => OwnedKey::F64(*x),
+        (DataType::Double, Value::Real(x)) => OwnedKey::F64(*x as f64),
+        (DataType::Date, Value::Date(Date(d))) => OwnedKey::Date(*d),
+        (DataType::Timestamp, Value::Timestamp(Timestamp(t))) => OwnedKey::Ts(*t),
+        (DataType::Interval, Value::Interval(i)) => OwnedKey::Interval(*i),
+        (DataType::Decimal { .. }, _) => {
+            let d = match v {
+                Value::Decimal(d) => *d,
+                _ => Decimal::from_i64(int_of(v).ok_or_else(mismatch)?),
+            };
+            let scale = key_scale(ty);
+            let r = match d.rescale(scale) {
+                Ok(r) => r,
+                Err(_) => {
+                    return Ok(Err(if d.is_negative() {
+                        KeyMiss::TooSmall
+                    } else {
+                        KeyMiss::TooLarge
+                    }));
+                }
+            };
+            let mut u = r.unscaled();
+            if r != d {
+                match round {
+                    None => return Ok(Err(KeyMiss::Between)),
+                    Some(up) => {
+                        // `rescale` rounded half away from zero; step to the wanted side.
+                        if up && r < d {
+                            u += 1;
+                        } else if !up && r > d {
+                            u -= 1;
+                        }
+                    }
+                }
+            }
+            OwnedKey::Dec(u)
+        }
+        (DataType::Char(_), Value::Char(s) | Value::Varchar(s) | Value::Text(s)) => {
+            OwnedKey::Text(bpchar_trim(s).to_string())
+        }
+        (DataType::Varchar(_) | DataType::Text, Value::Char(s)) => {
+            OwnedKey::Text(bpchar_trim(s).to_string())
+        }
+        (DataType::Varchar(_) | DataType::Text, Value::Varchar(s) | Value::Text(s)) => {
+            OwnedKey::Text(s.clone())
+        }
+        _ => return Err(mismatch()),
+    }))
+}
+
+/// The keys of the index columns of a full table row.
+fn row_keys(table: &TableDef, index: &IndexDef, row: &[Value]) -> Result<Vec<OwnedKey>> {
+    index
+        .columns
+        .iter()
+        .map(|&c| {
+            let ty = &table.columns[c].ty;
+            match key_of(&row[c], ty, None)? {
+                Ok(k) => Ok(k),
+                Err(_) => Err(Error::data(
+                    "22003",
+                    format!(
+                        "value {} of column \"{}\" cannot be indexed: it does not fit the index key scale",
+                        row[c], table.columns[c].name
+                    ),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The B+tree key of a table row (all columns) in `index`.
+pub fn index_key(table: &TableDef, index: &IndexDef, row: &[Value]) -> Result<Vec<u8>> {
+    let keys = row_keys(table, index, row)?;
+    let kv: Vec<KeyValue<'_>> = keys.iter().map(OwnedKey::as_key_value).collect();
+    let mut out = Vec::new();
+    key_encoding::encode(&index_key_spec(table, index), &kv, &mut out)?;
+    Ok(out)
+}
+
+/// Whether any key column of `index` is NULL in `row`.
+pub fn key_has_null(index: &IndexDef, row: &[Value]) -> bool {
+    index.columns.iter().any(|&c| row[c].is_null())
+}
+
+/// Encodes the first `keys.len()` key columns of `index` (for scan bounds).
+pub fn index_prefix(table: &TableDef, index: &IndexDef, keys: &[OwnedKey]) -> Result<Vec<u8>> {
+    let kv: Vec<KeyValue<'_>> = keys.iter().map(OwnedKey::as_key_value).collect();
+    let mut out = Vec::new();
+    key_encoding::encode_prefix(&index_key_spec(table, index), &kv, &mut out)?;
+    Ok(out)
+}
