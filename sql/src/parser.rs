@@ -16,8 +16,78 @@ pub const MAX_NESTING: usize = 200;
 /// such as `1+1+…` or `a AND b AND …` becomes a tree as deep as it is long.
 pub const MAX_OPERATOR_CHAIN: usize = 2000;
 
+/// Rewrites `?` placeholders (outside strings, identifiers and comments) as `$1`,
+/// `$2`, … so both parameter styles reach the PostgreSQL dialect. Returns `None`
+/// when there is none. Positions after a rewritten `?` move by the added digits.
+fn number_question_marks(sql: &str) -> Option<String> {
+    if !sql.contains('?') {
+        return None;
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == q {
+                        if i + 1 < b.len() && b[i + 1] == q {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'?' => {
+                n += 1;
+                out.push_str(&sql[last..i]);
+                out.push_str(&format!("${n}"));
+                i += 1;
+                last = i;
+            }
+            _ => i += 1,
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    out.push_str(&sql[last.min(sql.len())..]);
+    Some(out)
+}
+
 /// Parses every statement in `sql`.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    if let Some(rewritten) = number_question_marks(sql) {
+        return parse(&rewritten);
+    }
     check_chains(sql)?;
     let dialect = PostgreSqlDialect {};
     let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
@@ -83,6 +153,9 @@ pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr> {
 
 /// Number of parameters the text refers to: the highest `$n`, or the count of `?`.
 pub fn count_params(sql: &str) -> usize {
+    if let Some(rewritten) = number_question_marks(sql) {
+        return count_params(&rewritten);
+    }
     use sqlparser::tokenizer::{Token, Tokenizer};
     let dialect = PostgreSqlDialect {};
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
