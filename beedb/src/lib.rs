@@ -6,3 +6,5 @@ pub use beedb_sql::{
     Column, Connection, DataType, Database, DatabaseOptions, Error, ErrorKind, FromValue,
     QueryResult, Result, Row, Settings, Statement, Value, types,
 };
+
+pub mod slt;

@@ -1,0 +1,337 @@
+//! End-to-end SQL tests: BeeDB's own sqllogictest files (`sql/tests/slt/*.slt`) and
+//! the sample of SQLite's sqllogictest corpus (`/work/shared/sqllogictest`, found
+//! relative to the repository or through `BEEDB_SLT_CORPUS`), run through the
+//! `beedb::slt` runner that `beedb-slt` uses. Run with `--nocapture` to see the
+//! per-file tables.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use beedb::slt::{self, Backend, Conventions, FileReport, Options, SkipList};
+use beedb::{Column, DataType, Error, ErrorKind, QueryResult, Row, Value};
+
+/// Flip to `true` once the engine executes statements. While `false`, the corpus
+/// pass-rate thresholds are reported but not asserted, and project files may fail
+/// only with "not supported" errors. When `true`, every project record must pass and
+/// the corpus must meet the thresholds below.
+const ENGINE_READY: bool = false;
+
+/// Minimum pass rate (passed / (passed + failed + skipped by the skip list)) for
+/// select1–5 and the index/ samples, and for the evidence/ and random/ samples.
+const SELECT_AND_INDEX_PASS_RATE: f64 = 0.99;
+const EVIDENCE_AND_RANDOM_PASS_RATE: f64 = 0.95;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn project_files() -> Vec<PathBuf> {
+    let dir = manifest_dir().join("../sql/tests/slt");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// The corpus folder: `BEEDB_SLT_CORPUS`, else `<repo>/../shared/sqllogictest`.
+fn corpus_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("BEEDB_SLT_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => manifest_dir().join("../../shared/sqllogictest"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!(
+            "note: sqllogictest corpus not found at {} (set BEEDB_SLT_CORPUS); skipped",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn corpus_files(dir: &Path) -> Vec<PathBuf> {
+    slt::collect_files(dir)
+        .expect("corpus folder readable")
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect()
+}
+
+fn corpus_options() -> Options {
+    Options {
+        labels: vec!["postgresql".to_string()],
+        skip_list: SkipList::load(&manifest_dir().join("tests/corpus-skips.txt"))
+            .expect("corpus skip list parses"),
+        conventions: Some(Conventions::Corpus),
+        failures_kept: 3,
+        ..Options::default()
+    }
+}
+
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// Which threshold a corpus file answers to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Group {
+    SelectAndIndex,
+    EvidenceAndRandom,
+}
+
+fn group_of(relative: &str) -> Group {
+    if relative.starts_with("evidence/") || relative.starts_with("random/") {
+        Group::EvidenceAndRandom
+    } else {
+        Group::SelectAndIndex
+    }
+}
+
+fn pass_rate(passed: usize, failed: usize, skipped_by_list: usize) -> f64 {
+    let counted = passed + failed + skipped_by_list;
+    if counted == 0 {
+        1.0
+    } else {
+        passed as f64 / counted as f64
+    }
+}
+
+fn print_table(title: &str, base: &Path, reports: &[FileReport]) {
+    println!("\n{title}");
+    println!(
+        "{:<44} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6}",
+        "file", "records", "passed", "failed", "skip-if", "skip-lst", "pass%", "secs"
+    );
+    for r in reports {
+        let name = Path::new(&r.path)
+            .strip_prefix(base)
+            .map_or(r.path.clone(), |p| p.display().to_string());
+        println!(
+            "{:<44} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6.1}% {:>6.1}{}",
+            name,
+            r.records(),
+            r.passed,
+            r.failed,
+            r.skipped_by_condition,
+            r.skipped_by_list,
+            100.0 * pass_rate(r.passed, r.failed, r.skipped_by_list),
+            r.elapsed.as_secs_f64(),
+            r.error.as_deref().map_or(String::new(), |e| format!("  ERROR {e}")),
+        );
+    }
+}
+
+#[test]
+fn project_slt_files_pass() {
+    let files = project_files();
+    if files.is_empty() {
+        println!("note: no sql/tests/slt/*.slt files yet");
+        return;
+    }
+    let options = Options {
+        conventions: Some(Conventions::Project),
+        failures_kept: usize::MAX,
+        ..Options::default()
+    };
+    let reports = slt::run_files(&files, &options, jobs(), &|_| {});
+    print_table("project files", &manifest_dir().join("../sql/tests/slt"), &reports);
+    let mut problems = Vec::new();
+    for r in &reports {
+        if let Some(e) = &r.error {
+            problems.push(format!("{}: {e}", r.path));
+        }
+        for f in &r.failures {
+            if ENGINE_READY || !f.not_supported {
+                problems.push(format!("{}:{}\n{}", r.path, f.line, f.message));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} failing record(s):\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+#[test]
+fn corpus_sample_meets_pass_rates() {
+    let Some(dir) = corpus_dir() else { return };
+    let started = Instant::now();
+    let reports = slt::run_files(&corpus_files(&dir), &corpus_options(), jobs(), &|_| {});
+    print_table("sqllogictest corpus sample (label postgresql)", &dir, &reports);
+    println!("corpus run: {:.1}s", started.elapsed().as_secs_f64());
+
+    let unreadable: Vec<String> = reports
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.path)))
+        .collect();
+    assert!(unreadable.is_empty(), "corpus files that did not run:\n{}", unreadable.join("\n"));
+
+    let mut verdicts = Vec::new();
+    for (group, threshold) in [
+        (Group::SelectAndIndex, SELECT_AND_INDEX_PASS_RATE),
+        (Group::EvidenceAndRandom, EVIDENCE_AND_RANDOM_PASS_RATE),
+    ] {
+        let members: Vec<&FileReport> = reports
+            .iter()
+            .filter(|r| {
+                let relative = Path::new(&r.path).strip_prefix(&dir).unwrap_or(Path::new(&r.path));
+                group_of(&relative.to_string_lossy().replace('\\', "/")) == group
+            })
+            .collect();
+        let passed = members.iter().map(|r| r.passed).sum();
+        let failed = members.iter().map(|r| r.failed).sum();
+        let listed = members.iter().map(|r| r.skipped_by_list).sum();
+        let rate = pass_rate(passed, failed, listed);
+        println!(
+            "{group:?}: {passed} passed, {failed} failed, {listed} skip-listed: {:.2}% (need {:.0}%)",
+            100.0 * rate,
+            100.0 * threshold
+        );
+        if rate < threshold {
+            let examples: Vec<String> = members
+                .iter()
+                .flat_map(|r| r.failures.iter().map(move |f| format!("{}:{}\n{}", r.path, f.line, f.message)))
+                .take(10)
+                .collect();
+            verdicts.push(format!(
+                "{group:?} pass rate {:.2}% < {:.0}%; first failures:\n{}",
+                100.0 * rate,
+                100.0 * threshold,
+                examples.join("\n\n")
+            ));
+        }
+    }
+    if ENGINE_READY {
+        assert!(verdicts.is_empty(), "{}", verdicts.join("\n\n"));
+    } else if !verdicts.is_empty() {
+        println!("ENGINE_READY is false: thresholds not asserted");
+    }
+}
+
+/// SQLite through the same runner: checks the runner itself (preparation, hashing,
+/// value printing, counting) on engine-independent ground. SQLite must pass every
+/// record it does not skip.
+struct Sqlite(rusqlite::Connection);
+
+impl Backend for Sqlite {
+    fn execute_sql(&mut self, sql: &str) -> Result<QueryResult, Error> {
+        let fail = |e: rusqlite::Error| Error::new(ErrorKind::Internal, "XX000", e.to_string());
+        let mut stmt = match self.0.prepare(sql) {
+            Ok(stmt) => stmt,
+            Err(rusqlite::Error::MultipleStatement) => {
+                self.0.execute_batch(sql).map_err(fail)?;
+                return Ok(QueryResult::command(""));
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        let column_count = stmt.column_count();
+        if column_count == 0 {
+            let n = stmt.execute([]).map_err(fail)?;
+            return Ok(QueryResult {
+                rows_affected: n as u64,
+                ..QueryResult::command("")
+            });
+        }
+        let columns = (0..column_count)
+            .map(|i| Column {
+                name: stmt.column_name(i).map_or(String::new(), |s| s.to_string()),
+                data_type: DataType::Text,
+            })
+            .collect();
+        let mut rows = Vec::new();
+        let mut query = stmt.query([]).map_err(fail)?;
+        while let Some(row) = query.next().map_err(fail)? {
+            let mut values = Vec::with_capacity(column_count);
+            for i in 0..column_count {
+                use rusqlite::types::ValueRef;
+                values.push(match row.get_ref(i).map_err(fail)? {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(v) => Value::BigInt(v),
+                    ValueRef::Real(v) => Value::Double(v),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Value::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            rows.push(Row(values));
+        }
+        let rows_affected = rows.len() as u64;
+        Ok(QueryResult {
+            columns,
+            rows,
+            tag: String::new(),
+            rows_affected,
+        })
+    }
+}
+
+fn run_on_sqlite(files: &[PathBuf]) -> Vec<FileReport> {
+    let options = Options {
+        labels: vec!["sqlite".to_string()],
+        // Written by an older SQLite: today's SQLite raises "integer overflow".
+        skip_list: SkipList::parse("evidence/slt_lang_aggfunc.test:480  sum() overflow").unwrap(),
+        conventions: Some(Conventions::Corpus),
+        failures_kept: 5,
+        ..Options::default()
+    };
+    files
+        .iter()
+        .map(|path| {
+            let dir = tempfile::tempdir().unwrap();
+            let db_path = dir.path().join("slt.sqlite");
+            slt::run_file_with(path, &options, || {
+                let conn = rusqlite::Connection::open(&db_path)
+                    .map_err(|e| Error::new(ErrorKind::Internal, "XX000", e.to_string()))?;
+                Ok(Box::new(Sqlite(conn)) as Box<dyn Backend>)
+            })
+        })
+        .collect()
+}
+
+fn assert_all_pass_on_sqlite(dir: &Path, files: &[PathBuf]) {
+    let reports = run_on_sqlite(files);
+    print_table("corpus on SQLite (label sqlite)", dir, &reports);
+    for r in &reports {
+        assert!(r.error.is_none(), "{}: {:?}", r.path, r.error);
+        assert!(
+            r.failed == 0,
+            "{}: {} records failed on SQLite, e.g.\n{}",
+            r.path,
+            r.failed,
+            r.failures
+                .iter()
+                .map(|f| format!("line {}: {}", f.line, f.message))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert!(r.records() == 0 || r.passed > 0, "{}: nothing ran", r.path);
+    }
+}
+
+/// A few corpus files on SQLite (fast): the runner reproduces SQLite's own results.
+#[test]
+fn runner_passes_corpus_files_on_sqlite() {
+    let Some(dir) = corpus_dir() else { return };
+    let files: Vec<PathBuf> = ["select1.test", "evidence/in1.test", "evidence/slt_lang_aggfunc.test"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect();
+    assert_all_pass_on_sqlite(&dir, &files);
+}
+
+/// The whole corpus sample on SQLite (about a minute): `cargo test -p beedb --test slt
+/// -- --ignored`.
+#[test]
+#[ignore]
+fn runner_passes_whole_corpus_on_sqlite() {
+    let Some(dir) = corpus_dir() else { return };
+    assert_all_pass_on_sqlite(&dir, &corpus_files(&dir));
+}
