@@ -12,9 +12,7 @@ use crate::types::number::{
     parse_int,
 };
 use crate::types::text::{LengthCheck, bpchar_trim, fit_char, fit_varchar};
-use crate::types::{
-    self, DataType, Date, Decimal, Interval, MICROS_PER_DAY, Timestamp, Value,
-};
+use crate::types::{self, DataType, Date, Decimal, Interval, MICROS_PER_DAY, Timestamp, Value};
 use crate::vector::{Data, PhysicalType, StrVec, Vector};
 
 /// Casts an operand to `to`; `explicit` casts cut over-long strings, implicit
@@ -45,10 +43,14 @@ pub(super) fn cast_col<'a>(c: Col<'a>, to: DataType, explicit: bool, n: usize) -
                 Ok(x as f64)
             })?)),
             Data::I32(_) if is_int(&from) => {
-                Some(Data::F64(try_map1(side!(c, I32), m, nm, 0.0, |x| Ok(x as f64))?))
+                Some(Data::F64(try_map1(side!(c, I32), m, nm, 0.0, |x| {
+                    Ok(x as f64)
+                })?))
             }
             Data::I64(_) if is_int(&from) => {
-                Some(Data::F64(try_map1(side!(c, I64), m, nm, 0.0, |x| Ok(x as f64))?))
+                Some(Data::F64(try_map1(side!(c, I64), m, nm, 0.0, |x| {
+                    Ok(x as f64)
+                })?))
             }
             Data::F32(_) => Some(Data::F64(try_map1(side!(c, F32), m, nm, 0.0, |x| {
                 Ok(x as f64)
@@ -63,10 +65,14 @@ pub(super) fn cast_col<'a>(c: Col<'a>, to: DataType, explicit: bool, n: usize) -
                 Ok(x as f32)
             })?)),
             Data::I32(_) if is_int(&from) => {
-                Some(Data::F32(try_map1(side!(c, I32), m, nm, 0.0, |x| Ok(x as f32))?))
+                Some(Data::F32(try_map1(side!(c, I32), m, nm, 0.0, |x| {
+                    Ok(x as f32)
+                })?))
             }
             Data::I64(_) if is_int(&from) => {
-                Some(Data::F32(try_map1(side!(c, I64), m, nm, 0.0, |x| Ok(x as f32))?))
+                Some(Data::F32(try_map1(side!(c, I64), m, nm, 0.0, |x| {
+                    Ok(x as f32)
+                })?))
             }
             Data::F64(_) => Some(Data::F32(try_map1(side!(c, F64), m, nm, 0.0, narrow_f32)?)),
             Data::Dec(_) => Some(Data::F32(try_map1(side!(c, Dec), m, nm, 0.0, |x| {
@@ -102,23 +108,19 @@ pub(super) fn cast_col<'a>(c: Col<'a>, to: DataType, explicit: bool, n: usize) -
             .map(Data::Dec)
         }
         DataType::Timestamp => match (&from, &c.v().data) {
-            (DataType::Date, Data::I32(_)) => Some(Data::I64(try_map1(
-                side!(c, I32),
-                m,
-                nm,
-                0,
-                |d| Ok(Date(d).to_timestamp().0),
-            )?)),
+            (DataType::Date, Data::I32(_)) => {
+                Some(Data::I64(try_map1(side!(c, I32), m, nm, 0, |d| {
+                    Ok(Date(d).to_timestamp().0)
+                })?))
+            }
             _ => None,
         },
         DataType::Date => match (&from, &c.v().data) {
-            (DataType::Timestamp, Data::I64(_)) => Some(Data::I32(try_map1(
-                side!(c, I64),
-                m,
-                nm,
-                0,
-                |t| Ok(t.div_euclid(MICROS_PER_DAY) as i32),
-            )?)),
+            (DataType::Timestamp, Data::I64(_)) => {
+                Some(Data::I32(try_map1(side!(c, I64), m, nm, 0, |t| {
+                    Ok(t.div_euclid(MICROS_PER_DAY) as i32)
+                })?))
+            }
             _ => None,
         },
         DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
@@ -172,13 +174,13 @@ fn to_int<T: SqlInt + Default + Clone>(
         Data::I64(_) if is_int(&from) => try_map1(side!(c, I64), m, nm, d, int_from_i64::<T>)?,
         Data::F32(_) => try_map1(side!(c, F32), m, nm, d, |x| int_from_f64::<T>(x as f64))?,
         Data::F64(_) => try_map1(side!(c, F64), m, nm, d, int_from_f64::<T>)?,
-        Data::Dec(_) => try_map1(side!(c, Dec), m, nm, d, |x: Decimal| match x
-            .to_i64_rounded()
-        {
-            Some(i) => int_from_i64::<T>(i),
-            None => Err(types::Error::OutOfRange {
-                type_name: T::TYPE_NAME,
-            }),
+        Data::Dec(_) => try_map1(side!(c, Dec), m, nm, d, |x: Decimal| {
+            match x.to_i64_rounded() {
+                Some(i) => int_from_i64::<T>(i),
+                None => Err(types::Error::OutOfRange {
+                    type_name: T::TYPE_NAME,
+                }),
+            }
         })?,
         _ => return Ok(None),
     }))
@@ -267,9 +269,9 @@ fn parse_strings(v: &Vector, to: DataType, m: usize) -> Result<Data> {
         DataType::Double => Data::F64(try_map1(s, m, nm, 0.0, parse_f64)?),
         DataType::Boolean => Data::Bool(try_map1(s, m, nm, false, parse_bool)?),
         DataType::Date => Data::I32(try_map1(s, m, nm, 0, |x| Date::parse(x).map(|d| d.0))?),
-        DataType::Timestamp => Data::I64(try_map1(s, m, nm, 0, |x| {
-            Timestamp::parse(x).map(|t| t.0)
-        })?),
+        DataType::Timestamp => {
+            Data::I64(try_map1(s, m, nm, 0, |x| Timestamp::parse(x).map(|t| t.0))?)
+        }
         DataType::Interval => Data::Interval(try_map1(s, m, nm, Interval::ZERO, Interval::parse)?),
         DataType::Decimal { precision, scale } => {
             Data::Dec(try_map1(s, m, nm, Decimal::ZERO, |x| {

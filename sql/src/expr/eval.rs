@@ -48,9 +48,7 @@ pub fn eval_row(expr: &Expr, row: &[Value], ctx: &EvalContext<'_>) -> Result<Val
     column_types(expr, &mut types);
     let mut columns = Vec::with_capacity(row.len());
     for (i, v) in row.iter().enumerate() {
-        let ty = types[i]
-            .or_else(|| v.data_type())
-            .unwrap_or(DataType::Text);
+        let ty = types[i].or_else(|| v.data_type()).unwrap_or(DataType::Text);
         columns.push(value_vector(ty, v)?);
     }
     let batch = Batch::new(columns, 1);
@@ -251,22 +249,28 @@ fn retype(v: &mut Vector, ty: DataType) {
 /// Whether `v` can be pushed into a vector of type `ty` as is.
 fn value_fits(ty: &DataType, v: &Value) -> bool {
     use DataType as T;
-    match (ty, v) {
-        (_, Value::Null) => true,
-        (T::Boolean, Value::Boolean(_))
-        | (T::SmallInt, Value::SmallInt(_))
-        | (T::Integer, Value::Integer(_))
-        | (T::BigInt, Value::BigInt(_))
-        | (T::Real, Value::Real(_))
-        | (T::Double, Value::Double(_))
-        | (T::Date, Value::Date(_))
-        | (T::Timestamp, Value::Timestamp(_))
-        | (T::Interval, Value::Interval(_)) => true,
-        (T::Decimal { precision: None, .. }, Value::Decimal(_)) => true,
-        (T::Text, Value::Text(_) | Value::Varchar(_)) => true,
-        (T::Varchar(None), Value::Text(_) | Value::Varchar(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (ty, v),
+        (_, Value::Null)
+            | (T::Boolean, Value::Boolean(_))
+            | (T::SmallInt, Value::SmallInt(_))
+            | (T::Integer, Value::Integer(_))
+            | (T::BigInt, Value::BigInt(_))
+            | (T::Real, Value::Real(_))
+            | (T::Double, Value::Double(_))
+            | (T::Date, Value::Date(_))
+            | (T::Timestamp, Value::Timestamp(_))
+            | (T::Interval, Value::Interval(_))
+            | (
+                T::Decimal {
+                    precision: None,
+                    ..
+                },
+                Value::Decimal(_)
+            )
+            | (T::Text, Value::Text(_) | Value::Varchar(_))
+            | (T::Varchar(None), Value::Text(_) | Value::Varchar(_))
+    )
 }
 
 /// A one-row vector of type `ty` holding `v`, cast (as an explicit cast) when it is
@@ -372,8 +376,16 @@ fn extent(a: &Col, b: &Col, n: usize) -> (usize, bool) {
 
 /// The union of two operands' NULL masks over `n` rows.
 pub(super) fn union_nulls(a: &Col, b: &Col, n: usize) -> Option<Vec<bool>> {
-    let ma = if a.is_const() { None } else { a.v().nulls.as_ref() };
-    let mb = if b.is_const() { None } else { b.v().nulls.as_ref() };
+    let ma = if a.is_const() {
+        None
+    } else {
+        a.v().nulls.as_ref()
+    };
+    let mb = if b.is_const() {
+        None
+    } else {
+        b.v().nulls.as_ref()
+    };
     let ca = a.is_null_const();
     let cb = b.is_null_const();
     if ca || cb {
@@ -673,7 +685,11 @@ fn pred_compare_fast(
                 return Ok(None);
             };
             let bp = is_char(&col.ty) || is_char(&k.v().ty);
-            let key = if bp { bpchar_trim(kv.get(0)) } else { kv.get(0) };
+            let key = if bp {
+                bpchar_trim(kv.get(0))
+            } else {
+                kv.get(0)
+            };
             let test = |p: usize| {
                 let s = sv.get(p);
                 let s = if bp { bpchar_trim(s) } else { s };
@@ -818,15 +834,22 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
                 Date(d).sub_days(k as i64).map(|d| d.0)
             })?)
         }
-        (ArithOp::Sub, T::Date, T::Date) => Data::I32(map2(side!(a, I32), side!(b, I32), m, |x, y| {
-            Date(x).days_since(Date(y))
-        })),
+        (ArithOp::Sub, T::Date, T::Date) => {
+            Data::I32(map2(side!(a, I32), side!(b, I32), m, |x, y| {
+                Date(x).days_since(Date(y))
+            }))
+        }
         // date/timestamp ± interval → timestamp
         (ArithOp::Add | ArithOp::Sub, T::Date | T::Timestamp, T::Interval) => {
             let iv = side!(b, Interval);
             let sub = op == ArithOp::Sub;
             let f = move |t: Timestamp, i: Interval| {
-                if sub { t.sub_interval(&i) } else { t.add_interval(&i) }.map(|t| t.0)
+                if sub {
+                    t.sub_interval(&i)
+                } else {
+                    t.add_interval(&i)
+                }
+                .map(|t| t.0)
             };
             if lt == T::Date {
                 Data::I64(try_map2(side!(a, I32), iv, m, nm, 0, |d, i| {
@@ -838,16 +861,22 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
                 })?)
             }
         }
-        (ArithOp::Add, T::Interval, T::Date) => {
-            Data::I64(try_map2(side!(a, Interval), side!(b, I32), m, nm, 0, |i, d| {
-                Date(d).add_interval(&i).map(|t| t.0)
-            })?)
-        }
-        (ArithOp::Add, T::Interval, T::Timestamp) => {
-            Data::I64(try_map2(side!(a, Interval), side!(b, I64), m, nm, 0, |i, t| {
-                Timestamp(t).add_interval(&i).map(|t| t.0)
-            })?)
-        }
+        (ArithOp::Add, T::Interval, T::Date) => Data::I64(try_map2(
+            side!(a, Interval),
+            side!(b, I32),
+            m,
+            nm,
+            0,
+            |i, d| Date(d).add_interval(&i).map(|t| t.0),
+        )?),
+        (ArithOp::Add, T::Interval, T::Timestamp) => Data::I64(try_map2(
+            side!(a, Interval),
+            side!(b, I64),
+            m,
+            nm,
+            0,
+            |i, t| Timestamp(t).add_interval(&i).map(|t| t.0),
+        )?),
         (ArithOp::Sub, T::Timestamp, T::Timestamp) => Data::Interval(try_map2(
             side!(a, I64),
             side!(b, I64),
@@ -999,13 +1028,11 @@ fn neg<'a>(c: Col, ty: DataType, n: usize) -> Result<Col<'a>> {
         Data::F32(v) => Data::F32(v.iter().map(|x| -x).collect()),
         Data::F64(v) => Data::F64(v.iter().map(|x| -x).collect()),
         Data::Dec(v) => Data::Dec(v.iter().map(|x| x.neg()).collect()),
-        Data::Interval(_) => Data::Interval(try_map1(
-            side!(c, Interval),
-            m,
-            nm,
-            Interval::ZERO,
-            |x| x.checked_neg(),
-        )?),
+        Data::Interval(_) => {
+            Data::Interval(try_map1(side!(c, Interval), m, nm, Interval::ZERO, |x| {
+                x.checked_neg()
+            })?)
+        }
         _ => {
             return Err(Error::undefined_function(format!(
                 "operator does not exist: - {}",
@@ -1050,7 +1077,10 @@ fn extract<'a>(field: types::DateField, c: Col, n: usize) -> Result<Col<'a>> {
             )));
         }
     };
-    Ok(Col::make(Vector::from_data(ty, Data::Dec(vals), nulls), konst))
+    Ok(Col::make(
+        Vector::from_data(ty, Data::Dec(vals), nulls),
+        konst,
+    ))
 }
 
 // ---------------------------------------------------------------------------------
@@ -1279,12 +1309,11 @@ fn eval_in_list<'a>(
     let m = if konst { 1 } else { n };
     let has_null_item = items.iter().any(|c| c.is_null_const());
     let all_const = items.iter().all(|c| c.is_const());
-    let found: Vec<bool>;
     let mut item_nulls = vec![has_null_item; m];
     let same_layout = items
         .iter()
         .all(|c| c.v().data.physical_type() == lhs.v().data.physical_type());
-    if all_const && same_layout && !lhs.is_null_const() {
+    let found: Vec<bool> = if all_const && same_layout && !lhs.is_null_const() {
         let live: Vec<&Col> = items.iter().filter(|c| !c.is_null_const()).collect();
         macro_rules! consts {
             ($var:ident) => {{
@@ -1298,7 +1327,7 @@ fn eval_in_list<'a>(
                 in_set(side!(lhs, $var), vals, m)
             }};
         }
-        found = match &lhs.v().data {
+        match &lhs.v().data {
             Data::Bool(_) => consts!(Bool),
             Data::I16(_) => consts!(I16),
             Data::I32(_) if live.iter().all(|c| same_kind(c, &lhs)) => consts!(I32),
@@ -1320,10 +1349,10 @@ fn eval_in_list<'a>(
                 in_set(l.s(), vals, m)
             }
             _ => in_list_general(&lhs, &items, m, &mut item_nulls)?,
-        };
+        }
     } else {
-        found = in_list_general(&lhs, &items, m, &mut item_nulls)?;
-    }
+        in_list_general(&lhs, &items, m, &mut item_nulls)?
+    };
     let mut vals = Vec::with_capacity(m);
     let mut nulls = Vec::with_capacity(m);
     for i in 0..m {

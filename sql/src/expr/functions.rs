@@ -147,11 +147,43 @@ pub(super) fn resolve(name: &str, args: &[DataType]) -> Result<Option<Resolved>>
 
 /// Every function name [`resolve`] knows.
 const KNOWN: &[&str] = &[
-    "upper", "lower", "reverse", "length", "char_length", "character_length",
-    "octet_length", "substring", "substr", "btrim", "trim", "ltrim", "rtrim", "position",
-    "strpos", "repeat", "textcat", "concat", "replace", "left", "right", "lpad", "rpad",
-    "abs", "round", "trunc", "floor", "ceil", "ceiling", "sqrt", "sign", "power", "pow",
-    "mod", "nullif", "greatest", "least",
+    "upper",
+    "lower",
+    "reverse",
+    "length",
+    "char_length",
+    "character_length",
+    "octet_length",
+    "substring",
+    "substr",
+    "btrim",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "position",
+    "strpos",
+    "repeat",
+    "textcat",
+    "concat",
+    "replace",
+    "left",
+    "right",
+    "lpad",
+    "rpad",
+    "abs",
+    "round",
+    "trunc",
+    "floor",
+    "ceil",
+    "ceiling",
+    "sqrt",
+    "sign",
+    "power",
+    "pow",
+    "mod",
+    "nullif",
+    "greatest",
+    "least",
 ];
 
 fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
@@ -440,7 +472,11 @@ fn pad(s: &str, len: i32, fill: &str, left: bool, out: &mut String) -> Result<()
 
 fn trim<'s>(s: &'s str, chars: &str, leading: bool, trailing: bool) -> &'s str {
     let set = |c: char| chars.contains(c);
-    let s = if leading { s.trim_start_matches(set) } else { s };
+    let s = if leading {
+        s.trim_start_matches(set)
+    } else {
+        s
+    };
     if trailing { s.trim_end_matches(set) } else { s }
 }
 
@@ -519,7 +555,9 @@ fn invalid_power(msg: &str) -> Error {
 
 fn pow_f64(x: f64, y: f64) -> Result<f64> {
     if x == 0.0 && y < 0.0 {
-        return Err(invalid_power("zero raised to a negative power is undefined"));
+        return Err(invalid_power(
+            "zero raised to a negative power is undefined",
+        ));
     }
     if x < 0.0 && y.is_finite() && y.fract() != 0.0 {
         return Err(invalid_power(
@@ -539,7 +577,9 @@ fn pow_f64(x: f64, y: f64) -> Result<f64> {
 fn pow_dec(x: Decimal, y: Decimal) -> Result<Decimal> {
     let y_norm = y.normalize();
     if x.unscaled() == 0 && y.is_negative() {
-        return Err(invalid_power("zero raised to a negative power is undefined"));
+        return Err(invalid_power(
+            "zero raised to a negative power is undefined",
+        ));
     }
     if y_norm.scale() == 0
         && let Some(e) = y_norm.to_i64_rounded()
@@ -600,7 +640,10 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
         if args.len() == k {
             Ok(())
         } else {
-            Err(internal(&format!("{func:?} called with {} arguments", args.len())))
+            Err(internal(&format!(
+                "{func:?} called with {} arguments",
+                args.len()
+            )))
         }
     };
     let strs = |i: usize| -> Result<StrS<'_>> {
@@ -640,9 +683,7 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             let k = side!(num, I32);
             let third = args.get(2);
             let count: Option<Col> = match (func, third) {
-                (Func::Substring, Some(c)) => {
-                    Some(arg_as(view(c), DataType::Integer, n)?)
-                }
+                (Func::Substring, Some(c)) => Some(arg_as(view(c), DataType::Integer, n)?),
                 _ => None,
             };
             let count_s: Option<S<i32>> = match &count {
@@ -762,7 +803,9 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
                 }
                 (Data::Dec(_), Data::Dec(_), Func::Power) => {
                     let (x, y) = (side!(a, Dec), side!(b, Dec));
-                    Data::Dec(out_vec(m, nm, Decimal::ZERO, |i| pow_dec(x.get(i), y.get(i)))?)
+                    Data::Dec(out_vec(m, nm, Decimal::ZERO, |i| {
+                        pow_dec(x.get(i), y.get(i))
+                    })?)
                 }
                 (Data::I16(_), Data::I16(_), Func::Mod) => {
                     let (x, y) = (side!(a, I16), side!(b, I16));

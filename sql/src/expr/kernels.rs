@@ -46,11 +46,7 @@ pub(super) fn map2<A: Copy, B: Copy, O: Clone>(
     f: impl Fn(A, B) -> O,
 ) -> Vec<O> {
     match (a, b) {
-        (S::Many(x), S::Many(y)) => x[..n]
-            .iter()
-            .zip(&y[..n])
-            .map(|(&a, &b)| f(a, b))
-            .collect(),
+        (S::Many(x), S::Many(y)) => x[..n].iter().zip(&y[..n]).map(|(&a, &b)| f(a, b)).collect(),
         (S::Many(x), S::One(y)) => x[..n].iter().map(|&a| f(a, y)).collect(),
         (S::One(x), S::Many(y)) => y[..n].iter().map(|&b| f(x, b)).collect(),
         (S::One(x), S::One(y)) => vec![f(x, y); n],
@@ -74,8 +70,8 @@ pub(super) fn try_map1<A: Copy, O: Clone>(
             }
         }
         Some(m) => {
-            for i in 0..n {
-                out.push(if m[i] { dflt.clone() } else { f(a.get(i))? });
+            for (i, &null) in m[..n].iter().enumerate() {
+                out.push(if null { dflt.clone() } else { f(a.get(i))? });
             }
         }
     }
@@ -99,8 +95,8 @@ pub(super) fn try_map2<A: Copy, B: Copy, O: Clone>(
             }
         }
         Some(m) => {
-            for i in 0..n {
-                out.push(if m[i] {
+            for (i, &null) in m[..n].iter().enumerate() {
+                out.push(if null {
                     dflt.clone()
                 } else {
                     f(a.get(i), b.get(i))?

@@ -258,10 +258,10 @@ impl Expr {
 
     /// Every input column this expression reads.
     pub fn columns_used(&self, out: &mut Vec<usize>) {
-        if let ExprKind::Column(i) = self.kind {
-            if !out.contains(&i) {
-                out.push(i);
-            }
+        if let ExprKind::Column(i) = self.kind
+            && !out.contains(&i)
+        {
+            out.push(i);
         }
         for c in self.children() {
             c.columns_used(out);

@@ -48,7 +48,12 @@ pub(super) fn eval_subquery<'a>(
                 let m = if lhs.is_const() { 1 } else { n };
                 let mut out = Vec::with_capacity(m);
                 for i in 0..m {
-                    out.push(quantified_row(&lhs.v().value(lhs.idx(i)), &vals, *op, *all)?);
+                    out.push(quantified_row(
+                        &lhs.v().value(lhs.idx(i)),
+                        &vals,
+                        *op,
+                        *all,
+                    )?);
                 }
                 Ok(tri_col(out, lhs.is_const()))
             }
@@ -101,7 +106,9 @@ pub(super) fn eval_subquery<'a>(
 }
 
 fn lhs_value(lhs: &Option<Col>, k: usize) -> Result<Value> {
-    let c = lhs.as_ref().ok_or_else(|| internal("IN subquery without its operand"))?;
+    let c = lhs
+        .as_ref()
+        .ok_or_else(|| internal("IN subquery without its operand"))?;
     Ok(c.v().value(c.idx(k)))
 }
 

@@ -482,9 +482,8 @@ impl Interval {
             DateField::Microseconds => int(sec_micros),
             DateField::Epoch => {
                 // 365.25 days a year: work in quarter days to stay exact.
-                let quarter_days = 1461i128 * years as i128
-                    + 120 * months as i128
-                    + 4 * self.days as i128;
+                let quarter_days =
+                    1461i128 * years as i128 + 120 * months as i128 + 4 * self.days as i128;
                 let micros = quarter_days * (MICROS_PER_DAY as i128 / 4) + self.micros as i128;
                 Decimal::new(micros, 6)
             }
