@@ -157,7 +157,7 @@ impl From<types::Error> for Error {
     fn from(e: types::Error) -> Error {
         use types::Error as T;
         let sqlstate = match &e {
-            T::OutOfRange { .. } => "22003",
+            T::OutOfRange { .. } | T::IntInputOutOfRange { .. } => "22003",
             T::DivisionByZero => "22012",
             T::InvalidSyntax { .. } => "22P02",
             T::DateTimeFieldOutOfRange { .. } => "22008",

@@ -210,6 +210,9 @@ fn split_location(sql: &str, message: &str) -> (String, Option<usize>) {
 /// "syntax error at or near …". Keep sqlparser's detail, in PostgreSQL's frame.
 fn tidy(message: &str) -> String {
     let m = message.trim();
+    if m.starts_with("Unterminated string literal") {
+        return "unterminated quoted string".to_string();
+    }
     if m.starts_with("syntax error") {
         return m.to_string();
     }

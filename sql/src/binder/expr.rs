@@ -517,10 +517,11 @@ impl Binder<'_> {
                 substring_for,
                 ..
             } => {
+                let one = ast::Expr::value(ast::Value::Number("1".into(), false));
                 let mut args: Vec<&ast::Expr> = vec![expr];
                 match substring_from {
                     Some(x) => args.push(x),
-                    None => return Err(Error::not_supported("substring without FROM")),
+                    None => args.push(&one),
                 }
                 if let Some(x) = substring_for {
                     args.push(x);
@@ -799,7 +800,11 @@ impl Binder<'_> {
                 None => b.ty,
                 Some(t) => common_type(&t, &b.ty).ok_or_else(|| {
                     let msg = if op == "CASE" || op == "UNION" || op == "COALESCE" {
-                        format!("{op} types {} and {} cannot be matched", type_name(&t), type_name(&b.ty))
+                        if op == "CASE" {
+                            format!("{op} types {} and {} cannot be matched", type_name(&b.ty), type_name(&t))
+                        } else {
+                            format!("{op} types {} and {} cannot be matched", type_name(&t), type_name(&b.ty))
+                        }
                     } else {
                         format!("operator does not exist: {} {op} {}", t, b.ty)
                     };
@@ -853,6 +858,7 @@ impl Binder<'_> {
                 };
                 Ok(Expr::new(kind, DataType::Boolean))
             }
+            Op::PGExp => self.call_scalar("power", &[left, right], clause),
             Op::StringConcat => {
                 let l = self.bind_expr(left, clause)?;
                 let r = self.bind_expr(right, clause)?;
@@ -1165,7 +1171,27 @@ impl Binder<'_> {
             .map(|a| self.bind_expr(a, clause))
             .collect::<Result<_>>()?;
         let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
-        let resolved = crate::expr::Func::resolve(name, &types)?;
+        let mut resolved = crate::expr::Func::resolve(name, &types);
+        // An untyped NULL fits any argument type: try the common ones.
+        if resolved.as_ref().map_or(true, |r| r.is_none()) {
+            for guess in [DataType::Integer, DataType::NUMERIC, DataType::Double] {
+                let retry: Vec<DataType> = bound
+                    .iter()
+                    .zip(args)
+                    .map(|(b, a)| match &b.kind {
+                        ExprKind::Literal(Value::Null) if is_unknown(a) => guess,
+                        _ => b.ty,
+                    })
+                    .collect();
+                if retry != types {
+                    if let Ok(Some(r)) = crate::expr::Func::resolve(name, &retry) {
+                        resolved = Ok(Some(r));
+                        break;
+                    }
+                }
+            }
+        }
+        let resolved = resolved?;
         let Some((func, casts, ret)) = resolved else {
             let list: Vec<String> = bound
                 .iter()

@@ -45,6 +45,14 @@ impl Binder<'_> {
             self.ctes.push(HashMap::new());
             for cte in &with.cte_tables {
                 let name = ident(&cte.alias.name);
+                if self.ctes.last().expect("pushed").contains_key(&name) {
+                    self.ctes.pop();
+                    return Err(Error::semantic(
+                        "42712",
+                        format!("WITH query name \"{name}\" specified more than once"),
+                    )
+                    .at(crate::parser::span_offset(self.sql, cte.alias.name.span)));
+                }
                 let mut plan = self.bind_query(&cte.query)?;
                 if !cte.alias.columns.is_empty() {
                     if cte.alias.columns.len() > plan.schema.len() {
@@ -78,8 +86,13 @@ impl Binder<'_> {
     }
 
     fn bind_query_body(&mut self, q: &ast::Query) -> Result<Plan> {
-        if q.fetch.is_some() || !q.locks.is_empty() {
-            return Err(Error::not_supported("FETCH / FOR UPDATE").at(self.pos(q)));
+        if !q.locks.is_empty() {
+            return Err(Error::not_supported("FOR UPDATE / FOR SHARE").at(self.pos(q)));
+        }
+        if let Some(f) = &q.fetch {
+            if f.with_ties || f.percent || q.limit_clause.is_some() {
+                return Err(Error::not_supported("FETCH WITH TIES / PERCENT, or FETCH with LIMIT").at(self.pos(q)));
+            }
         }
         let order: Vec<&ast::OrderByExpr> = match &q.order_by {
             None => vec![],
@@ -99,6 +112,14 @@ impl Binder<'_> {
                 }
             }
         };
+        if let Some(f) = &q.fetch {
+            let limit = match &f.quantity {
+                None => Some(1),
+                Some(e) => self.const_count(e, "FETCH")?,
+            };
+            let schema = plan.schema.clone();
+            plan = Plan::new(Node::Limit { input: Box::new(plan), limit, offset: 0 }, schema);
+        }
         if let Some(lc) = &q.limit_clause {
             let (limit, offset) = match lc {
                 ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
@@ -182,7 +203,15 @@ impl Binder<'_> {
                     .at(self.pos(&**right)));
                 }
                 let mut types = Vec::new();
-                for (a, b) in l.schema.iter().zip(&r.schema) {
+                for (i, (a, b)) in l.schema.iter().zip(&r.schema).enumerate() {
+                    if unknown_column(&l, i) && !unknown_column(&r, i) {
+                        types.push(b.ty);
+                        continue;
+                    }
+                    if unknown_column(&r, i) {
+                        types.push(a.ty);
+                        continue;
+                    }
                     let t = common_type(&a.ty, &b.ty).ok_or_else(|| {
                         Error::datatype_mismatch(format!(
                             "{opname} types {} and {} cannot be matched",
@@ -280,10 +309,20 @@ impl Binder<'_> {
             return Err(Error::not_supported("this SELECT clause").at(self.pos(s)));
         }
         // FROM
-        let (mut plan, scope) = self.bind_from(&s.from)?;
+        // A SELECT nested in an aggregated query has its own aggregation state.
+        let outer_agg = self.agg.take();
+        let from = self.bind_from(&s.from);
+        let (mut plan, scope) = match from {
+            Ok(x) => x,
+            Err(e) => {
+                self.agg = outer_agg;
+                return Err(e);
+            }
+        };
         let saved = self.set_scope(scope.clone());
         let r = self.bind_select_rest(s, order, &mut plan, scope);
         self.set_scope(saved);
+        self.agg = outer_agg;
         r?;
         Ok(plan)
     }
@@ -647,33 +686,23 @@ impl Binder<'_> {
             let (mut plan, mut scope) = self.bind_factor(&twj.relation)?;
             for j in &twj.joins {
                 let (rp, rs) = self.bind_factor(&j.relation)?;
+                check_distinct_names(&scope, &rs)?;
                 let (p, s) = self.bind_join(plan, scope, rp, rs, &j.join_operator)?;
                 plan = p;
                 scope = s;
             }
             acc = Some(match acc {
                 None => (plan, scope),
-                Some((lp, ls)) => join_plans(lp, ls, plan, scope, JoinKind::Inner, None),
+                Some((lp, ls)) => {
+                    check_distinct_names(&ls, &scope)?;
+                    let nleft = lp.schema.len();
+                    let combined = combine_scopes(&ls, &scope, nleft);
+                    let (p, _) = join_plans(lp, ls, plan, scope, JoinKind::Inner, None);
+                    (p, combined)
+                }
             });
         }
         let (p, s) = acc.expect("at least one FROM item");
-        // Duplicate table names in one FROM clause are an error, as in PostgreSQL.
-        let mut seen: Vec<&str> = Vec::new();
-        let mut last: Option<&str> = None;
-        for c in &s.columns {
-            if let Some(t) = c.table.as_deref() {
-                if last != Some(t) {
-                    if seen.contains(&t) && !c.unqualified_only && !c.qualified_only {
-                        return Err(Error::semantic(
-                            "42712",
-                            format!("table name \"{t}\" specified more than once"),
-                        ));
-                    }
-                    seen.push(t);
-                    last = Some(t);
-                }
-            }
-        }
         Ok((p, s))
     }
 
@@ -838,14 +867,8 @@ impl Binder<'_> {
         };
         let nleft = lp.schema.len();
         // The combined scope: right columns shifted past the left ones.
-        let mut scope = ls.clone();
+        let mut scope = combine_scopes(&ls, &rs, nleft);
         let shift = |e: &Expr| shift_columns(e, nleft);
-        for c in &rs.columns {
-            let mut c2 = c.clone();
-            c2.expr = shift(&c.expr);
-            scope.columns.push(c2);
-        }
-        scope.star.extend(rs.star.iter().map(|&i| i + ls.columns.len()));
         let using: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
                 .iter()
@@ -933,6 +956,45 @@ impl Binder<'_> {
         };
         let (plan, _) = join_plans(lp, ls, rp, rs, kind, on);
         Ok((plan, scope))
+    }
+}
+
+/// Table names (or aliases) may appear once per FROM clause.
+fn check_distinct_names(left: &Scope, right: &Scope) -> Result<()> {
+    for c in &right.columns {
+        if let Some(t) = c.table.as_deref() {
+            if left.has_table(t) {
+                return Err(Error::semantic(
+                    "42712",
+                    format!("table name \"{t}\" specified more than once"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The scope of `left` joined with `right`: right columns move past the left ones.
+fn combine_scopes(left: &Scope, right: &Scope, nleft: usize) -> Scope {
+    let mut scope = left.clone();
+    for c in &right.columns {
+        let mut c2 = c.clone();
+        c2.expr = shift_columns(&c.expr, nleft);
+        scope.columns.push(c2);
+    }
+    scope.star.extend(right.star.iter().map(|&i| i + left.columns.len()));
+    scope
+}
+
+/// Whether output column `i` of `plan` is an untyped literal (a string or NULL in a
+/// select list), whose type a set operation takes from the other side.
+fn unknown_column(plan: &Plan, i: usize) -> bool {
+    match &plan.node {
+        Node::Project { exprs, .. } => matches!(
+            &exprs[i].kind,
+            ExprKind::Literal(Value::Null) | ExprKind::Literal(Value::Text(_))
+        ) && exprs[i].ty == DataType::Text,
+        _ => false,
     }
 }
 

@@ -33,7 +33,7 @@ fn resolve_columns(t: &TableDef, names: &[String]) -> Result<Vec<usize>> {
         .iter()
         .map(|n| {
             t.column_index(n)
-                .ok_or_else(|| Error::undefined_column(n).with_message(format!("column \"{n}\" named in key does not exist")))
+                .ok_or_else(|| Error::undefined_column(n))
         })
         .collect()
 }

@@ -83,6 +83,10 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         Some(q) => match (&*q.body, &q.order_by, &q.limit_clause, &q.with) {
             (ast::SetExpr::Values(values), None, None, None) => {
                 let mut rows = Vec::with_capacity(values.rows.len());
+                let width = values.rows.first().map_or(0, |r| r.content.len());
+                if values.rows.iter().any(|r| r.content.len() != width) {
+                    return Err(Error::semantic("42601", "VALUES lists must all be the same length"));
+                }
                 for r in &values.rows {
                     let exprs = &r.content;
                     if exprs.len() > targets.len() {

@@ -13,6 +13,12 @@ pub enum Error {
     /// `smallint`, `integer` or `bigint`, as in PostgreSQL's message.
     #[error("{type_name} out of range")]
     OutOfRange { type_name: &'static str },
+    /// Integer text whose value does not fit the type (PostgreSQL's input functions).
+    #[error("value \"{input}\" is out of range for type {type_name}")]
+    IntInputOutOfRange {
+        type_name: &'static str,
+        input: String,
+    },
     /// Division (or remainder) by zero, for every numeric type.
     #[error("division by zero")]
     DivisionByZero,

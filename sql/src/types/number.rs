@@ -85,9 +85,16 @@ pub fn parse_int<T: SqlInt>(text: &str) -> Result<T> {
                     v.checked_add(digit)
                 }
             })
-            .ok_or_else(out_of_range::<T>)?;
+            .ok_or_else(|| input_out_of_range::<T>(s))?;
     }
-    T::try_from(v).map_err(|_| out_of_range::<T>())
+    T::try_from(v).map_err(|_| input_out_of_range::<T>(s))
+}
+
+fn input_out_of_range<T: SqlInt>(text: &str) -> Error {
+    Error::IntInputOutOfRange {
+        type_name: T::TYPE_NAME,
+        input: text.to_string(),
+    }
 }
 
 /// Converts an `i64` to the integer type, failing with the type's out-of-range error.
