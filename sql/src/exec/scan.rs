@@ -2,8 +2,8 @@
 
 use std::ops::Bound;
 
-use beedb_storage::btree::{BTree, Direction};
 use beedb_storage::btree::key_encoding::prefix_successor;
+use beedb_storage::btree::{BTree, Direction};
 use beedb_storage::heap::{HeapFile, HeapPage};
 use beedb_storage::{PageId, SlotId, TupleId};
 
@@ -159,7 +159,9 @@ fn index_tids(
         .get(index)
         .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\"", table.name)))?;
     if eq.len() + usize::from(lower.is_some() || upper.is_some()) > idx.columns.len() {
-        return Err(Error::internal("index scan bounds exceed the index columns"));
+        return Err(Error::internal(
+            "index scan bounds exceed the index columns",
+        ));
     }
     let mut keys = Vec::with_capacity(eq.len() + 1);
     for (k, e) in eq.iter().enumerate() {
