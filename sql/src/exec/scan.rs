@@ -13,7 +13,7 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::plan::Access;
-use crate::vector::{BATCH_SIZE, Batch, Vector};
+use crate::vector::{BATCH_SIZE, Vector};
 
 /// A tuple id as the bigint a `with_tid` scan reports: `(page << 16) | slot`.
 pub fn tid_to_i64(t: TupleId) -> i64 {
@@ -284,6 +284,3 @@ fn index_tids(
     }
     Ok(tids)
 }
-
-#[allow(dead_code)]
-fn _assert_batch(_: &Batch) {}

@@ -1205,3 +1205,69 @@ fn filter_with_real_predicate() {
     );
     assert_eq!(rows(&w, &p), vec![vec![i(5)]]);
 }
+
+#[test]
+fn update_that_moves_the_tuple_keeps_indexes() {
+    let s = store();
+    let w = s.begin_write().unwrap();
+    let t = table(
+        &w,
+        "t",
+        vec![
+            col("id", DataType::Integer, true),
+            col("s", DataType::Text, false),
+        ],
+        &[("t_pkey", vec![0], true)],
+    );
+    let mut tids = Vec::new();
+    for k in 0..40 {
+        tids.push(insert_row(&w, &t, &[i(k), Value::Text("y".repeat(150))]).unwrap());
+    }
+    let old = vec![i(0), Value::Text("y".repeat(150))];
+    let new = vec![i(0), Value::Text("z".repeat(1900))];
+    let moved = update_row(&w, &t, tids[0], &old, &new).unwrap();
+    assert_ne!(moved, tids[0]);
+    assert_eq!(
+        rows(&w, &index_scan(&t, 0, vec![lit(0)], None, None)),
+        vec![new.clone()]
+    );
+    assert_eq!(rows(&w, &scan(&t)).len(), 40);
+    let e = insert_row(&w, &t, &[i(0), Value::Null]).unwrap_err();
+    assert_eq!(e.sqlstate, "23505");
+    delete_row(&w, &t, moved, &new).unwrap();
+    insert_row(&w, &t, &[i(0), Value::Null]).unwrap();
+}
+
+#[test]
+fn explain_lines() {
+    let s = store();
+    let w = s.begin_write().unwrap();
+    let t = table(
+        &w,
+        "t",
+        vec![col("a", DataType::Integer, false)],
+        &[("t_a", vec![0], true)],
+    );
+    let j = join_plan(
+        &scan(&t),
+        &index_scan(&t, 0, vec![lit(3)], None, None),
+        JoinKind::Left,
+        true,
+    );
+    let a = agg_plan(
+        &j,
+        vec![int_col(0)],
+        vec![agg(AggFunc::CountStar, None, false, DataType::BigInt)],
+    );
+    let lines = crate::plan::explain::explain(&sort_plan(&a, vec![(0, true, false)]), None);
+    assert_eq!(
+        lines,
+        vec![
+            "Sort  key: g DESC NULLS LAST",
+            "  ->  HashAggregate  group: a  aggs: count(*)",
+            "        ->  Hash Join (left)  keys: a = a",
+            "              ->  Seq Scan on t",
+            "              ->  Index Scan using t_a on t  index cond: a = 3",
+        ]
+    );
+}
