@@ -28,7 +28,10 @@ enum Acc {
     AvgDec(Vec<(Decimal, i64)>),
     AvgFloat(Vec<(f64, i64)>),
     AvgInterval(Vec<(Interval, i64)>),
-    MinMax { max: bool, vals: Vec<Value> },
+    MinMax {
+        max: bool,
+        vals: Vec<Value>,
+    },
 }
 
 fn bigint_overflow() -> Error {
@@ -95,7 +98,10 @@ impl Acc {
             }
             return Ok(());
         };
-        let live = rows.iter().map(|&k| k as usize).filter(|&k| !arg.is_null(k));
+        let live = rows
+            .iter()
+            .map(|&k| k as usize)
+            .filter(|&k| !arg.is_null(k));
         macro_rules! each_int {
             ($f:expr) => {
                 match &arg.data {
@@ -114,7 +120,11 @@ impl Acc {
                             $f(gids[k] as usize, d[k])?;
                         }
                     }
-                    _ => return Err(Error::internal("integer aggregate over a non-integer vector")),
+                    _ => {
+                        return Err(Error::internal(
+                            "integer aggregate over a non-integer vector",
+                        ))
+                    }
                 }
             };
         }
@@ -125,7 +135,11 @@ impl Acc {
                 }
             }
             Acc::SumInt(s) => each_int!(|g: usize, x: i64| -> Result<()> {
-                s[g] = Some(s[g].unwrap_or(0).checked_add(x).ok_or_else(bigint_overflow)?);
+                s[g] = Some(
+                    s[g].unwrap_or(0)
+                        .checked_add(x)
+                        .ok_or_else(bigint_overflow)?,
+                );
                 Ok(())
             }),
             Acc::SumWide(s) => each_int!(|g: usize, x: i64| -> Result<()> {
@@ -283,7 +297,8 @@ pub(super) fn aggregate(
     let mut group_cols: Vec<Vector> = group_types.iter().map(|t| Vector::new(*t, 16)).collect();
     let mut map: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
     let mut accs = aggs.iter().map(Acc::new).collect::<Result<Vec<_>>>()?;
-    let mut seen: Vec<FxHashSet<(u32, Vec<u8>)>> = aggs.iter().map(|_| FxHashSet::default()).collect();
+    let mut seen: Vec<FxHashSet<(u32, Vec<u8>)>> =
+        aggs.iter().map(|_| FxHashSet::default()).collect();
     let mut ngroups = 0usize;
     let mut key_bytes = 0usize;
     if groups.is_empty() {
@@ -298,7 +313,10 @@ pub(super) fn aggregate(
         if n == 0 {
             return Ok(Flow::Continue);
         }
-        let gv = groups.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+        let gv = groups
+            .iter()
+            .map(|e| ex.eval(e, &b))
+            .collect::<Result<Vec<_>>>()?;
         let gids: Vec<u32> = if groups.is_empty() {
             vec![0; n]
         } else {
@@ -336,14 +354,14 @@ pub(super) fn aggregate(
                 && let Some(a) = &arg
             {
                 let mut rows = Vec::new();
-                for k in 0..n {
+                for (k, &g) in gids.iter().enumerate() {
                     if a.is_null(k) {
                         continue;
                     }
                     let mut kb = Vec::new();
                     push_key(a, k, &mut kb);
-                    key_bytes += kb.len() + 48;
-                    if seen[i].insert((gids[k], kb)) {
+                    if seen[i].insert((g, kb)) {
+                        key_bytes += 64;
                         rows.push(k as u32);
                     }
                 }
@@ -394,15 +412,16 @@ fn cast_to(v: Value, ty: &DataType) -> Result<Value> {
         return Ok(v);
     }
     let same = match (&v, ty) {
-        (Value::Decimal(_), DataType::Decimal { precision: None, .. }) => true,
+        (
+            Value::Decimal(_),
+            DataType::Decimal {
+                precision: None, ..
+            },
+        ) => true,
         (Value::Decimal(_), DataType::Decimal { .. }) => false,
-        _ => v
-            .data_type()
-            .is_some_and(|t| crate::vector::PhysicalType::of(&t) == crate::vector::PhysicalType::of(ty)),
+        _ => v.data_type().is_some_and(|t| {
+            crate::vector::PhysicalType::of(&t) == crate::vector::PhysicalType::of(ty)
+        }),
     };
-    if same {
-        Ok(v)
-    } else {
-        Ok(v.cast(ty)?)
-    }
+    if same { Ok(v) } else { Ok(v.cast(ty)?) }
 }

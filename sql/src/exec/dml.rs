@@ -32,16 +32,25 @@ fn check_not_null(table: &TableDef, row: &[Value]) -> Result<()> {
 fn duplicate(index: &IndexDef) -> Error {
     Error::constraint(
         "23505",
-        format!("duplicate key value violates unique constraint \"{}\"", index.name),
+        format!(
+            "duplicate key value violates unique constraint \"{}\"",
+            index.name
+        ),
     )
 }
 
 /// Whether `key` is present in `index` under a tuple other than `except`.
-fn key_taken<R: PageRead + ?Sized>(r: &R, index: &IndexDef, key: &[u8], except: Option<TupleId>) -> Result<bool> {
+fn key_taken<R: PageRead + ?Sized>(
+    r: &R,
+    index: &IndexDef,
+    key: &[u8],
+    except: Option<TupleId>,
+) -> Result<bool> {
     let tree = BTree::open(index.root);
     for v in tree.get_all(r, key)? {
         let v = v?;
-        let tid = TupleId::from_bytes(&v).ok_or_else(|| Error::internal("malformed index value"))?;
+        let tid =
+            TupleId::from_bytes(&v).ok_or_else(|| Error::internal("malformed index value"))?;
         if Some(tid) != except {
             return Ok(true);
         }
@@ -93,7 +102,11 @@ pub fn update_row(
     for idx in &table.indexes {
         let old = index_key(table, idx, old_row)?;
         let new = index_key(table, idx, new_row)?;
-        if idx.unique && old != new && !key_has_null(idx, new_row) && key_taken(w, idx, &new, Some(tid))? {
+        if idx.unique
+            && old != new
+            && !key_has_null(idx, new_row)
+            && key_taken(w, idx, &new, Some(tid))?
+        {
             return Err(duplicate(idx));
         }
         keys.push((old, new));
@@ -110,7 +123,10 @@ pub fn update_row(
 }
 
 /// Every row of a table with its tuple id (slow path: index builds, DDL).
-pub fn table_rows<R: PageRead + ?Sized>(r: &R, table: &TableDef) -> Result<Vec<(TupleId, Vec<Value>)>> {
+pub fn table_rows<R: PageRead + ?Sized>(
+    r: &R,
+    table: &TableDef,
+) -> Result<Vec<(TupleId, Vec<Value>)>> {
     let heap = HeapFile::open(table.heap);
     let mut tuples = Vec::new();
     for g in heap.pages(r) {
@@ -137,7 +153,11 @@ pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize) -> Res
     for (tid, row) in table_rows(w, table)? {
         let key = index_key(table, idx, &row)?;
         if idx.unique && !key_has_null(idx, &row) && key_taken(w, idx, &key, None)? {
-            let cols: Vec<&str> = idx.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+            let cols: Vec<&str> = idx
+                .columns
+                .iter()
+                .map(|&c| table.columns[c].name.as_str())
+                .collect();
             let vals: Vec<String> = idx.columns.iter().map(|&c| row[c].to_string()).collect();
             return Err(Error::constraint(
                 "23505",

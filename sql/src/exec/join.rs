@@ -30,7 +30,13 @@ struct Build {
     matched: Vec<bool>,
 }
 
-pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: Out) -> Result<Flow> {
+pub(super) fn join(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    s: JoinSpec<'_>,
+    out: Out,
+) -> Result<Flow> {
     let left_id = id + 1;
     let right_id = left_id + node_count(s.left);
     let left_types = s.left.types();
@@ -64,7 +70,9 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
                     continue; // NULL keys never match
                 }
                 key_bytes += key.len() + 48;
-                map.entry(key.clone()).or_default().push((build.len + k) as u32);
+                map.entry(key.clone())
+                    .or_default()
+                    .push((build.len + k) as u32);
             }
         }
         let b = super::dense(b, &right_types);
@@ -72,7 +80,8 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
             c.extend(v);
         }
         build.len += n;
-        let bytes = key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
+        let bytes =
+            key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
         ex.check_mem("Hash Join", bytes)?;
         Ok(Flow::Continue)
     })?;
@@ -104,7 +113,17 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
         let mut left_matched = vec![false; n];
         let Some(map) = build.map.take() else {
             let all_right: Vec<u32> = (0..build.len as u32).collect();
-            let f = nested_loop(ex, &s, &b, &mut build, &all_right, &out_types, &mut left_matched, emits_pairs, out)?;
+            let f = nested_loop(
+                ex,
+                &s,
+                &b,
+                &mut build,
+                &all_right,
+                &out_types,
+                &mut left_matched,
+                emits_pairs,
+                out,
+            )?;
             if f == Flow::Stop {
                 stopped = true;
                 return Ok(Flow::Stop);
@@ -123,8 +142,17 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
             for &r in cands {
                 pairs.push((l as u32, r));
                 if pairs.len() >= BATCH_SIZE
-                    && flush(ex, &s, &b, &mut build, &mut pairs, &out_types, &mut left_matched, emits_pairs, out)?
-                        == Flow::Stop
+                    && flush(
+                        ex,
+                        &s,
+                        &b,
+                        &mut build,
+                        &mut pairs,
+                        &out_types,
+                        &mut left_matched,
+                        emits_pairs,
+                        out,
+                    )? == Flow::Stop
                 {
                     flow = Flow::Stop;
                     break 'rows;
@@ -132,7 +160,17 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
             }
         }
         if flow == Flow::Continue {
-            flow = flush(ex, &s, &b, &mut build, &mut pairs, &out_types, &mut left_matched, emits_pairs, out)?;
+            flow = flush(
+                ex,
+                &s,
+                &b,
+                &mut build,
+                &mut pairs,
+                &out_types,
+                &mut left_matched,
+                emits_pairs,
+                out,
+            )?;
         }
         build.map = Some(map);
         if flow == Flow::Stop {
@@ -148,7 +186,9 @@ pub(super) fn join(ex: &Exec<'_>, plan: &Plan, id: usize, s: JoinSpec<'_>, out: 
     // Unmatched right rows.
     if matches!(s.kind, JoinKind::Right | JoinKind::Full) {
         let nl = left_types.len();
-        let unmatched: Vec<u32> = (0..build.len as u32).filter(|&r| !build.matched[r as usize]).collect();
+        let unmatched: Vec<u32> = (0..build.len as u32)
+            .filter(|&r| !build.matched[r as usize])
+            .collect();
         for chunk in unmatched.chunks(BATCH_SIZE) {
             let none = vec![None; chunk.len()];
             let mut cols = Vec::with_capacity(out_types.len());
@@ -235,13 +275,33 @@ fn nested_loop(
         for &r in right_rows {
             pairs.push((l, r));
             if pairs.len() >= BATCH_SIZE
-                && flush(ex, s, b, build, &mut pairs, out_types, left_matched, emits_pairs, out)? == Flow::Stop
+                && flush(
+                    ex,
+                    s,
+                    b,
+                    build,
+                    &mut pairs,
+                    out_types,
+                    left_matched,
+                    emits_pairs,
+                    out,
+                )? == Flow::Stop
             {
                 return Ok(Flow::Stop);
             }
         }
     }
-    flush(ex, s, b, build, &mut pairs, out_types, left_matched, emits_pairs, out)
+    flush(
+        ex,
+        s,
+        b,
+        build,
+        &mut pairs,
+        out_types,
+        left_matched,
+        emits_pairs,
+        out,
+    )
 }
 
 /// Checks `on` over the candidate pairs, records matches and emits matched pairs

@@ -123,7 +123,14 @@ pub fn cmp_with_value(a: &Vector, i: usize, v: &Value) -> Ordering {
 
 /// Ordering of element `i` of `a` and `j` of `b` under one sort key: NULLs placed
 /// per `nulls_first` in the final order, values reversed when `desc`.
-pub fn cmp_sort(a: &Vector, i: usize, b: &Vector, j: usize, desc: bool, nulls_first: bool) -> Ordering {
+pub fn cmp_sort(
+    a: &Vector,
+    i: usize,
+    b: &Vector,
+    j: usize,
+    desc: bool,
+    nulls_first: bool,
+) -> Ordering {
     match (a.is_null(i), b.is_null(j)) {
         (true, true) => Ordering::Equal,
         (true, false) => {

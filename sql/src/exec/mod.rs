@@ -22,9 +22,9 @@ pub mod keys;
 mod scan;
 mod setop;
 mod sort;
-pub mod tuple_codec;
 #[cfg(test)]
 mod tests;
+pub mod tuple_codec;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -112,7 +112,11 @@ pub fn node_count(plan: &Plan) -> usize {
 
 /// Runs `plan`, pushing every output batch to `sink`; `sink` returns `Ok(false)` to
 /// stop early.
-pub fn run(plan: &Plan, ctx: &ExecContext, sink: &mut dyn FnMut(Batch) -> Result<bool>) -> Result<()> {
+pub fn run(
+    plan: &Plan,
+    ctx: &ExecContext,
+    sink: &mut dyn FnMut(Batch) -> Result<bool>,
+) -> Result<()> {
     let cache = RefCell::new(FxHashMap::default());
     let ex = Exec {
         ctx,
@@ -157,7 +161,7 @@ pub(crate) struct Exec<'a> {
     ctx: &'a ExecContext<'a>,
     params: &'a [Value],
     /// Results of uncorrelated subqueries, for the whole statement.
-    cache: &'a RefCell<FxHashMap<usize, SubqueryResult>>,
+    cache: &'a RefCell<FxHashMap<(usize, u8), SubqueryResult>>,
     profile: Option<&'a Profile>,
 }
 
@@ -168,8 +172,16 @@ impl SubqueryRunner for Exec<'_> {
             .subqueries
             .get(id)
             .ok_or_else(|| Error::internal(format!("no subplan {id}")))?;
+        let cache_key = (
+            id,
+            match kind {
+                SubqueryKind::Scalar => 0u8,
+                SubqueryKind::Exists => 1,
+                SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => 2,
+            },
+        );
         if !sub.correlated
-            && let Some(r) = self.cache.borrow().get(&id)
+            && let Some(r) = self.cache.borrow().get(&cache_key)
         {
             return Ok(r.clone());
         }
@@ -206,7 +218,11 @@ impl SubqueryRunner for Exec<'_> {
                         many = true;
                         return Ok(Flow::Stop);
                     }
-                    value = Some(b.columns.first().map_or(Value::Null, |c| c.value(b.position(0))));
+                    value = Some(
+                        b.columns
+                            .first()
+                            .map_or(Value::Null, |c| c.value(b.position(0))),
+                    );
                     Ok(Flow::Continue)
                 })?;
                 if many {
@@ -232,7 +248,7 @@ impl SubqueryRunner for Exec<'_> {
             }
         };
         if !sub.correlated {
-            self.cache.borrow_mut().insert(id, result.clone());
+            self.cache.borrow_mut().insert(cache_key, result.clone());
         }
         Ok(result)
     }
@@ -275,7 +291,11 @@ impl<'a> Exec<'a> {
 
     /// The physical positions of `batch` where `pred` is true.
     pub(crate) fn pred(&self, pred: &Expr, batch: &Batch) -> Result<Vec<u32>> {
-        let live = || (0..batch.rows()).map(|k| batch.position(k) as u32).collect();
+        let live = || {
+            (0..batch.rows())
+                .map(|k| batch.position(k) as u32)
+                .collect()
+        };
         match &pred.kind {
             ExprKind::Literal(Value::Boolean(true)) => Ok(live()),
             ExprKind::Literal(Value::Boolean(false) | Value::Null) => Ok(Vec::new()),
@@ -317,7 +337,13 @@ impl<'a> Exec<'a> {
 
     /// Runs node `plan` (pre-order id `id`), pushing its output to `out`. Returns
     /// `Stop` when `out` asked to stop. `top_n` is set by a Limit on a Sort.
-    pub(crate) fn node(&self, plan: &Plan, id: usize, top_n: Option<usize>, out: Out) -> Result<Flow> {
+    pub(crate) fn node(
+        &self,
+        plan: &Plan,
+        id: usize,
+        top_n: Option<usize>,
+        out: Out,
+    ) -> Result<Flow> {
         let Some(p) = self.profile else {
             return self.node_inner(plan, id, top_n, out);
         };
@@ -332,7 +358,12 @@ impl<'a> Exec<'a> {
             downstream += t.elapsed();
             f
         });
-        p.record(id, rows, batches, start.elapsed().saturating_sub(downstream));
+        p.record(
+            id,
+            rows,
+            batches,
+            start.elapsed().saturating_sub(downstream),
+        );
         r
     }
 
@@ -344,7 +375,15 @@ impl<'a> Exec<'a> {
                 filter,
                 access,
                 with_tid,
-            } => scan::table_scan(self, table, columns, filter.as_ref(), access, *with_tid, out),
+            } => scan::table_scan(
+                self,
+                table,
+                columns,
+                filter.as_ref(),
+                access,
+                *with_tid,
+                out,
+            ),
             Node::Values { rows } => self.values(plan, rows, out),
             Node::Filter { input, predicate } => self.node(input, id + 1, None, &mut |mut b| {
                 let sel = self.pred(predicate, &b)?;
@@ -414,7 +453,10 @@ impl<'a> Exec<'a> {
     fn values(&self, plan: &Plan, rows: &[Vec<Expr>], out: Out) -> Result<Flow> {
         let types = plan.types();
         let one = Batch::empty_rows(1);
-        let mut cols: Vec<Vector> = types.iter().map(|t| Vector::new(*t, rows.len().min(BATCH_SIZE))).collect();
+        let mut cols: Vec<Vector> = types
+            .iter()
+            .map(|t| Vector::new(*t, rows.len().min(BATCH_SIZE)))
+            .collect();
         let mut n = 0;
         for row in rows {
             for (k, e) in row.iter().enumerate() {
@@ -439,12 +481,21 @@ impl<'a> Exec<'a> {
         Ok(Flow::Continue)
     }
 
-    fn limit(&self, input: &Plan, id: usize, limit: Option<u64>, offset: u64, out: Out) -> Result<Flow> {
+    fn limit(
+        &self,
+        input: &Plan,
+        id: usize,
+        limit: Option<u64>,
+        offset: u64,
+        out: Out,
+    ) -> Result<Flow> {
         if limit == Some(0) {
             return Ok(Flow::Continue);
         }
         let top_n = match (&input.node, limit) {
-            (Node::Sort { .. }, Some(l)) => Some(l.saturating_add(offset).min(usize::MAX as u64) as usize),
+            (Node::Sort { .. }, Some(l)) => {
+                Some(l.saturating_add(offset).min(usize::MAX as u64) as usize)
+            }
             _ => None,
         };
         let mut skip = offset;
@@ -458,7 +509,9 @@ impl<'a> Exec<'a> {
             }
             let take = (n - skip).min(left);
             if skip > 0 || take < n {
-                let sel: Vec<u32> = (skip..skip + take).map(|k| b.position(k as usize) as u32).collect();
+                let sel: Vec<u32> = (skip..skip + take)
+                    .map(|k| b.position(k as usize) as u32)
+                    .collect();
                 b.sel = Some(sel);
             }
             skip = 0;
@@ -467,7 +520,11 @@ impl<'a> Exec<'a> {
                 stopped = true;
                 return Ok(Flow::Stop);
             }
-            Ok(if left == 0 { Flow::Stop } else { Flow::Continue })
+            Ok(if left == 0 {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
         })?;
         Ok(if stopped { Flow::Stop } else { Flow::Continue })
     }
@@ -492,7 +549,11 @@ pub(crate) fn dense(batch: Batch, types: &[crate::types::DataType]) -> Batch {
 }
 
 /// Appends the rows of `src` at `positions` (NULL for `None`) to `dst`.
-pub(crate) fn gather_opt(src: &Vector, positions: &[Option<u32>], ty: crate::types::DataType) -> Vector {
+pub(crate) fn gather_opt(
+    src: &Vector,
+    positions: &[Option<u32>],
+    ty: crate::types::DataType,
+) -> Vector {
     let mut out = Vector::new(ty, positions.len());
     for p in positions {
         match p {

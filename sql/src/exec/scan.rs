@@ -2,8 +2,8 @@
 
 use std::ops::Bound;
 
-use beedb_storage::btree::{BTree, Direction};
 use beedb_storage::btree::key_encoding::prefix_successor;
+use beedb_storage::btree::{BTree, Direction};
 use beedb_storage::heap::{HeapFile, HeapPage};
 use beedb_storage::{PageId, SlotId, TupleId};
 
@@ -13,7 +13,7 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::plan::Access;
-use crate::vector::{BATCH_SIZE, Batch, Vector};
+use crate::vector::{BATCH_SIZE, Vector};
 
 /// A tuple id as the bigint a `with_tid` scan reports: `(page << 16) | slot`.
 pub fn tid_to_i64(t: TupleId) -> i64 {
@@ -159,7 +159,9 @@ fn index_tids(
         .get(index)
         .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\"", table.name)))?;
     if eq.len() + usize::from(lower.is_some() || upper.is_some()) > idx.columns.len() {
-        return Err(Error::internal("index scan bounds exceed the index columns"));
+        return Err(Error::internal(
+            "index scan bounds exceed the index columns",
+        ));
     }
     let mut keys = Vec::with_capacity(eq.len() + 1);
     for (k, e) in eq.iter().enumerate() {
@@ -282,6 +284,3 @@ fn index_tids(
     }
     Ok(tids)
 }
-
-#[allow(dead_code)]
-fn _assert_batch(_: &Batch) {}

@@ -45,7 +45,13 @@ fn first_seen(
     Ok(Some(b))
 }
 
-pub(super) fn distinct(ex: &Exec<'_>, plan: &Plan, id: usize, input: &Plan, out: Out) -> Result<Flow> {
+pub(super) fn distinct(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    input: &Plan,
+    out: Out,
+) -> Result<Flow> {
     let types = plan.types();
     let mut seen = FxHashSet::default();
     let mut bytes = 0;
@@ -98,7 +104,11 @@ pub(super) fn set_op(
             Ok(Flow::Continue)
         }
         SetOpKind::Intersect | SetOpKind::Except => {
-            let name = if op == SetOpKind::Intersect { "Intersect" } else { "Except" };
+            let name = if op == SetOpKind::Intersect {
+                "Intersect"
+            } else {
+                "Except"
+            };
             let mut counts: FxHashMap<Vec<u8>, i64> = FxHashMap::default();
             let mut bytes = 0usize;
             let mut key = Vec::new();

@@ -40,7 +40,12 @@ impl Buffer {
     }
 
     fn bytes(&self) -> usize {
-        self.cols.iter().chain(&self.keys).map(|c| c.heap_bytes()).sum::<usize>() + self.len * 4
+        self.cols
+            .iter()
+            .chain(&self.keys)
+            .map(|c| c.heap_bytes())
+            .sum::<usize>()
+            + self.len * 4
     }
 }
 
@@ -55,7 +60,10 @@ pub(super) fn sort(
     let types = input.types();
     let mut buf = Buffer {
         cols: types.iter().map(|t| Vector::new(*t, 0)).collect(),
-        keys: sort_keys.iter().map(|k| Vector::new(k.expr.ty, 0)).collect(),
+        keys: sort_keys
+            .iter()
+            .map(|k| Vector::new(k.expr.ty, 0))
+            .collect(),
         len: 0,
     };
     if top_n == Some(0) {

@@ -94,7 +94,10 @@ pub fn encode_value(v: &Value, ty: &DataType) -> Result<Option<Vec<u8>>> {
                 .to_le_bytes()
                 .to_vec()
         }
-        (DataType::BigInt, _) => int_of(v).ok_or_else(|| bad_value(v, ty))?.to_le_bytes().to_vec(),
+        (DataType::BigInt, _) => int_of(v)
+            .ok_or_else(|| bad_value(v, ty))?
+            .to_le_bytes()
+            .to_vec(),
         (DataType::Date, Value::Date(d)) => d.0.to_le_bytes().to_vec(),
         (DataType::Timestamp, Value::Timestamp(t)) => t.0.to_le_bytes().to_vec(),
         (DataType::Real, Value::Real(x)) => x.to_le_bytes().to_vec(),
@@ -259,7 +262,11 @@ impl RowDecoder {
 }
 
 /// Decodes a whole stored tuple into values (slow path: DML, index builds).
-pub fn decode_row<R: PageRead + ?Sized>(r: &R, table: &TableDef, tuple: &[u8]) -> Result<Vec<Value>> {
+pub fn decode_row<R: PageRead + ?Sized>(
+    r: &R,
+    table: &TableDef,
+    tuple: &[u8],
+) -> Result<Vec<Value>> {
     let all: Vec<usize> = (0..table.columns.len()).collect();
     let dec = RowDecoder::new(table, &all);
     let mut vecs = dec.new_vectors(1);
@@ -333,7 +340,11 @@ pub fn key_scale(ty: &DataType) -> u8 {
 /// The key of `v` in a column of type `ty`. For decimals that do not land exactly on
 /// the key scale, `round` decides: `None` → `Err(KeyMiss::Between)`, `Some(true)` →
 /// round up, `Some(false)` → round down.
-pub fn key_of(v: &Value, ty: &DataType, round: Option<bool>) -> Result<std::result::Result<OwnedKey, KeyMiss>> {
+pub fn key_of(
+    v: &Value,
+    ty: &DataType,
+    round: Option<bool>,
+) -> Result<std::result::Result<OwnedKey, KeyMiss>> {
     if v.is_null() {
         return Ok(Ok(OwnedKey::Null));
     }

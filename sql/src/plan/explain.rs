@@ -15,12 +15,18 @@ pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
     lines
 }
 
-fn walk(plan: &Plan, profile: Option<&Profile>, depth: usize, id: &mut usize, lines: &mut Vec<String>) {
+fn walk(
+    plan: &Plan,
+    profile: Option<&Profile>,
+    depth: usize,
+    id: &mut usize,
+    lines: &mut Vec<String>,
+) {
     let my_id = *id;
     *id += 1;
     let mut line = String::new();
     if depth > 0 {
-        line.push_str(&"  ".repeat(depth * 2 - 2));
+        line.push_str(&" ".repeat(2 + 6 * (depth - 1)));
         line.push_str("->  ");
     }
     line.push_str(&describe(plan));
@@ -42,14 +48,24 @@ fn walk(plan: &Plan, profile: Option<&Profile>, depth: usize, id: &mut usize, li
 }
 
 fn col_name(plan: &Plan, i: usize) -> String {
-    plan.schema.get(i).map_or_else(|| format!("${i}"), |c| c.name.clone())
+    plan.schema
+        .get(i)
+        .map_or_else(|| format!("${i}"), |c| c.name.clone())
 }
 
 /// The input columns' names a node's expressions refer to.
 fn input_names(plan: &Plan) -> Vec<String> {
     match &plan.node {
-        Node::TableScan { table, columns, with_tid, .. } => {
-            let mut v: Vec<String> = columns.iter().map(|&c| table.columns[c].name.clone()).collect();
+        Node::TableScan {
+            table,
+            columns,
+            with_tid,
+            ..
+        } => {
+            let mut v: Vec<String> = columns
+                .iter()
+                .map(|&c| table.columns[c].name.clone())
+                .collect();
             if *with_tid {
                 v.push("ctid".into());
             }
@@ -70,25 +86,52 @@ fn input_names(plan: &Plan) -> Vec<String> {
 fn describe(plan: &Plan) -> String {
     let names = input_names(plan);
     let e = |x: &Expr| fmt_expr(x, &names);
-    let list = |xs: &[Expr], names: &[String]| xs.iter().map(|x| fmt_expr(x, names)).collect::<Vec<_>>().join(", ");
+    let list = |xs: &[Expr], names: &[String]| {
+        xs.iter()
+            .map(|x| fmt_expr(x, names))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match &plan.node {
-        Node::TableScan { table, filter, access, .. } => {
+        Node::TableScan {
+            table,
+            filter,
+            access,
+            ..
+        } => {
             let mut s = match access {
                 Access::Heap => format!("Seq Scan on {}", table.name),
-                Access::Index { index, eq, lower, upper } => {
+                Access::Index {
+                    index,
+                    eq,
+                    lower,
+                    upper,
+                } => {
                     let idx = &table.indexes[*index];
                     let mut s = format!("Index Scan using {} on {}", idx.name, table.name);
                     let mut conds = Vec::new();
                     for (k, x) in eq.iter().enumerate() {
-                        conds.push(format!("{} = {}", table.columns[idx.columns[k]].name, fmt_expr(x, &[])));
+                        conds.push(format!(
+                            "{} = {}",
+                            table.columns[idx.columns[k]].name,
+                            fmt_expr(x, &[])
+                        ));
                     }
                     if let Some(&c) = idx.columns.get(eq.len()) {
                         let name = &table.columns[c].name;
                         if let Some((x, inc)) = lower {
-                            conds.push(format!("{name} {} {}", if *inc { ">=" } else { ">" }, fmt_expr(x, &[])));
+                            conds.push(format!(
+                                "{name} {} {}",
+                                if *inc { ">=" } else { ">" },
+                                fmt_expr(x, &[])
+                            ));
                         }
                         if let Some((x, inc)) = upper {
-                            conds.push(format!("{name} {} {}", if *inc { "<=" } else { "<" }, fmt_expr(x, &[])));
+                            conds.push(format!(
+                                "{name} {} {}",
+                                if *inc { "<=" } else { "<" },
+                                fmt_expr(x, &[])
+                            ));
                         }
                     }
                     if !conds.is_empty() {
@@ -105,7 +148,14 @@ fn describe(plan: &Plan) -> String {
         Node::Values { rows } => format!("Values ({} rows)", rows.len()),
         Node::Filter { predicate, .. } => format!("Filter  filter: {}", e(predicate)),
         Node::Project { exprs, .. } => format!("Project  {}", list(exprs, &names)),
-        Node::Join { left, right, kind, on, left_keys, right_keys } => {
+        Node::Join {
+            left,
+            right,
+            kind,
+            on,
+            left_keys,
+            right_keys,
+        } => {
             let k = match kind {
                 JoinKind::Inner => "inner",
                 JoinKind::Left => "left",
@@ -118,7 +168,9 @@ fn describe(plan: &Plan) -> String {
                 format!("Nested Loop ({k})")
             } else {
                 let ln: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
-                let rn: Vec<String> = (0..right.schema.len()).map(|i| col_name(right, i)).collect();
+                let rn: Vec<String> = (0..right.schema.len())
+                    .map(|i| col_name(right, i))
+                    .collect();
                 let keys: Vec<String> = left_keys
                     .iter()
                     .zip(right_keys)
@@ -132,7 +184,11 @@ fn describe(plan: &Plan) -> String {
             s
         }
         Node::Aggregate { groups, aggs, .. } => {
-            let mut s = if groups.is_empty() { "Aggregate".to_string() } else { format!("HashAggregate  group: {}", list(groups, &names)) };
+            let mut s = if groups.is_empty() {
+                "Aggregate".to_string()
+            } else {
+                format!("HashAggregate  group: {}", list(groups, &names))
+            };
             let a: Vec<String> = aggs
                 .iter()
                 .map(|a| {
@@ -144,7 +200,10 @@ fn describe(plan: &Plan) -> String {
                         AggFunc::Min => "min",
                         AggFunc::Max => "max",
                     };
-                    let arg = a.arg.as_ref().map_or(String::new(), |x| fmt_expr(x, &names));
+                    let arg = a
+                        .arg
+                        .as_ref()
+                        .map_or(String::new(), |x| fmt_expr(x, &names));
                     format!("{f}({}{arg})", if a.distinct { "DISTINCT " } else { "" })
                 })
                 .collect();
@@ -162,7 +221,11 @@ fn describe(plan: &Plan) -> String {
                         s.push_str(" DESC");
                     }
                     if k.nulls_first != k.desc {
-                        s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
+                        s.push_str(if k.nulls_first {
+                            " NULLS FIRST"
+                        } else {
+                            " NULLS LAST"
+                        });
                     }
                     s
                 })
@@ -229,31 +292,66 @@ pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
             };
             format!("({} {o} {})", f(left), f(right))
         }
-        ExprKind::IsDistinctFrom { left, right, negated } => {
-            format!("({} IS {}DISTINCT FROM {})", f(left), if *negated { "NOT " } else { "" }, f(right))
+        ExprKind::IsDistinctFrom {
+            left,
+            right,
+            negated,
+        } => {
+            format!(
+                "({} IS {}DISTINCT FROM {})",
+                f(left),
+                if *negated { "NOT " } else { "" },
+                f(right)
+            )
         }
         ExprKind::And(v) => format!("({})", v.iter().map(f).collect::<Vec<_>>().join(" AND ")),
         ExprKind::Or(v) => format!("({})", v.iter().map(f).collect::<Vec<_>>().join(" OR ")),
         ExprKind::Not(x) => format!("NOT {}", f(x)),
-        ExprKind::IsNull { expr, negated } => format!("({} IS {}NULL)", f(expr), if *negated { "NOT " } else { "" }),
-        ExprKind::IsBool { expr, value, negated } => {
-            format!("({} IS {}{})", f(expr), if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+        ExprKind::IsNull { expr, negated } => format!(
+            "({} IS {}NULL)",
+            f(expr),
+            if *negated { "NOT " } else { "" }
+        ),
+        ExprKind::IsBool {
+            expr,
+            value,
+            negated,
+        } => {
+            format!(
+                "({} IS {}{})",
+                f(expr),
+                if *negated { "NOT " } else { "" },
+                if *value { "TRUE" } else { "FALSE" }
+            )
         }
         ExprKind::Case { .. } => "CASE … END".into(),
-        ExprKind::InList { expr, list, negated } => format!(
+        ExprKind::InList {
+            expr,
+            list,
+            negated,
+        } => format!(
             "({} {}IN ({}))",
             f(expr),
             if *negated { "NOT " } else { "" },
             list.iter().map(f).collect::<Vec<_>>().join(", ")
         ),
-        ExprKind::Like { expr, pattern, negated, case_insensitive, .. } => format!(
+        ExprKind::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+            ..
+        } => format!(
             "({} {}{} {})",
             f(expr),
             if *negated { "NOT " } else { "" },
             if *case_insensitive { "ILIKE" } else { "LIKE" },
             f(pattern)
         ),
-        ExprKind::Coalesce(v) => format!("COALESCE({})", v.iter().map(f).collect::<Vec<_>>().join(", ")),
+        ExprKind::Coalesce(v) => format!(
+            "COALESCE({})",
+            v.iter().map(f).collect::<Vec<_>>().join(", ")
+        ),
         ExprKind::Func { func, args } => format!(
             "{}({})",
             format!("{func:?}").to_lowercase(),
