@@ -122,7 +122,9 @@ fn print_table(title: &str, base: &Path, reports: &[FileReport]) {
             r.skipped_by_list,
             100.0 * pass_rate(r.passed, r.failed, r.skipped_by_list),
             r.elapsed.as_secs_f64(),
-            r.error.as_deref().map_or(String::new(), |e| format!("  ERROR {e}")),
+            r.error
+                .as_deref()
+                .map_or(String::new(), |e| format!("  ERROR {e}")),
         );
     }
 }
@@ -140,7 +142,11 @@ fn project_slt_files_pass() {
         ..Options::default()
     };
     let reports = slt::run_files(&files, &options, jobs(), &|_| {});
-    print_table("project files", &manifest_dir().join("../sql/tests/slt"), &reports);
+    print_table(
+        "project files",
+        &manifest_dir().join("../sql/tests/slt"),
+        &reports,
+    );
     let mut problems = Vec::new();
     for r in &reports {
         if let Some(e) = &r.error {
@@ -160,20 +166,8 @@ fn project_slt_files_pass() {
     );
 }
 
-#[test]
-fn corpus_sample_meets_pass_rates() {
-    let Some(dir) = corpus_dir() else { return };
-    let started = Instant::now();
-    let reports = slt::run_files(&corpus_files(&dir), &corpus_options(), jobs(), &|_| {});
-    print_table("sqllogictest corpus sample (label postgresql)", &dir, &reports);
-    println!("corpus run: {:.1}s", started.elapsed().as_secs_f64());
-
-    let unreadable: Vec<String> = reports
-        .iter()
-        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.path)))
-        .collect();
-    assert!(unreadable.is_empty(), "corpus files that did not run:\n{}", unreadable.join("\n"));
-
+/// Prints each group's pass rate; returns the groups below their threshold.
+fn pass_rate_verdicts(dir: &Path, reports: &[FileReport]) -> Vec<String> {
     let mut verdicts = Vec::new();
     for (group, threshold) in [
         (Group::SelectAndIndex, SELECT_AND_INDEX_PASS_RATE),
@@ -182,7 +176,9 @@ fn corpus_sample_meets_pass_rates() {
         let members: Vec<&FileReport> = reports
             .iter()
             .filter(|r| {
-                let relative = Path::new(&r.path).strip_prefix(&dir).unwrap_or(Path::new(&r.path));
+                let relative = Path::new(&r.path)
+                    .strip_prefix(dir)
+                    .unwrap_or(Path::new(&r.path));
                 group_of(&relative.to_string_lossy().replace('\\', "/")) == group
             })
             .collect();
@@ -198,7 +194,11 @@ fn corpus_sample_meets_pass_rates() {
         if rate < threshold {
             let examples: Vec<String> = members
                 .iter()
-                .flat_map(|r| r.failures.iter().map(move |f| format!("{}:{}\n{}", r.path, f.line, f.message)))
+                .flat_map(|r| {
+                    r.failures
+                        .iter()
+                        .map(move |f| format!("{}:{}\n{}", r.path, f.line, f.message))
+                })
                 .take(10)
                 .collect();
             verdicts.push(format!(
@@ -209,6 +209,32 @@ fn corpus_sample_meets_pass_rates() {
             ));
         }
     }
+    verdicts
+}
+
+#[test]
+fn corpus_sample_meets_pass_rates() {
+    let Some(dir) = corpus_dir() else { return };
+    let started = Instant::now();
+    let reports = slt::run_files(&corpus_files(&dir), &corpus_options(), jobs(), &|_| {});
+    print_table(
+        "sqllogictest corpus sample (label postgresql)",
+        &dir,
+        &reports,
+    );
+    println!("corpus run: {:.1}s", started.elapsed().as_secs_f64());
+
+    let unreadable: Vec<String> = reports
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.path)))
+        .collect();
+    assert!(
+        unreadable.is_empty(),
+        "corpus files that did not run:\n{}",
+        unreadable.join("\n")
+    );
+
+    let verdicts = pass_rate_verdicts(&dir, &reports);
     if ENGINE_READY {
         assert!(verdicts.is_empty(), "{}", verdicts.join("\n\n"));
     } else if !verdicts.is_empty() {
@@ -285,10 +311,8 @@ fn run_on_sqlite(files: &[PathBuf]) -> Vec<FileReport> {
     files
         .iter()
         .map(|path| {
-            let dir = tempfile::tempdir().unwrap();
-            let db_path = dir.path().join("slt.sqlite");
             slt::run_file_with(path, &options, || {
-                let conn = rusqlite::Connection::open(&db_path)
+                let conn = rusqlite::Connection::open_in_memory()
                     .map_err(|e| Error::new(ErrorKind::Internal, "XX000", e.to_string()))?;
                 Ok(Box::new(Sqlite(conn)) as Box<dyn Backend>)
             })
@@ -316,22 +340,255 @@ fn assert_all_pass_on_sqlite(dir: &Path, files: &[PathBuf]) {
     }
 }
 
-/// A few corpus files on SQLite (fast): the runner reproduces SQLite's own results.
+/// The whole corpus sample on SQLite (a few seconds): the runner reproduces SQLite's
+/// own results, so a BeeDB failure is BeeDB's.
 #[test]
-fn runner_passes_corpus_files_on_sqlite() {
-    let Some(dir) = corpus_dir() else { return };
-    let files: Vec<PathBuf> = ["select1.test", "evidence/in1.test", "evidence/slt_lang_aggfunc.test"]
-        .iter()
-        .map(|f| dir.join(f))
-        .collect();
-    assert_all_pass_on_sqlite(&dir, &files);
-}
-
-/// The whole corpus sample on SQLite (about a minute): `cargo test -p beedb --test slt
-/// -- --ignored`.
-#[test]
-#[ignore]
-fn runner_passes_whole_corpus_on_sqlite() {
+fn runner_passes_corpus_on_sqlite() {
     let Some(dir) = corpus_dir() else { return };
     assert_all_pass_on_sqlite(&dir, &corpus_files(&dir));
+}
+
+/// PostgreSQL through `psql`, one process per file: what PostgreSQL does with the
+/// corpus, to keep `corpus-skips.txt` honest. Values come back as text, so booleans
+/// and float formats are approximate; use it to find disagreements, then read them.
+struct Psql {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const PSQL_END: &str = "@@beedb-slt-end@@";
+const PSQL_NULL: &str = "@@beedb-slt-null@@";
+
+impl Psql {
+    fn connect(args: &str, database: &str) -> std::io::Result<Psql> {
+        let command = format!(
+            "exec stdbuf -o0 -e0 psql -X -q -A -t -F \"$(printf '\\037')\" -P null={PSQL_NULL} -v ON_ERROR_STOP=0 {args} -d {database} 2>&1"
+        );
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let input = child.stdin.take().unwrap();
+        let output = std::io::BufReader::new(child.stdout.take().unwrap());
+        Ok(Psql {
+            child,
+            input,
+            output,
+        })
+    }
+}
+
+impl Drop for Psql {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Backend for Psql {
+    fn execute_sql(&mut self, sql: &str) -> Result<QueryResult, Error> {
+        use std::io::{BufRead, Write};
+        let io = |e: std::io::Error| Error::new(ErrorKind::Io, "58030", e.to_string());
+        let sql = sql.trim_end().trim_end_matches(';');
+        write!(self.input, "{sql};\n\\echo {PSQL_END}\n").map_err(io)?;
+        self.input.flush().map_err(io)?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.output.read_line(&mut line).map_err(io)? == 0 {
+                return Err(Error::new(ErrorKind::Io, "58030", "psql exited"));
+            }
+            let text = line.trim_end_matches('\n');
+            if text == PSQL_END {
+                break;
+            }
+            let diagnostic = text.strip_prefix("psql:").map_or(text, |t| {
+                // psql:<stdin>:LINE: ERROR: …
+                t.splitn(3, ':').nth(2).unwrap_or(t).trim_start()
+            });
+            if let Some(message) = diagnostic.strip_prefix("ERROR:") {
+                error.get_or_insert_with(|| message.trim().to_string());
+                continue;
+            }
+            if error.is_some()
+                || ["NOTICE:", "WARNING:", "HINT:"]
+                    .iter()
+                    .any(|p| diagnostic.starts_with(p))
+            {
+                continue; // DETAIL/LINE/caret lines of an error
+            }
+            rows.push(Row(text
+                .split('\u{1f}')
+                .map(|v| match v {
+                    PSQL_NULL => Value::Null,
+                    // psql prints booleans as t/f (the corpus has no such strings).
+                    "t" => Value::Boolean(true),
+                    "f" => Value::Boolean(false),
+                    v => Value::Text(v.to_string()),
+                })
+                .collect()));
+        }
+        if let Some(message) = error {
+            return Err(Error::new(ErrorKind::Semantic, "42000", message));
+        }
+        if rows.is_empty() {
+            return Ok(QueryResult::command(""));
+        }
+        let columns = (0..rows[0].len())
+            .map(|i| Column {
+                name: format!("c{i}"),
+                data_type: DataType::Text,
+            })
+            .collect();
+        let rows_affected = rows.len() as u64;
+        Ok(QueryResult {
+            columns,
+            rows,
+            tag: String::new(),
+            rows_affected,
+        })
+    }
+}
+
+/// Runs the corpus on PostgreSQL and prints every failure as a skip-list line:
+/// `BEEDB_SLT_PSQL='-h /tmp/sock -p 5432 -U postgres' cargo test -p beedb --test slt
+/// corpus_on_postgresql -- --ignored --nocapture`. Creates and drops one database
+/// per file.
+#[test]
+#[ignore]
+fn corpus_on_postgresql() {
+    let Some(dir) = corpus_dir() else { return };
+    let Some(args) = std::env::var("BEEDB_SLT_PSQL").ok() else {
+        println!("set BEEDB_SLT_PSQL to psql connection options");
+        return;
+    };
+    let options = Options {
+        failures_kept: usize::MAX,
+        ..corpus_options()
+    };
+    let admin = |sql: &str| {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("psql -X -q {args} -d postgres -c '{sql}'"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "{sql}");
+    };
+    let mut reports = Vec::new();
+    let only = std::env::var("BEEDB_SLT_ONLY").unwrap_or_default();
+    let files: Vec<PathBuf> = corpus_files(&dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(&only))
+        .collect();
+    for (i, path) in files.iter().enumerate() {
+        let database = format!("beedb_slt_{i}");
+        admin(&format!("DROP DATABASE IF EXISTS {database}"));
+        admin(&format!("CREATE DATABASE {database}"));
+        let report = slt::run_file_with(path, &options, || {
+            Psql::connect(&args, &database)
+                .map(|p| Box::new(p) as Box<dyn Backend>)
+                .map_err(|e| Error::new(ErrorKind::Io, "58030", e.to_string()))
+        });
+        admin(&format!("DROP DATABASE {database}"));
+        reports.push(report);
+    }
+    print_table("corpus on PostgreSQL (label postgresql)", &dir, &reports);
+    let verdicts = pass_rate_verdicts(&dir, &reports);
+    println!("below threshold: {verdicts:?}");
+    for r in &reports {
+        let relative = Path::new(&r.path)
+            .strip_prefix(&dir)
+            .unwrap()
+            .display()
+            .to_string();
+        for f in &r.failures {
+            let first = f.message.lines().next().unwrap_or("");
+            println!("{relative}:{}  {first}", f.line);
+            if std::env::var_os("BEEDB_SLT_FULL").is_some() {
+                println!("{}\n", f.message);
+            }
+        }
+    }
+}
+
+/// Counting and the project conventions, on SQLite: passed, failed (with its line and
+/// diff), skipped by label and by the skip list.
+#[test]
+fn runner_counts_records_on_sqlite() {
+    let script = "\
+statement ok
+CREATE TABLE t(a INTEGER, b TEXT)
+
+statement ok
+INSERT INTO t VALUES (1, 'x  y'), (2, ''), (3, NULL)
+
+query IT rowsort
+SELECT a, b FROM t
+----
+1 x y
+2 (empty)
+3 NULL
+
+query R
+SELECT 1.5
+----
+1.500
+
+statement error no such table
+SELECT * FROM nope
+
+skipif sqlite
+query I
+SELECT 'skipped by label'
+----
+0
+
+onlyif othersql
+statement ok
+THIS IS NOT SQL
+
+query I
+SELECT 42
+----
+41
+
+query I
+SELECT 'skip listed'
+----
+0
+";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counting.slt");
+    std::fs::write(&path, script).unwrap();
+    let options = Options {
+        labels: vec!["sqlite".to_string()],
+        skip_list: SkipList::parse("counting.slt:37  deliberately skipped").unwrap(),
+        failures_kept: 10,
+        ..Options::default()
+    };
+    let report = slt::run_file_with(&path, &options, || {
+        Ok(Box::new(Sqlite(rusqlite::Connection::open_in_memory().unwrap())) as Box<dyn Backend>)
+    });
+    assert_eq!(report.conventions, Some(Conventions::Project));
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(
+        (
+            report.passed,
+            report.failed,
+            report.skipped_by_condition,
+            report.skipped_by_list
+        ),
+        (5, 1, 2, 1),
+        "{report:#?}"
+    );
+    let failure = &report.failures[0];
+    assert_eq!(failure.line, 32);
+    assert!(failure.message.contains("SELECT 42") && failure.message.contains("-   41"));
+    assert!(failure.message.contains("+   42"), "{}", failure.message);
+    assert!(!failure.not_supported);
 }

@@ -55,7 +55,9 @@ fn parse_args() -> Result<Args, String> {
                     .settings
                     .push((name.trim().to_string(), v.trim().to_string()));
             }
-            "--skip-list" => options.skip_list = SkipList::load(&PathBuf::from(value("--skip-list")?))?,
+            "--skip-list" => {
+                options.skip_list = SkipList::load(&PathBuf::from(value("--skip-list")?))?
+            }
             "--corpus" => options.conventions = Some(Conventions::Corpus),
             "--project" => options.conventions = Some(Conventions::Project),
             "-j" | "--jobs" => {
@@ -120,6 +122,23 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A bad --setting would fail every record of every file: report it once.
+    if !args.options.settings.is_empty() {
+        let checked = beedb::Database::open(":memory:").and_then(|db| {
+            let mut conn = db.connect();
+            for (name, value) in &args.options.settings {
+                conn.set(name, value).map_err(|e| beedb::Error {
+                    message: format!("--setting {name}={value}: {}", e.message),
+                    ..e
+                })?;
+            }
+            Ok(())
+        });
+        if let Err(e) = checked {
+            eprintln!("beedb-slt: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut files = Vec::new();
     for path in &args.paths {
         match slt::collect_files(path) {

@@ -22,19 +22,19 @@ pub fn prepare(text: &str, labels: &[String]) -> String {
     let mut i = 0;
     while i < lines.len() {
         let line = strip_condition_comment(lines[i]);
-        if let Some((skip_if, label)) = condition(line) {
-            if lines.get(i + 1).is_some_and(|next| next.trim() == "halt") {
-                let label_seen = labels.iter().any(|l| l == label);
-                let halts = if skip_if { !label_seen } else { label_seen };
-                out.push_str("# beedb-slt: condition for the next line\n");
-                out.push_str(if halts {
-                    "halt\n"
-                } else {
-                    "# beedb-slt: halt for another engine\n"
-                });
-                i += 2;
-                continue;
-            }
+        if let Some((skip_if, label)) = condition(line)
+            && lines.get(i + 1).is_some_and(|next| next.trim() == "halt")
+        {
+            let label_seen = labels.iter().any(|l| l == label);
+            let halts = if skip_if { !label_seen } else { label_seen };
+            out.push_str("# beedb-slt: condition for the next line\n");
+            out.push_str(if halts {
+                "halt\n"
+            } else {
+                "# beedb-slt: halt for another engine\n"
+            });
+            i += 2;
+            continue;
         }
         out.push_str(line);
         out.push('\n');

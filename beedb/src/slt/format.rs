@@ -53,10 +53,13 @@ pub fn format_value(value: &Value, column: &DefaultColumnType, conventions: Conv
             Conventions::Corpus => if *b { "1" } else { "0" }.to_string(),
             Conventions::Project => if *b { "t" } else { "f" }.to_string(),
         },
-        Value::Char(s) | Value::Varchar(s) | Value::Text(s) if conventions == Conventions::Corpus => s
-            .chars()
-            .map(|c| if (' '..='~').contains(&c) { c } else { '@' })
-            .collect(),
+        Value::Char(s) | Value::Varchar(s) | Value::Text(s)
+            if conventions == Conventions::Corpus =>
+        {
+            s.chars()
+                .map(|c| if (' '..='~').contains(&c) { c } else { '@' })
+                .collect()
+        }
         other => other.to_string(),
     }
 }
@@ -196,8 +199,14 @@ mod tests {
             format_value(&Value::Double(-18446744073709551616.0), &R, c),
             "-18446744073709550000.000"
         );
-        assert_eq!(format_value(&Value::Double(1234567890123.4567), &R, c), "1234567890123.457");
-        assert_eq!(format_value(&Value::Double(12345678901234.567), &R, c), "12345678901234.570");
+        assert_eq!(
+            format_value(&Value::Double(1234567890123.4567), &R, c),
+            "1234567890123.457"
+        );
+        assert_eq!(
+            format_value(&Value::Double(12345678901234.567), &R, c),
+            "12345678901234.570"
+        );
     }
 
     #[test]
@@ -217,8 +226,14 @@ mod tests {
         assert_eq!(format_value(&text(""), &T, Conventions::Corpus), "(empty)");
         assert_eq!(format_value(&text("a b"), &T, Conventions::Project), "a b");
         assert_eq!(format_value(&text("a\tb"), &T, Conventions::Corpus), "a@b");
-        assert_eq!(format_value(&Value::Boolean(false), &T, Conventions::Project), "f");
-        assert_eq!(format_value(&Value::Boolean(true), &I, Conventions::Project), "t");
+        assert_eq!(
+            format_value(&Value::Boolean(false), &T, Conventions::Project),
+            "f"
+        );
+        assert_eq!(
+            format_value(&Value::Boolean(true), &I, Conventions::Project),
+            "t"
+        );
         // Project files get PostgreSQL's output even in an `I` column.
         assert_eq!(format_value(&dec("1.50"), &I, Conventions::Project), "1.50");
     }

@@ -192,8 +192,8 @@ fn parse(
     match conventions {
         Conventions::Project => sqllogictest::parse_file(path).map_err(|e| e.to_string()),
         Conventions::Corpus => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
             let prepared = corpus::prepare(&text, labels);
             sqllogictest::parse_with_name(&prepared, name).map_err(|e| e.to_string())
         }
@@ -218,7 +218,10 @@ impl sqllogictest::DB for SltDb {
         if !result.has_rows() {
             return Ok(DBOutput::StatementComplete(result.rows_affected));
         }
-        let expected = self.expected_types.lock().unwrap_or_else(|e| e.into_inner());
+        let expected = self
+            .expected_types
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let types: Vec<DefaultColumnType> = result
             .columns
             .iter()
@@ -339,8 +342,8 @@ fn run_records<F>(
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "panic".to_string());
-                let not_supported = text.contains("not yet implemented")
-                    || text.contains("not implemented");
+                let not_supported =
+                    text.contains("not yet implemented") || text.contains("not implemented");
                 Some((format!("the engine panicked: {text}"), not_supported))
             }
         };
@@ -420,10 +423,7 @@ pub fn collect_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
                 let entry = entry?.path();
                 if entry.is_dir() {
                     stack.push(entry);
-                } else if entry
-                    .extension()
-                    .is_some_and(|e| e == "slt" || e == "test")
-                {
+                } else if entry.extension().is_some_and(|e| e == "slt" || e == "test") {
                     files.push(entry);
                 }
             }

@@ -34,9 +34,9 @@ impl SkipList {
                 continue;
             }
             let spec = line.split_whitespace().next().unwrap_or(line);
-            let (suffix, line_text) = spec
-                .rsplit_once(':')
-                .ok_or_else(|| format!("line {}: expected `path-suffix:line  reason`", index + 1))?;
+            let (suffix, line_text) = spec.rsplit_once(':').ok_or_else(|| {
+                format!("line {}: expected `path-suffix:line  reason`", index + 1)
+            })?;
             let record_line = if line_text == "*" {
                 0
             } else {
@@ -76,8 +76,7 @@ impl SkipList {
 fn path_ends_with(path: &str, suffix: &str) -> bool {
     let path = path.strip_prefix("./").unwrap_or(path);
     let suffix = suffix.strip_prefix("./").unwrap_or(suffix);
-    path == suffix
-        || (path.ends_with(suffix) && path[..path.len() - suffix.len()].ends_with('/'))
+    path == suffix || (path.ends_with(suffix) && path[..path.len() - suffix.len()].ends_with('/'))
 }
 
 #[cfg(test)]
