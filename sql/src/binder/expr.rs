@@ -210,7 +210,15 @@ fn number_literal(text: &str) -> Result<Value> {
     if let Ok(i) = text.parse::<i64>() {
         return Ok(Value::BigInt(i));
     }
-    Ok(Value::Decimal(Decimal::parse(text)?))
+    match Decimal::parse(text) {
+        Ok(d) => Ok(Value::Decimal(d)),
+        // Beyond numeric's 38 digits (`1e300`): keep the value as a double, which
+        // is what such a literal is nearly always cast to.
+        Err(e) => match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Ok(Value::Double(f)),
+            _ => Err(e.into()),
+        },
+    }
 }
 
 impl Binder<'_> {
@@ -489,13 +497,13 @@ impl Binder<'_> {
             E::Function(f) => self.bind_function(f, e, clause),
             E::Extract { field, expr, .. } => {
                 let name = field.to_string();
+                let b = self.bind_expr(expr, clause)?;
                 let field = DateField::parse(&name).ok_or_else(|| {
                     Error::semantic(
                         "22023",
-                        format!("unit \"{}\" not recognized", name.to_lowercase()),
+                        format!("unit \"{}\" not recognized for type {}", name.to_lowercase(), b.ty),
                     )
                 })?;
-                let b = self.bind_expr(expr, clause)?;
                 let b = if is_unknown(expr) { self.cast(b, DataType::Timestamp, false, expr)? } else { b };
                 if !matches!(b.ty, DataType::Date | DataType::Timestamp | DataType::Interval) {
                     return Err(Error::undefined_function(format!(
@@ -1138,6 +1146,25 @@ impl Binder<'_> {
             ));
         }
         match name.as_str() {
+            "date_part" if args.len() == 2 => {
+                let unit = match args[0] {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        _ => return Err(Error::not_supported("date_part with a non-literal unit")),
+                    },
+                    _ => return Err(Error::not_supported("date_part with a non-literal unit")),
+                };
+                let b = self.bind_expr(args[1], clause)?;
+                let b = if is_unknown(args[1]) { self.cast(b, DataType::Timestamp, false, args[1])? } else { b };
+                let field = DateField::parse(&unit).ok_or_else(|| {
+                    Error::semantic("22023", format!("unit \"{}\" not recognized for type {}", unit.to_lowercase(), b.ty))
+                })?;
+                if !matches!(b.ty, DataType::Date | DataType::Timestamp | DataType::Interval) {
+                    return Err(Error::undefined_function(format!("function date_part(unknown, {}) does not exist", b.ty)));
+                }
+                let x = Expr::new(ExprKind::Extract { field, expr: Box::new(b) }, DataType::NUMERIC);
+                return Ok(Expr::new(ExprKind::Cast { expr: Box::new(x), explicit: true }, DataType::Double));
+            }
             "coalesce" => {
                 if args.is_empty() {
                     return Err(Error::syntax("coalesce needs at least one argument"));
@@ -1191,7 +1218,20 @@ impl Binder<'_> {
                 }
             }
         }
-        let resolved = resolved?;
+        let arg_list = || -> String {
+            bound
+                .iter()
+                .zip(args)
+                .map(|(b, a)| if is_unknown(a) { "unknown".to_string() } else { b.ty.to_string() })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let resolved = match resolved {
+            Err(e) if e.sqlstate == "42883" => {
+                return Err(Error::undefined_function(format!("function {name}({}) does not exist", arg_list())));
+            }
+            r => r?,
+        };
         let Some((func, casts, ret)) = resolved else {
             let list: Vec<String> = bound
                 .iter()

@@ -725,6 +725,9 @@ impl Binder<'_> {
                 if *lateral {
                     return Err(Error::not_supported("LATERAL"));
                 }
+                if alias.is_none() {
+                    return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
+                }
                 // A derived table sees no columns of its own query level.
                 let saved = self.set_scope(Scope::default());
                 let r = self.bind_query(subquery);

@@ -132,6 +132,11 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
         return Some(*a);
     }
     if let (Some(ra), Some(rb)) = (numeric_rank(a), numeric_rank(b)) {
+        // real with anything but real resolves to double precision, PostgreSQL's
+        // preferred numeric type.
+        if matches!(a, DataType::Real) != matches!(b, DataType::Real) && ra.max(rb) == 5 {
+            return Some(DataType::Double);
+        }
         let t = if ra >= rb { a } else { b };
         return Some(match t {
             DataType::Decimal { .. } => DataType::NUMERIC,

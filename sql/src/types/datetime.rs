@@ -152,7 +152,13 @@ impl DateField {
 /// Parses `Y…Y-M[M]-D[D]` (four to six year digits) into its numbers, or `None` when
 /// the text does not have that shape.
 fn parse_ymd(s: &str) -> Option<(i64, u32, u32)> {
-    let mut parts = s.split('-');
+    // ISO's compact form, YYYYMMDD.
+    if s.len() == 8 && s.bytes().all(|b| b.is_ascii_digit()) {
+        return Some((s[..4].parse().ok()?, s[4..6].parse().ok()?, s[6..].parse().ok()?));
+    }
+    // `-` or `/` between the fields, the same one twice.
+    let sep = if s.contains('/') { '/' } else { '-' };
+    let mut parts = s.split(sep);
     let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
         return None;
@@ -193,7 +199,8 @@ impl Date {
         checked_days(year, month, day).map(|d| Date(d as i32))
     }
 
-    /// Parses `YYYY-MM-DD` (also `YYYY-M-D`), surrounding whitespace ignored.
+    /// Parses `YYYY-MM-DD` (also `YYYY-M-D`, `YYYY/MM/DD` and `YYYYMMDD`), surrounding
+    /// whitespace ignored.
     pub fn parse(text: &str) -> Result<Date> {
         let s = text.trim_matches(|c: char| c.is_ascii_whitespace());
         let (y, m, d) = parse_ymd(s).ok_or_else(|| Error::syntax("date", text))?;
