@@ -25,7 +25,7 @@ use crate::catalog::{Catalog, TableDef};
 use crate::error::{Error, Result};
 use crate::expr::{Expr, ExprKind};
 use crate::parser;
-use crate::plan::{BoundQuery, Plan, Subplan};
+use crate::plan::{Plan, Subplan};
 use crate::types::{DataType, Value};
 
 use scope::Scope;
@@ -88,22 +88,9 @@ impl<'a> Binder<'a> {
         parser::span_offset(self.sql, node.span())
     }
 
-    /// Binds a query statement.
-    pub fn bind_query_statement(mut self, q: &ast::Query) -> Result<BoundQuery> {
-        let plan = self.bind_query(q)?;
-        Ok(BoundQuery {
-            plan,
-            subqueries: self.subqueries,
-        })
-    }
-
     /// Finishes binding: the subqueries collected so far.
     pub fn into_subqueries(self) -> Vec<Subplan> {
         self.subqueries
-    }
-
-    fn scope(&self) -> &Scope {
-        &self.frames.last().expect("a frame").scope
     }
 
     fn set_scope(&mut self, scope: Scope) -> Scope {

@@ -129,7 +129,6 @@ impl Txn {
 /// What a statement needs from its transaction.
 pub struct Ctx<'a> {
     pub txn: &'a mut Txn,
-    pub shared: &'a Shared,
     pub sql: &'a str,
     pub params: &'a [Value],
     pub memory_limit: usize,
@@ -237,7 +236,6 @@ fn run_in(
     }
     let mut ctx = Ctx {
         txn,
-        shared,
         sql,
         params,
         memory_limit,

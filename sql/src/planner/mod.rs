@@ -17,8 +17,144 @@ use crate::types::DataType;
 
 /// Applies the rewrites to `plan` and to every subplan.
 pub fn optimize(plan: Plan) -> Plan {
+    let plan = reorder_joins(plan);
     let plan = push_filters(plan);
     choose_access(plan)
+}
+
+/// Rewrites every column reference of `e` through `map` (old position → new).
+fn remap(e: &mut Expr, map: &[usize]) {
+    if let ExprKind::Column(i) = &mut e.kind {
+        *i = map[*i];
+        return;
+    }
+    for_each_child_mut(e, &mut |c| remap(c, map));
+}
+
+/// Flattens a tree of inner joins and the filters between them into its relations
+/// and its conditions (over the combined columns, left to right).
+fn flatten_inner(plan: Plan, offset: usize, rels: &mut Vec<Plan>, conds: &mut Vec<Expr>) {
+    let inner_join = |p: &Plan| matches!(&p.node, Node::Join { kind: JoinKind::Inner, left_keys, .. } if left_keys.is_empty());
+    let is_flattenable = inner_join(&plan)
+        || matches!(&plan.node, Node::Filter { input, .. } if inner_join(input));
+    if !is_flattenable {
+        rels.push(reorder_joins(plan));
+        return;
+    }
+    match plan.node {
+        Node::Filter { input, predicate } => {
+            let mut p = predicate;
+            if offset > 0 {
+                p = shift_columns(&p, offset);
+            }
+            conjuncts(p, conds);
+            flatten_inner(*input, offset, rels, conds);
+        }
+        Node::Join { left, right, on, .. } => {
+            let nleft = left.schema.len();
+            if let Some(on) = on {
+                let on = if offset > 0 { shift_columns(&on, offset) } else { on };
+                conjuncts(on, conds);
+            }
+            flatten_inner(*left, offset, rels, conds);
+            flatten_inner(*right, offset + nleft, rels, conds);
+        }
+        _ => unreachable!("checked above"),
+    }
+}
+
+/// Orders a chain of three or more inner joins so that each relation joins the ones
+/// before it through an equality when one exists (instead of a cross product in the
+/// order of the FROM clause). A heuristic until the cost-based optimizer: no
+/// statistics, the first relation stays first.
+fn reorder_joins(plan: Plan) -> Plan {
+    let is_chain = match &plan.node {
+        Node::Join { kind: JoinKind::Inner, left_keys, .. } => left_keys.is_empty(),
+        Node::Filter { input, .. } => {
+            matches!(&input.node, Node::Join { kind: JoinKind::Inner, left_keys, .. } if left_keys.is_empty())
+        }
+        _ => false,
+    };
+    if !is_chain {
+        return map_children(plan, reorder_joins);
+    }
+    let schema = plan.schema.clone();
+    let mut rels = Vec::new();
+    let mut conds = Vec::new();
+    flatten_inner(plan, 0, &mut rels, &mut conds);
+    // Column ranges of each relation in the original layout.
+    let mut starts = Vec::with_capacity(rels.len());
+    let mut off = 0;
+    for r in &rels {
+        starts.push(off);
+        off += r.schema.len();
+    }
+    let rel_of = |c: usize| starts.iter().rposition(|&s| s <= c).expect("a relation");
+    // Which pairs of relations an equality connects.
+    let mut links: Vec<(usize, usize)> = Vec::new();
+    for c in &conds {
+        if let ExprKind::Compare { op: CmpOp::Eq, left, right } = &c.kind {
+            let (a, b) = (columns_of(left), columns_of(right));
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
+            let ra: Vec<usize> = a.iter().map(|&x| rel_of(x)).collect();
+            let rb: Vec<usize> = b.iter().map(|&x| rel_of(x)).collect();
+            if ra.iter().all(|&r| r == ra[0]) && rb.iter().all(|&r| r == rb[0]) && ra[0] != rb[0] {
+                links.push((ra[0], rb[0]));
+            }
+        }
+    }
+    let n = rels.len();
+    let mut order = vec![0usize];
+    let mut used = vec![false; n];
+    used[0] = true;
+    while order.len() < n {
+        let next = (0..n)
+            .filter(|&r| !used[r])
+            .find(|&r| links.iter().any(|&(a, b)| (a == r && used[b]) || (b == r && used[a])))
+            .or_else(|| (0..n).find(|&r| !used[r]))
+            .expect("a relation left");
+        used[next] = true;
+        order.push(next);
+    }
+    // Old column → new column.
+    let mut map = vec![0usize; off];
+    let mut pos = 0;
+    for &r in &order {
+        for k in 0..rels[r].schema.len() {
+            map[starts[r] + k] = pos;
+            pos += 1;
+        }
+    }
+    let mut slots: Vec<Option<Plan>> = rels.into_iter().map(Some).collect();
+    let mut tree = slots[order[0]].take().expect("first relation");
+    for &r in &order[1..] {
+        let right = slots[r].take().expect("each relation once");
+        let mut js = tree.schema.clone();
+        js.extend(right.schema.iter().cloned());
+        tree = Plan::new(
+            Node::Join {
+                left: Box::new(tree),
+                right: Box::new(right),
+                kind: JoinKind::Inner,
+                on: None,
+                left_keys: vec![],
+                right_keys: vec![],
+            },
+            js,
+        );
+    }
+    for c in &mut conds {
+        remap(c, &map);
+    }
+    let tree = filter(tree, conds);
+    let identity = map.iter().enumerate().all(|(i, &m)| i == m);
+    if identity {
+        return tree;
+    }
+    let exprs = (0..off).map(|old| Expr::column(map[old], schema[old].ty)).collect();
+    Plan::new(Node::Project { input: Box::new(tree), exprs }, schema)
 }
 
 fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
