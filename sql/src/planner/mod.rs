@@ -160,8 +160,43 @@ fn reorder_joins(plan: Plan) -> Plan {
 fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     match e.kind {
         ExprKind::And(v) => v.into_iter().for_each(|c| conjuncts(c, out)),
+        ExprKind::Or(branches) => factor_or(branches, out),
         kind => out.push(Expr::new(kind, e.ty)),
     }
+}
+
+/// `(a AND b) OR (a AND c)` → `a AND (b OR c)`: a conjunct every branch has (TPC-H
+/// Q19's join condition) becomes a conjunct of its own, so it can be a join key.
+fn factor_or(branches: Vec<Expr>, out: &mut Vec<Expr>) {
+    let split: Vec<Vec<Expr>> = branches
+        .into_iter()
+        .map(|b| {
+            let mut v = Vec::new();
+            match b.kind {
+                ExprKind::And(items) => v.extend(items),
+                kind => v.push(Expr::new(kind, b.ty)),
+            }
+            v
+        })
+        .collect();
+    let common: Vec<Expr> = split[0]
+        .iter()
+        .filter(|c| split[1..].iter().all(|b| b.contains(c)))
+        .cloned()
+        .collect();
+    let rest: Vec<Expr> = split
+        .into_iter()
+        .map(|b| {
+            let left: Vec<Expr> = b.into_iter().filter(|c| !common.contains(c)).collect();
+            and_all(left).unwrap_or_else(|| Expr::literal(crate::types::Value::Boolean(true), DataType::Boolean))
+        })
+        .collect();
+    out.extend(common);
+    // A branch left empty is TRUE, and so is the whole disjunction.
+    if rest.iter().any(|b| matches!(b.kind, ExprKind::Literal(crate::types::Value::Boolean(true)))) {
+        return;
+    }
+    out.push(Expr::new(ExprKind::Or(rest), DataType::Boolean));
 }
 
 fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
