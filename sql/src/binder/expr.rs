@@ -236,7 +236,9 @@ impl Binder<'_> {
                 return Ok(b);
             }
         }
-        self.bind_expr_inner(e, clause)
+        // Expressions nest as deep as the parser allows: recurse on fresh stack
+        // segments rather than overflow the caller's stack.
+        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause))
             .map_err(|err| err.at(self.pos(e)))
     }
 

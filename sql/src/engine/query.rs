@@ -41,7 +41,9 @@ pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<V
         .zip(types)
         .map(|(v, t)| match t {
             Some(t) if v.data_type().as_ref() != Some(t) => Ok(v.cast_for_assignment(t)?),
-            _ => Ok(v.clone()),
+            Some(_) => Ok(v.clone()),
+            // Used without a type context: the binder typed it text.
+            None => Ok(v.cast(&DataType::Text)?),
         })
         .collect()
 }

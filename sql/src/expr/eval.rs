@@ -401,7 +401,16 @@ pub(super) fn union_nulls(a: &Col, b: &Col, n: usize) -> Option<Vec<bool>> {
 // ---------------------------------------------------------------------------------
 // Dispatch
 
+/// Stack headroom below which a recursive step moves to a new stack segment, and
+/// that segment's size: expressions nest as deep as the parser allows.
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
 pub(super) fn ev<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || ev_node(e, r, ctx))
+}
+
+fn ev_node<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> {
     let n = r.n();
     match &e.kind {
         ExprKind::Column(i) => {
@@ -546,6 +555,10 @@ pub(super) fn bool_col(vals: Vec<bool>, nulls: Option<Vec<bool>>, konst: bool) -
 // Predicates
 
 fn pred(e: &Expr, r: Rows<'_>, ctx: &EvalContext<'_>) -> Result<Vec<u32>> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || pred_node(e, r, ctx))
+}
+
+fn pred_node(e: &Expr, r: Rows<'_>, ctx: &EvalContext<'_>) -> Result<Vec<u32>> {
     match &e.kind {
         ExprKind::And(list) => {
             let mut cur: Option<Vec<u32>> = None;

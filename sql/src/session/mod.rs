@@ -205,17 +205,12 @@ impl Statement {
     }
 }
 
-/// Stack a statement may use: parsing, binding and evaluation recurse over the
-/// statement's tree, and a generated statement can nest deeply.
-const STATEMENT_STACK: usize = 64 << 20;
-
-/// Runs `f` on a stack large enough for deeply nested statements, and turns a panic
-/// (a bug) into an internal error instead of unwinding through the caller: the
-/// transaction it was in is abandoned.
+/// Turns a panic (a bug) into an internal error instead of unwinding through the
+/// caller: the transaction it was in is abandoned. (Deep statements cannot overflow
+/// the stack: the parser bounds nesting and operator chains, and the binder and the
+/// evaluator recurse on fresh stack segments when they run low.)
 fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-    let r = stacker::maybe_grow(STATEMENT_STACK / 2, STATEMENT_STACK, || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *conn)))
-    });
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *conn)));
     match r {
         Ok(r) => r,
         Err(panic) => {
