@@ -270,9 +270,14 @@ mod tests {
 
     #[test]
     fn syntax_errors_carry_positions() {
+        // sqlparser reads `FRM` as an alias, so the error is at `t`.
         let e = parse("SELECT * FRM t").unwrap_err();
         assert_eq!(e.sqlstate, "42601");
-        assert_eq!(e.position, Some(11), "{e:?}");
+        assert_eq!(e.position, Some(13), "{e:?}");
+        let e = parse("SELECT a FROM t WHERE").unwrap_err();
+        assert_eq!(e.position, Some(21), "end of input points past the text: {e:?}");
+        let e = parse("SELECT 'abc").unwrap_err();
+        assert_eq!(e.message, "unterminated quoted string");
         let e = parse("SELECT (1").unwrap_err();
         assert!(e.message.contains("end of input"), "{e:?}");
     }
@@ -282,6 +287,24 @@ mod tests {
         let sql = "SELECT 1;\nSELECT é, x";
         assert_eq!(offset_of(sql, Location { line: 2, column: 11 }), Some(21));
         assert_eq!(offset_of(sql, Location { line: 1, column: 1 }), Some(0));
+    }
+
+    #[test]
+    fn question_marks_become_numbered_parameters() {
+        assert_eq!(count_params("SELECT ? + ?, '?' FROM t -- ?"), 2);
+        assert_eq!(count_params("SELECT $3"), 3);
+        assert_eq!(
+            number_question_marks("SELECT '?', \"?\", ? /* ? */").as_deref(),
+            Some("SELECT '?', \"?\", $1 /* ? */")
+        );
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused() {
+        let sql = format!("SELECT 1{}", "+1".repeat(MAX_OPERATOR_CHAIN + 1));
+        assert_eq!(parse(&sql).unwrap_err().sqlstate, "54001");
+        let sql = format!("SELECT 1{}", "+1".repeat(MAX_OPERATOR_CHAIN - 10));
+        assert!(parse(&sql).is_ok());
     }
 
     #[test]

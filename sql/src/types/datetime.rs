@@ -538,12 +538,16 @@ mod tests {
             "2024",
             "2024-01",
             "24-01-01",
-            "2024/01/01",
+            "2024/01-01",
             "2024-01-01x",
             "abc",
         ] {
             assert_eq!(Date::parse(bad), Err(Error::syntax("date", bad)), "{bad:?}");
         }
+        // PostgreSQL also reads slashes and the compact ISO form.
+        assert_eq!(Date::parse("2024/01/02"), Date::parse("2024-01-02"));
+        assert_eq!(Date::parse("20240102"), Date::parse("2024-01-02"));
+        assert!(matches!(Date::parse("2024/13/45"), Err(Error::DateTimeFieldOutOfRange { .. })));
     }
 
     #[test]

@@ -291,13 +291,13 @@ mod tests {
         assert_eq!(parse_int::<i16>("-32768"), Ok(i16::MIN));
         assert_eq!(
             parse_int::<i16>("32768").unwrap_err().to_string(),
-            "smallint out of range"
+            "value \"32768\" is out of range for type smallint"
         );
         assert_eq!(
             parse_int::<i64>("99999999999999999999")
                 .unwrap_err()
                 .to_string(),
-            "bigint out of range"
+            "value \"99999999999999999999\" is out of range for type bigint"
         );
         assert_eq!(
             parse_int::<i32>("abc").unwrap_err().to_string(),
