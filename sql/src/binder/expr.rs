@@ -48,11 +48,10 @@ fn func_name(f: &ast::Function) -> String {
 pub fn contains_aggregate(e: &ast::Expr) -> bool {
     let mut found = false;
     visit(e, &mut |x| {
-        if let ast::Expr::Function(f) = x {
-            if aggregate_func(&func_name(f)).is_some() && f.over.is_none() {
+        if let ast::Expr::Function(f) = x
+            && aggregate_func(&func_name(f)).is_some() && f.over.is_none() {
                 found = true;
             }
-        }
     });
     found
 }
@@ -231,11 +230,10 @@ impl Binder<'_> {
     /// Binds a scalar expression. `clause` names where it appears, for messages
     /// such as "aggregate functions are not allowed in WHERE".
     pub fn bind_expr(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
-        if self.in_agg_level() {
-            if let Some(b) = self.match_group(e)? {
+        if self.in_agg_level()
+            && let Some(b) = self.match_group(e)? {
                 return Ok(b);
             }
-        }
         // Expressions nest as deep as the parser allows: recurse on fresh stack
         // segments rather than overflow the caller's stack.
         stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause))
@@ -247,11 +245,10 @@ impl Binder<'_> {
         if matches!(e, ast::Expr::Value(_)) {
             return Ok(None);
         }
-        if let ast::Expr::Function(f) = e {
-            if aggregate_func(&func_name(f)).is_some() {
+        if let ast::Expr::Function(f) = e
+            && aggregate_func(&func_name(f)).is_some() {
                 return Ok(None);
             }
-        }
         let state = self.agg.take().expect("in aggregate level");
         let saved = self.set_scope(state.from_scope.clone());
         let r = self.bind_expr_inner(e, "GROUP BY");
@@ -319,11 +316,10 @@ impl Binder<'_> {
                     Ok(Expr::new(ExprKind::Not(Box::new(b)), DataType::Boolean))
                 }
                 UnaryOperator::Minus => {
-                    if let E::Value(v) = &**expr {
-                        if let ast::Value::Number(n, _) = &v.value {
+                    if let E::Value(v) = &**expr
+                        && let ast::Value::Number(n, _) = &v.value {
                             return Ok(super::literal(number_literal(&format!("-{n}"))?));
                         }
-                    }
                     let b = self.bind_expr(expr, clause)?;
                     let b = if is_unknown(expr) { self.cast(b, DataType::NUMERIC, false, expr)? } else { b };
                     if numeric_rank(&b.ty).is_none() && b.ty != DataType::Interval {
@@ -457,8 +453,8 @@ impl Binder<'_> {
                 }
                 let x = self.bind_expr(expr, clause)?;
                 let p = self.bind_expr(pattern, clause)?;
-                let x = self.to_text(x, expr, "~~")?;
-                let p = self.to_text(p, pattern, "~~")?;
+                let x = self.text_operand(x, expr, "~~")?;
+                let p = self.text_operand(p, pattern, "~~")?;
                 let escape = match escape_char.as_deref() {
                     None => None,
                     Some(E::Value(v)) => match &v.value {
@@ -631,8 +627,8 @@ impl Binder<'_> {
         if let Some(b) = self.resolve_column(table, name)? {
             return Ok(b);
         }
-        if let Some(state) = &self.agg {
-            if state.level == self.frames.len() - 1 && state.from_scope.resolve(table, name)?.is_some() {
+        if let Some(state) = &self.agg
+            && state.level == self.frames.len() - 1 && state.from_scope.resolve(table, name)?.is_some() {
                 let q = table.map(|t| t.to_string()).or_else(|| {
                     state.from_scope.resolve(None, name).ok().flatten().and_then(|c| c.table.clone())
                 });
@@ -646,7 +642,6 @@ impl Binder<'_> {
                 )
                 .at(self.pos(e)));
             }
-        }
         match table {
             Some(t) if !self.any_level_has_table(t) => Err(Error::semantic(
                 "42P01",
@@ -759,7 +754,7 @@ impl Binder<'_> {
     }
 
     /// Casts `b` to text for a string operator (char loses its padding).
-    fn to_text(&mut self, b: Expr, e: &ast::Expr, op: &str) -> Result<Expr> {
+    fn text_operand(&mut self, b: Expr, e: &ast::Expr, op: &str) -> Result<Expr> {
         if b.ty.is_string() && b.ty != DataType::Char(0) {
             if let DataType::Char(_) = b.ty {
                 return self.cast(b, DataType::Text, false, e);
@@ -835,7 +830,7 @@ impl Binder<'_> {
                 if all_char && matches!(b.ty, DataType::Char(_)) {
                     Ok(b)
                 } else if all_char && is_unknown(e) {
-                    let t = match target { DataType::Text => DataType::Text, t => t };
+                    let t = target;
                     self.cast(b, t, false, e)
                 } else {
                     self.cast(b, target, false, e)
@@ -1212,12 +1207,11 @@ impl Binder<'_> {
                         _ => b.ty,
                     })
                     .collect();
-                if retry != types {
-                    if let Ok(Some(r)) = crate::expr::Func::resolve(name, &retry) {
+                if retry != types
+                    && let Ok(Some(r)) = crate::expr::Func::resolve(name, &retry) {
                         resolved = Ok(Some(r));
                         break;
                     }
-                }
             }
         }
         let arg_list = || -> String {
@@ -1247,7 +1241,8 @@ impl Binder<'_> {
         };
         let mut out = Vec::with_capacity(bound.len());
         for ((b, a), t) in bound.into_iter().zip(args).zip(casts) {
-            if b.ty != t && !is_unknown(a) && !implicit_castable(&b.ty, &t) && !(b.ty.is_string() && t.is_string()) {
+            let acceptable = b.ty == t || is_unknown(a) || implicit_castable(&b.ty, &t) || (b.ty.is_string() && t.is_string());
+            if !acceptable {
                 return Err(Error::undefined_function(format!(
                     "function {name}({}) does not exist",
                     types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")

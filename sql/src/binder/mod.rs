@@ -214,12 +214,11 @@ impl<'a> Binder<'a> {
         if b.ty == ty && !matches!(ty, DataType::Char(_) | DataType::Varchar(Some(_)) | DataType::Decimal { precision: Some(_), .. }) {
             return Ok(b);
         }
-        if let ExprKind::Param(i) = b.kind {
-            if i < self.param_count && self.param_types[i].is_none() {
+        if let ExprKind::Param(i) = b.kind
+            && i < self.param_count && self.param_types[i].is_none() {
                 self.param_types[i] = Some(ty);
                 return Ok(Expr::new(ExprKind::Param(i), ty));
             }
-        }
         if let ExprKind::Literal(v) = &b.kind {
             let folded = if explicit { v.cast(&ty) } else { v.cast_for_assignment(&ty) };
             return match folded {

@@ -89,11 +89,10 @@ impl Binder<'_> {
         if !q.locks.is_empty() {
             return Err(Error::not_supported("FOR UPDATE / FOR SHARE").at(self.pos(q)));
         }
-        if let Some(f) = &q.fetch {
-            if f.with_ties || f.percent || q.limit_clause.is_some() {
+        if let Some(f) = &q.fetch
+            && (f.with_ties || f.percent || q.limit_clause.is_some()) {
                 return Err(Error::not_supported("FETCH WITH TIES / PERCENT, or FETCH with LIMIT").at(self.pos(q)));
             }
-        }
         let order: Vec<&ast::OrderByExpr> = match &q.order_by {
             None => vec![],
             Some(ob) => match &ob.kind {
@@ -252,10 +251,10 @@ impl Binder<'_> {
             }
         }
         // Column types: unify each column across rows.
-        let mut cols: Vec<Vec<Expr>> = vec![Vec::new(); width];
+        let mut cols: Vec<Vec<Expr>> = Vec::with_capacity(width);
         for c in 0..width {
             let items: Vec<&ast::Expr> = v.rows.iter().map(|r| &r.content[c]).collect();
-            cols[c] = self.bind_unified(&items, "VALUES", "UNION")?;
+            cols.push(self.bind_unified(&items, "VALUES", "UNION")?);
         }
         for i in 0..v.rows.len() {
             rows.push(cols.iter().map(|c| c[i].clone()).collect::<Vec<_>>());
@@ -513,14 +512,7 @@ impl Binder<'_> {
         let mut names = Vec::with_capacity(items.len());
         for (ast_e, pre, name) in &items {
             let b = match (ast_e, pre) {
-                (Some(e), _) => {
-                    let b = self.bind_expr(e, "SELECT")?;
-                    if is_unknown(e) && b.ty == DataType::Text {
-                        b
-                    } else {
-                        b
-                    }
-                }
+                (Some(e), _) => self.bind_expr(e, "SELECT")?,
                 (None, Some(c)) => {
                     if aggregating {
                         // `*` over an aggregate: each column must be grouped.
@@ -900,8 +892,10 @@ impl Binder<'_> {
                 let mut merged_cols = Vec::new();
                 let mut hidden_idx = Vec::new();
                 for n in &using {
-                    let li = ls.columns.iter().position(|c| c.name == *n && !c.unqualified_only && c.table.is_some() || c.name == *n && !c.unqualified_only);
-                    let ri = rs.columns.iter().position(|c| c.name == *n && !c.unqualified_only);
+                    // The column an unqualified name finds on each side (after an
+                    // earlier USING, the merged column).
+                    let li = ls.columns.iter().position(|c| c.name == *n && !c.qualified_only);
+                    let ri = rs.columns.iter().position(|c| c.name == *n && !c.qualified_only);
                     let (Some(li), Some(ri)) = (li, ri) else {
                         return Err(Error::semantic(
                             "42703",
@@ -965,14 +959,13 @@ impl Binder<'_> {
 /// Table names (or aliases) may appear once per FROM clause.
 fn check_distinct_names(left: &Scope, right: &Scope) -> Result<()> {
     for c in &right.columns {
-        if let Some(t) = c.table.as_deref() {
-            if left.has_table(t) {
+        if let Some(t) = c.table.as_deref()
+            && left.has_table(t) {
                 return Err(Error::semantic(
                     "42712",
                     format!("table name \"{t}\" specified more than once"),
                 ));
             }
-        }
     }
     Ok(())
 }

@@ -194,11 +194,10 @@ pub fn copy(
             .map_err(|e| Error::io(format!("could not read file \"{filename}\": {e}")))
         })
     };
-    if o.header {
-        if let Some(h) = next_line(&mut lineno) {
+    if o.header
+        && let Some(h) = next_line(&mut lineno) {
             h?;
         }
-    }
     // Defaults for columns not named.
     let defaults: Vec<Value> = {
         let catalog = ctx.txn.catalog.clone();

@@ -71,15 +71,14 @@ impl Txn {
             return Ok(());
         }
         let w = shared.store.begin_write()?;
-        if let Some(r) = &self.read {
-            if w.base() > r.snapshot() {
+        if let Some(r) = &self.read
+            && w.base() > r.snapshot() {
                 w.rollback();
                 return Err(Error::transaction(
                     "40001",
                     "could not serialize access due to a concurrent update; retry the transaction",
                 ));
             }
-        }
         // The catalog may have changed between our snapshot and now only if a commit
         // happened, which the check above excludes; refresh it for autocommit.
         if self.read.is_none() {

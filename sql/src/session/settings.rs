@@ -67,7 +67,7 @@ pub fn parse_bytes(text: &str) -> Option<usize> {
 
 fn format_bytes(n: usize) -> String {
     for (unit, size) in [("GB", 1usize << 30), ("MB", 1 << 20), ("kB", 1 << 10)] {
-        if n >= size && n % size == 0 {
+        if n >= size && n.is_multiple_of(size) {
             return format!("{}{unit}", n / size);
         }
     }
