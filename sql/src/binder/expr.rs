@@ -180,26 +180,6 @@ fn arith_op(op: &Op) -> Option<ArithOp> {
     })
 }
 
-fn op_symbol(op: ArithOp) -> &'static str {
-    match op {
-        ArithOp::Add => "+",
-        ArithOp::Sub => "-",
-        ArithOp::Mul => "*",
-        ArithOp::Div => "/",
-        ArithOp::Mod => "%",
-    }
-}
-
-fn cmp_symbol(op: CmpOp) -> &'static str {
-    match op {
-        CmpOp::Eq => "=",
-        CmpOp::NotEq => "<>",
-        CmpOp::Lt => "<",
-        CmpOp::LtEq => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::GtEq => ">=",
-    }
-}
 
 /// The type of a numeric literal: integer, bigint or numeric.
 fn number_literal(text: &str) -> Result<Value> {
@@ -879,7 +859,7 @@ impl Binder<'_> {
             }
             _ => {
                 if let Some(c) = cmp_op(op) {
-                    let (l, r) = self.bind_pair(left, right, clause, cmp_symbol(c))?;
+                    let (l, r) = self.bind_pair(left, right, clause, c.symbol())?;
                     return Ok(Expr::new(
                         ExprKind::Compare {
                             op: c,
@@ -934,7 +914,7 @@ impl Binder<'_> {
         let undefined = |l: &DataType, r: &DataType| {
             Error::undefined_function(format!(
                 "operator does not exist: {l} {} {r}",
-                op_symbol(op)
+                op.symbol()
             ))
         };
         let mk = |l: Expr, r: Expr, ty: DataType| {

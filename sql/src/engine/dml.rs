@@ -38,6 +38,17 @@ pub fn default_expr(binder: &mut Binder<'_>, table: &TableDef, c: usize) -> Resu
     }
 }
 
+/// A full row of expressions: the given ones, and each missing column's DEFAULT.
+fn fill_defaults(binder: &mut Binder<'_>, table: &TableDef, row: Vec<Option<Expr>>) -> Result<Vec<Expr>> {
+    row.into_iter()
+        .enumerate()
+        .map(|(c, e)| match e {
+            Some(e) => Ok(e),
+            None => default_expr(binder, table, c),
+        })
+        .collect()
+}
+
 fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }
@@ -105,14 +116,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                             binder.bind_assignment(Scope::default(), e, &col.name, col.ty)?
                         });
                     }
-                    let row = row
-                        .into_iter()
-                        .enumerate()
-                        .map(|(c, e)| match e {
-                            Some(e) => Ok(e),
-                            None => default_expr(&mut binder, &table, c),
-                        })
-                        .collect::<Result<Vec<_>>>()?;
+                    let row = fill_defaults(&mut binder, &table, row)?;
                     rows.push(row);
                 }
                 values_plan(&table, rows)
@@ -135,14 +139,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                         e
                     })?);
                 }
-                let exprs = exprs
-                    .into_iter()
-                    .enumerate()
-                    .map(|(c, e)| match e {
-                        Some(e) => Ok(e),
-                        None => default_expr(&mut binder, &table, c),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let exprs = fill_defaults(&mut binder, &table, exprs)?;
                 let schema = table_schema(&table);
                 Plan::new(Node::Project { input: Box::new(src), exprs }, schema)
             }

@@ -791,14 +791,7 @@ fn compare_rows(op: CmpOp, a: &Col, b: &Col, n: usize) -> Result<Vec<bool>> {
 }
 
 fn cmp_symbol(op: CmpOp) -> &'static str {
-    match op {
-        CmpOp::Eq => "=",
-        CmpOp::NotEq => "<>",
-        CmpOp::Lt => "<",
-        CmpOp::LtEq => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::GtEq => ">=",
-    }
+    op.symbol()
 }
 
 fn compare<'a>(op: CmpOp, a: &Col, b: &Col, n: usize) -> Result<Col<'a>> {
@@ -1007,13 +1000,7 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
         _ => {
             return Err(Error::undefined_function(format!(
                 "operator does not exist: {lt} {} {rt}",
-                match op {
-                    ArithOp::Add => "+",
-                    ArithOp::Sub => "-",
-                    ArithOp::Mul => "*",
-                    ArithOp::Div => "/",
-                    ArithOp::Mod => "%",
-                }
+                op.symbol()
             )));
         }
     };

@@ -67,7 +67,32 @@ pub enum CmpOp {
     GtEq,
 }
 
+impl ArithOp {
+    /// The operator as SQL spells it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Mod => "%",
+        }
+    }
+}
+
 impl CmpOp {
+    /// The operator as SQL spells it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::NotEq => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::LtEq => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtEq => ">=",
+        }
+    }
+
     /// The operator with its operands swapped (`a < b` ⇔ `b > a`).
     pub fn flip(self) -> CmpOp {
         match self {

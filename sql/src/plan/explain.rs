@@ -3,7 +3,7 @@
 
 use super::{Access, AggFunc, JoinKind, Node, Plan, SetOpKind};
 use crate::exec::Profile;
-use crate::expr::{ArithOp, CmpOp, Expr, ExprKind};
+use crate::expr::{Expr, ExprKind};
 
 /// The lines of the plan tree. Node ids are pre-order indexes, as the executor's
 /// [`Profile`] keys them; with a profile each line ends with
@@ -272,24 +272,11 @@ pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
         ExprKind::Cast { expr, .. } => format!("{}::{}", f(expr), e.ty),
         ExprKind::Neg(x) => format!("-{}", f(x)),
         ExprKind::Arith { op, left, right } => {
-            let o = match op {
-                ArithOp::Add => "+",
-                ArithOp::Sub => "-",
-                ArithOp::Mul => "*",
-                ArithOp::Div => "/",
-                ArithOp::Mod => "%",
-            };
+            let o = op.symbol();
             format!("({} {o} {})", f(left), f(right))
         }
         ExprKind::Compare { op, left, right } => {
-            let o = match op {
-                CmpOp::Eq => "=",
-                CmpOp::NotEq => "<>",
-                CmpOp::Lt => "<",
-                CmpOp::LtEq => "<=",
-                CmpOp::Gt => ">",
-                CmpOp::GtEq => ">=",
-            };
+            let o = op.symbol();
             format!("({} {o} {})", f(left), f(right))
         }
         ExprKind::IsDistinctFrom {
