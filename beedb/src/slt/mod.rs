@@ -190,7 +190,18 @@ fn parse(
     labels: &[String],
 ) -> Result<Vec<SltRecord>, String> {
     match conventions {
-        Conventions::Project => sqllogictest::parse_file(path).map_err(|e| e.to_string()),
+        Conventions::Project => {
+            // `__SLT_DIR__` names the file's own folder, so COPY can read fixtures
+            // kept beside the .slt file.
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let dir = std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.display().to_string()))
+                .unwrap_or_else(|| ".".into());
+            let text = text.replace("__SLT_DIR__", &dir);
+            sqllogictest::parse_with_name(&text, name).map_err(|e| e.to_string())
+        }
         Conventions::Corpus => {
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;

@@ -458,13 +458,27 @@ impl Binder<'_> {
             let r = self.bind_output(items_to_vec(&items), s, order, true);
             let state = self.agg.take().expect("aggregate state");
             let (exprs, names, having, keys, hidden) = r?;
+            // Output names for EXPLAIN: a grouped column keeps its name, an aggregate
+            // is named by its function.
             let mut schema: Vec<OutputColumn> = state
                 .groups
                 .iter()
                 .enumerate()
-                .map(|(i, g)| out(format!("group{i}"), g.ty))
+                .map(|(i, g)| match g.kind {
+                    ExprKind::Column(c) => out(plan.schema[c].name.clone(), g.ty),
+                    _ => out(format!("group{i}"), g.ty),
+                })
                 .collect();
-            schema.extend(state.aggs.iter().enumerate().map(|(i, a)| out(format!("agg{i}"), a.ty)));
+            schema.extend(state.aggs.iter().map(|a| {
+                let name = match a.func {
+                    crate::plan::AggFunc::CountStar | crate::plan::AggFunc::Count => "count",
+                    crate::plan::AggFunc::Sum => "sum",
+                    crate::plan::AggFunc::Avg => "avg",
+                    crate::plan::AggFunc::Min => "min",
+                    crate::plan::AggFunc::Max => "max",
+                };
+                out(name, a.ty)
+            }));
             take_plan(plan, |p| {
                 Plan::new(
                     Node::Aggregate {
