@@ -106,3 +106,30 @@ fn a_file_database_keeps_schema_and_rows() {
     let e = c.execute("INSERT INTO t VALUES (1, NULL, NULL)", &[]).unwrap_err();
     assert_eq!(e.sqlstate, "23505");
 }
+
+#[test]
+fn connections_work_from_several_threads() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<beedb_sql::Connection>();
+    send::<Database>();
+    sync::<Database>();
+    let db = Database::open(":memory:").unwrap();
+    db.connect().execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)").unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut c = db.connect();
+                for j in 0..25 {
+                    c.execute("INSERT INTO t VALUES ($1)", &[Value::Integer(i * 100 + j)]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut c = db.connect();
+    assert_eq!(c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 100);
+}
