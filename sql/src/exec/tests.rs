@@ -1182,7 +1182,6 @@ fn create_index_entries_checks_uniqueness() {
 }
 
 #[test]
-#[ignore = "needs the evaluator"]
 fn filter_with_real_predicate() {
     let s = store();
     let w = s.begin_write().unwrap();
