@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sqlparser::ast::{self, Spanned};
+use sqlparser::ast;
 
 use super::expr::{AggState, contains_aggregate, output_name};
 use super::scope::{Scope, ScopeColumn};
@@ -1122,9 +1122,4 @@ fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
         desc,
         nulls_first: o.nulls_first.unwrap_or(desc),
     }
-}
-
-#[allow(dead_code)]
-fn span_of(e: &ast::Expr) -> sqlparser::tokenizer::Span {
-    e.span()
 }

@@ -199,27 +199,15 @@ pub fn copy(
             h?;
         }
     // Defaults for columns not named.
-    let defaults: Vec<Value> = {
-        let catalog = ctx.txn.catalog.clone();
-        let mut binder = crate::binder::Binder::new(&catalog, ctx.sql, 0);
-        let mut v = Vec::new();
-        for c in 0..table.columns.len() {
+    let defaults: Vec<Value> = (0..table.columns.len())
+        .map(|c| {
             if targets.contains(&c) {
-                v.push(Value::Null);
-                continue;
+                Ok(Value::Null)
+            } else {
+                super::dml::default_value(ctx, &table, c)
             }
-            let e = super::dml::default_expr(&mut binder, &table, c)?;
-            let bq = super::query::optimize(
-                crate::plan::Plan::new(
-                    crate::plan::Node::Values { rows: vec![vec![e]] },
-                    vec![crate::plan::OutputColumn { name: "d".into(), ty: table.columns[c].ty }],
-                ),
-                binder_subqueries(&mut binder),
-            );
-            v.push(super::query::run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null));
-        }
-        v
-    };
+        })
+        .collect::<Result<_>>()?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
     let mut pending: Vec<String> = Vec::new();
@@ -267,9 +255,4 @@ pub fn copy(
         count += 1;
     }
     Ok(affected(format!("COPY {count}"), count))
-}
-
-fn binder_subqueries(b: &mut crate::binder::Binder<'_>) -> Vec<crate::plan::Subplan> {
-    let _ = b;
-    Vec::new()
 }

@@ -347,13 +347,9 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                     }
                 }
                 // The value existing rows get: the default, evaluated once.
-                let catalog = ctx.txn.catalog.clone();
-                let mut binder = Binder::new(&catalog, ctx.sql, 0);
                 let mut t_tmp = (*table).clone();
                 t_tmp.columns.push(col.clone());
-                let dexpr = super::dml::default_expr(&mut binder, &t_tmp, t_tmp.columns.len() - 1)?;
-                let bq = optimize(Plan::new(Node::Values { rows: vec![vec![dexpr]] }, vec![OutputColumn { name: cname.clone(), ty }]), binder.into_subqueries());
-                let fill = run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null);
+                let fill = super::dml::default_value(ctx, &t_tmp, t_tmp.columns.len() - 1)?;
                 if col.not_null && fill.is_null() && table_has_rows(ctx, &table)? {
                     return Err(Error::constraint("23502", format!("column \"{cname}\" of relation \"{name}\" contains null values")));
                 }

@@ -49,6 +49,21 @@ fn fill_defaults(binder: &mut Binder<'_>, table: &TableDef, row: Vec<Option<Expr
         .collect()
 }
 
+/// The value column `c` of `table` gets when a row does not name it: its DEFAULT
+/// evaluated once (for COPY and ALTER TABLE ADD COLUMN).
+pub fn default_value(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<Value> {
+    let catalog = ctx.txn.catalog.clone();
+    let mut binder = Binder::new(&catalog, ctx.sql, 0);
+    let e = default_expr(&mut binder, table, c)?;
+    let col = &table.columns[c];
+    let plan = Plan::new(
+        Node::Values { rows: vec![vec![e]] },
+        vec![OutputColumn { name: col.name.clone(), ty: col.ty }],
+    );
+    let bq = optimize(plan, binder.into_subqueries());
+    Ok(run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null))
+}
+
 fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }

@@ -540,8 +540,3 @@ fn choose_access(plan: Plan) -> Plan {
         schema,
     )
 }
-
-#[allow(dead_code)]
-fn shifted(e: &Expr, by: usize) -> Expr {
-    shift_columns(e, by)
-}
