@@ -17,6 +17,15 @@
 //! ([`abi`]).
 
 pub mod abi;
+pub mod cache;
 pub mod compiled;
 pub mod generic;
+pub mod instantiated;
+pub mod policy;
 pub mod spec;
+
+mod bee;
+
+pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee};
+pub use cache::{BeeCache, BeeOwner, BeeRow};
+pub use policy::{MakerChoice, Policy};

@@ -1,0 +1,280 @@
+//! Made bees: a spec, the routine a maker produced for it, and what the cache shows.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::abi::{ByteRef, ColumnOut, FormArgs, Progress, RunArgs};
+use crate::cache::BeeOwner;
+use crate::compiled::{self, CompiledCode, FormFn, Jit, ScanFn};
+use crate::instantiated;
+use crate::spec::{RelationSpec, ScanSpec};
+
+/// Which maker made a bee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Maker {
+    /// Cranelift machine code ([`crate::compiled`]).
+    Compiled,
+    /// Monomorphized kernels bound at plan time ([`crate::instantiated`]).
+    Instantiated,
+}
+
+impl fmt::Display for Maker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Maker::Compiled => "compiled",
+            Maker::Instantiated => "instantiated",
+        })
+    }
+}
+
+/// What a bee does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BeeKind {
+    /// Relation bee: stored tuple → column slots (the paper's GCL).
+    Deform,
+    /// Relation bee: row slots → stored tuple (the paper's SCL).
+    Form,
+    /// Query bee: predicate and projection fused with deforming (the paper's EVP, fused).
+    Scan,
+}
+
+impl fmt::Display for BeeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BeeKind::Deform => "deform",
+            BeeKind::Form => "form",
+            BeeKind::Scan => "scan",
+        })
+    }
+}
+
+/// What the cache knows about a bee (one row of `beedb_bees`).
+#[derive(Debug)]
+pub struct BeeInfo {
+    pub id: u64,
+    pub kind: BeeKind,
+    pub owner: BeeOwner,
+    pub maker: Maker,
+    /// Machine code bytes (0 for an instantiated bee, whose kernels are part of the
+    /// binary).
+    pub code_bytes: usize,
+    /// Time to make the bee, in nanoseconds.
+    pub build_ns: u64,
+    /// Calls so far (one call covers a run of tuples, typically a page).
+    pub invocations: AtomicU64,
+    /// Tuples (scan, deform) or rows (form) handed to the bee so far.
+    pub tuples: AtomicU64,
+    /// Why the policy chose this maker.
+    pub reason: String,
+}
+
+impl BeeInfo {
+    pub fn invocations(&self) -> u64 {
+        self.invocations.load(Ordering::Relaxed)
+    }
+
+    pub fn tuples(&self) -> u64 {
+        self.tuples.load(Ordering::Relaxed)
+    }
+
+    fn count(&self, n: u64) {
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        self.tuples.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+enum ScanRoutine {
+    Compiled(#[allow(dead_code)] CompiledCode, ScanFn),
+    Instantiated(instantiated::Scan),
+}
+
+/// A scan or deform bee, ready to call. Dropping the last reference frees its code.
+pub struct ScanBee {
+    spec: ScanSpec,
+    routine: ScanRoutine,
+    info: Arc<BeeInfo>,
+}
+
+/// A unique id for every bee made by this process.
+pub(crate) fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl ScanBee {
+    /// Makes a bee for `spec` with `maker` (`jit` is needed for [`Maker::Compiled`]).
+    pub fn make(
+        spec: ScanSpec,
+        maker: Maker,
+        jit: Option<&Jit>,
+        owner: BeeOwner,
+        reason: String,
+    ) -> Result<ScanBee, String> {
+        spec.check()?;
+        let start = Instant::now();
+        let (routine, code_bytes) = match maker {
+            Maker::Compiled => {
+                let jit = jit.ok_or("the compiled maker is not available")?;
+                let (code, f) = compiled::compile_scan(jit, &spec)?;
+                let bytes = code.code_bytes;
+                (ScanRoutine::Compiled(code, f), bytes)
+            }
+            Maker::Instantiated => (ScanRoutine::Instantiated(instantiated::Scan::new(&spec)), 0),
+        };
+        let kind = if spec.is_deform() {
+            BeeKind::Deform
+        } else {
+            BeeKind::Scan
+        };
+        let info = Arc::new(BeeInfo {
+            id: next_id(),
+            kind,
+            owner,
+            maker,
+            code_bytes,
+            build_ns: start.elapsed().as_nanos() as u64,
+            invocations: AtomicU64::new(0),
+            tuples: AtomicU64::new(0),
+            reason,
+        });
+        Ok(ScanBee {
+            spec,
+            routine,
+            info,
+        })
+    }
+
+    pub fn spec(&self) -> &ScanSpec {
+        &self.spec
+    }
+
+    pub fn info(&self) -> &Arc<BeeInfo> {
+        &self.info
+    }
+
+    pub fn maker(&self) -> Maker {
+        self.info.maker
+    }
+
+    /// Calls the routine.
+    ///
+    /// # Safety
+    /// `args` must satisfy the [`RunArgs`] contract for this bee's spec.
+    #[inline]
+    pub unsafe fn call(&self, args: &mut RunArgs) -> u64 {
+        self.info.count(args.n);
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.routine {
+                ScanRoutine::Compiled(_, f) => f(args),
+                ScanRoutine::Instantiated(s) => s.run(args),
+            }
+        }
+    }
+
+    /// Runs the bee over `tuples`, writing rows from `row0` on, at most `cap` of them.
+    ///
+    /// # Safety
+    /// Every tuple must be readable; `outs` must be the bee's output buffers with room
+    /// for `row0 + cap` rows (see [`crate::abi`]); `sel` must hold `cap` entries.
+    pub unsafe fn run(
+        &self,
+        tuples: &[ByteRef],
+        outs: &[ColumnOut],
+        row0: usize,
+        cap: usize,
+        sel: &mut [u32],
+        var_limit: usize,
+    ) -> Progress {
+        assert_eq!(outs.len(), self.spec.outputs.len(), "one buffer per output");
+        assert!(sel.len() >= cap, "sel holds cap entries");
+        let mut args = RunArgs {
+            tuples: tuples.as_ptr(),
+            n: tuples.len() as u64,
+            outs: outs.as_ptr(),
+            row0: row0 as u64,
+            cap: cap as u64,
+            sel: sel.as_mut_ptr(),
+            var_limit: var_limit as u64,
+            produced: 0,
+        };
+        // SAFETY: forwarded contract.
+        let consumed = unsafe { self.call(&mut args) } as usize;
+        Progress::classify(tuples.len(), consumed, args.produced as usize, cap)
+    }
+}
+
+enum FormRoutine {
+    Compiled(#[allow(dead_code)] CompiledCode, FormFn),
+    Instantiated(instantiated::Form),
+}
+
+/// A form bee, ready to call.
+pub struct FormBee {
+    relation: Arc<RelationSpec>,
+    routine: FormRoutine,
+    info: Arc<BeeInfo>,
+}
+
+impl FormBee {
+    pub fn make(
+        relation: Arc<RelationSpec>,
+        maker: Maker,
+        jit: Option<&Jit>,
+        owner: BeeOwner,
+        reason: String,
+    ) -> Result<FormBee, String> {
+        let start = Instant::now();
+        let (routine, code_bytes) = match maker {
+            Maker::Compiled => {
+                let jit = jit.ok_or("the compiled maker is not available")?;
+                let (code, f) = compiled::compile_form(jit, &relation)?;
+                let bytes = code.code_bytes;
+                (FormRoutine::Compiled(code, f), bytes)
+            }
+            Maker::Instantiated => (FormRoutine::Instantiated(instantiated::Form::new(&relation)), 0),
+        };
+        let info = Arc::new(BeeInfo {
+            id: next_id(),
+            kind: BeeKind::Form,
+            owner,
+            maker,
+            code_bytes,
+            build_ns: start.elapsed().as_nanos() as u64,
+            invocations: AtomicU64::new(0),
+            tuples: AtomicU64::new(0),
+            reason,
+        });
+        Ok(FormBee {
+            relation,
+            routine,
+            info,
+        })
+    }
+
+    pub fn relation(&self) -> &Arc<RelationSpec> {
+        &self.relation
+    }
+
+    pub fn info(&self) -> &Arc<BeeInfo> {
+        &self.info
+    }
+
+    /// Calls the routine; returns rows formed.
+    ///
+    /// # Safety
+    /// `args` must satisfy the [`FormArgs`] contract for this bee's relation.
+    #[inline]
+    pub unsafe fn call(&self, args: &mut FormArgs) -> u64 {
+        self.info.count(args.n);
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.routine {
+                FormRoutine::Compiled(_, f) => f(args),
+                FormRoutine::Instantiated(s) => s.run(args),
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! The bee cache and collector.
+//!
+//! - **Relation bees** (deform and form) are kept per relation id until the relation
+//!   is dropped or its layout changes ([`BeeCache::retire_relations`]); a relation
+//!   whose bees were instantiated while it was small is re-made compiled once the
+//!   policy says it is worth it.
+//! - **Query bees** (scan) belong to a prepared statement (which holds them and frees
+//!   them when it is dropped) or, for one-off queries, to a small LRU keyed by spec so
+//!   that re-running the same query reuses its bee.
+//! - **Code memory** is accounted per bee and bounded by `code_limit`: making a
+//!   compiled bee first evicts least recently used query bees from the LRU; if that
+//!   does not make room the bee is instantiated instead. A bee's code is freed when
+//!   its last holder (cache, statement, running scan) lets go of it.
+//!
+//! Every bee made is registered (weakly) so that [`BeeCache::rows`] can list the live
+//! ones for the `beedb_bees` view.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+
+use crate::bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee};
+use crate::compiled::Jit;
+use crate::policy::{DEFAULT_COMPILE_NS, MakerChoice, Policy};
+use crate::spec::{RelationSpec, ScanSpec};
+
+/// Default bound on live machine code (bytes).
+pub const DEFAULT_CODE_LIMIT: usize = 64 << 20;
+/// Most one-off query bees kept for reuse.
+pub const QUERY_LRU_ENTRIES: usize = 256;
+
+/// Who a bee belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BeeOwner {
+    /// A relation's deform or form bee.
+    Relation { id: u64, name: String },
+    /// A prepared statement's scan bee.
+    Statement(u64),
+    /// A one-off query's scan bee (kept in the LRU).
+    Query,
+}
+
+impl fmt::Display for BeeOwner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BeeOwner::Relation { name, .. } => write!(f, "relation {name}"),
+            BeeOwner::Statement(id) => write!(f, "statement {id}"),
+            BeeOwner::Query => f.write_str("query"),
+        }
+    }
+}
+
+/// One row of the `beedb_bees` view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BeeRow {
+    pub id: u64,
+    pub kind: BeeKind,
+    pub owner: String,
+    pub maker: Maker,
+    pub code_bytes: usize,
+    pub build_us: f64,
+    pub invocations: u64,
+    pub tuples: u64,
+    pub reason: String,
+}
+
+/// A relation's bees.
+pub struct RelationBees {
+    pub spec: Arc<RelationSpec>,
+    pub deform: Arc<ScanBee>,
+    pub form: Arc<FormBee>,
+}
+
+struct QueryEntry {
+    bee: Arc<ScanBee>,
+    last_use: u64,
+}
+
+#[derive(Default)]
+struct QueryLru {
+    map: HashMap<String, QueryEntry>,
+    tick: u64,
+}
+
+/// The per-database bee cache (shared by its connections).
+pub struct BeeCache {
+    jit: OnceLock<Result<Jit, String>>,
+    verify: bool,
+    registry: Mutex<BTreeMap<u64, Weak<BeeInfo>>>,
+    relations: Mutex<HashMap<u64, Arc<RelationBees>>>,
+    queries: Mutex<QueryLru>,
+    code_limit: AtomicUsize,
+    /// (compiles, total ns) for the policy's compile cost.
+    compiles: Mutex<(u64, u64)>,
+}
+
+impl Default for BeeCache {
+    fn default() -> Self {
+        BeeCache::new()
+    }
+}
+
+impl BeeCache {
+    pub fn new() -> BeeCache {
+        BeeCache {
+            jit: OnceLock::new(),
+            verify: cfg!(debug_assertions),
+            registry: Mutex::new(BTreeMap::new()),
+            relations: Mutex::new(HashMap::new()),
+            queries: Mutex::new(QueryLru::default()),
+            code_limit: AtomicUsize::new(DEFAULT_CODE_LIMIT),
+            compiles: Mutex::new((0, 0)),
+        }
+    }
+
+    /// The code generator, built on first use; `None` if the host is unsupported.
+    pub fn jit(&self) -> Option<&Jit> {
+        self.jit.get_or_init(|| Jit::new(self.verify)).as_ref().ok()
+    }
+
+    /// The policy's inputs for `choice`.
+    pub fn policy(&self, choice: MakerChoice) -> Policy {
+        let (n, total) = *self.compiles.lock();
+        Policy {
+            choice,
+            compile_ns: if n == 0 {
+                DEFAULT_COMPILE_NS
+            } else {
+                total as f64 / n as f64
+            },
+            compiler_available: choice == MakerChoice::Instantiated || self.jit().is_some(),
+        }
+    }
+
+    pub fn code_limit(&self) -> usize {
+        self.code_limit.load(Ordering::Relaxed)
+    }
+
+    pub fn set_code_limit(&self, bytes: usize) {
+        self.code_limit.store(bytes, Ordering::Relaxed);
+        self.make_room(0);
+    }
+
+    /// Bytes of machine code held by live bees.
+    pub fn code_bytes(&self) -> usize {
+        self.registry
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .map(|i| i.code_bytes)
+            .sum()
+    }
+
+    /// Evicts query bees (least recently used first) until `extra` more bytes fit
+    /// under the limit; whether they do.
+    fn make_room(&self, extra: usize) -> bool {
+        let limit = self.code_limit();
+        loop {
+            if self.code_bytes() + extra <= limit {
+                return true;
+            }
+            let mut q = self.queries.lock();
+            let victim = q
+                .map
+                .iter()
+                .filter(|(_, e)| e.bee.info().code_bytes > 0)
+                .min_by_key(|(_, e)| e.last_use)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    q.map.remove(&k);
+                }
+                None => return false,
+            }
+        }
+    }
+
+    fn register(&self, info: &Arc<BeeInfo>) {
+        let mut r = self.registry.lock();
+        r.retain(|_, w| w.strong_count() > 0);
+        r.insert(info.id, Arc::downgrade(info));
+        if info.maker == Maker::Compiled {
+            let mut c = self.compiles.lock();
+            c.0 += 1;
+            c.1 += info.build_ns;
+        }
+    }
+
+    /// Decides the maker, honouring the code budget.
+    fn decide(&self, policy: &Policy, kind: BeeKind, expected: u64, outputs: usize, nodes: usize) -> (Maker, String) {
+        let (maker, why) = policy.choose(kind, expected, outputs, nodes);
+        if maker == Maker::Compiled && !self.make_room(4096) {
+            return (Maker::Instantiated, format!("code limit of {} bytes reached", self.code_limit()));
+        }
+        (maker, why)
+    }
+
+    fn make_scan(&self, spec: ScanSpec, maker: Maker, why: String, owner: BeeOwner) -> Result<ScanBee, String> {
+        match ScanBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
+            Ok(b) => Ok(b),
+            Err(e) if maker == Maker::Compiled => {
+                ScanBee::make(spec, Maker::Instantiated, None, owner, format!("compile failed: {e}"))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The bees of relation `id` for `spec`, made (or re-made compiled, when the
+    /// policy now says so for `expected_tuples`) as needed.
+    pub fn relation(
+        &self,
+        id: u64,
+        name: &str,
+        spec: RelationSpec,
+        expected_tuples: u64,
+        choice: MakerChoice,
+    ) -> Result<Arc<RelationBees>, String> {
+        let policy = self.policy(choice);
+        let natts = spec.natts();
+        let key = spec.key();
+        {
+            let rels = self.relations.lock();
+            if let Some(r) = rels.get(&id)
+                && r.spec.key() == key
+            {
+                let (want, _) = policy.choose(BeeKind::Deform, expected_tuples, natts, 0);
+                let have = r.deform.maker();
+                if want == have || choice == MakerChoice::Auto && have == Maker::Compiled {
+                    return Ok(r.clone());
+                }
+            }
+        }
+        let spec = Arc::new(spec);
+        let owner = BeeOwner::Relation {
+            id,
+            name: name.to_string(),
+        };
+        let (maker, why) = self.decide(&policy, BeeKind::Deform, expected_tuples, natts, 0);
+        let deform = self.make_scan(ScanSpec::deform(spec.clone()), maker, why, owner.clone())?;
+        let (maker, why) = self.decide(&policy, BeeKind::Form, expected_tuples, natts, 0);
+        let form = match FormBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
+            Ok(b) => b,
+            Err(e) if maker == Maker::Compiled => FormBee::make(
+                spec.clone(),
+                Maker::Instantiated,
+                None,
+                owner,
+                format!("compile failed: {e}"),
+            )?,
+            Err(e) => return Err(e),
+        };
+        self.register(deform.info());
+        self.register(form.info());
+        let bees = Arc::new(RelationBees {
+            spec,
+            deform: Arc::new(deform),
+            form: Arc::new(form),
+        });
+        self.relations.lock().insert(id, bees.clone());
+        Ok(bees)
+    }
+
+    /// The cached bees of relation `id`, if any.
+    pub fn relation_bees(&self, id: u64) -> Option<Arc<RelationBees>> {
+        self.relations.lock().get(&id).cloned()
+    }
+
+    /// Retires the bees of every relation for which `keep(id, layout_key)` is false
+    /// (dropped, or its layout changed). Their code is freed once no running
+    /// statement holds them.
+    pub fn retire_relations(&self, keep: impl Fn(u64, &str) -> bool) {
+        self.relations
+            .lock()
+            .retain(|&id, r| keep(id, &r.spec.key()));
+    }
+
+    /// A scan bee for `spec`. Statement-owned bees are not shared (the statement keeps
+    /// them); one-off query bees are looked up in and added to the LRU.
+    pub fn scan(
+        &self,
+        spec: ScanSpec,
+        owner: BeeOwner,
+        expected_tuples: u64,
+        choice: MakerChoice,
+    ) -> Result<Arc<ScanBee>, String> {
+        let policy = self.policy(choice);
+        let nodes = spec.predicate.as_ref().map_or(0, |p| p.size());
+        let outputs = spec.outputs.len();
+        let key = format!("{choice}|{}", spec.key());
+        if owner == BeeOwner::Query {
+            let mut q = self.queries.lock();
+            q.tick += 1;
+            let tick = q.tick;
+            if let Some(e) = q.map.get_mut(&key) {
+                e.last_use = tick;
+                return Ok(e.bee.clone());
+            }
+        }
+        let (maker, why) = self.decide(&policy, BeeKind::Scan, expected_tuples, outputs, nodes);
+        let bee = Arc::new(self.make_scan(spec, maker, why, owner.clone())?);
+        self.register(bee.info());
+        if owner == BeeOwner::Query {
+            let mut q = self.queries.lock();
+            if q.map.len() >= QUERY_LRU_ENTRIES
+                && let Some(k) = q.map.iter().min_by_key(|(_, e)| e.last_use).map(|(k, _)| k.clone())
+            {
+                q.map.remove(&k);
+            }
+            let tick = q.tick;
+            q.map.insert(
+                key,
+                QueryEntry {
+                    bee: bee.clone(),
+                    last_use: tick,
+                },
+            );
+        }
+        Ok(bee)
+    }
+
+    /// Drops every cached query bee (e.g. `SET bees = off`).
+    pub fn clear_queries(&self) {
+        self.queries.lock().map.clear();
+    }
+
+    /// The live bees, by id.
+    pub fn rows(&self) -> Vec<BeeRow> {
+        let mut r = self.registry.lock();
+        r.retain(|_, w| w.strong_count() > 0);
+        r.values()
+            .filter_map(Weak::upgrade)
+            .map(|i| BeeRow {
+                id: i.id,
+                kind: i.kind,
+                owner: i.owner.to_string(),
+                maker: i.maker,
+                code_bytes: i.code_bytes,
+                build_us: i.build_ns as f64 / 1000.0,
+                invocations: i.invocations(),
+                tuples: i.tuples(),
+                reason: i.reason.clone(),
+            })
+            .collect()
+    }
+}
