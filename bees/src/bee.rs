@@ -278,3 +278,15 @@ impl FormBee {
         }
     }
 }
+
+impl fmt::Debug for ScanBee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ScanBee(#{} {} {})", self.info.id, self.info.kind, self.info.maker)
+    }
+}
+
+impl fmt::Debug for FormBee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FormBee(#{} {})", self.info.id, self.info.maker)
+    }
+}

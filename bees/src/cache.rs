@@ -95,6 +95,9 @@ pub struct BeeCache {
     code_limit: AtomicUsize,
     /// (compiles, total ns) for the policy's compile cost.
     compiles: Mutex<(u64, u64)>,
+    /// Tuples per relation, as last counted by a full scan and adjusted by inserts:
+    /// the policy's expected tuples.
+    sizes: Mutex<HashMap<u64, u64>>,
 }
 
 impl Default for BeeCache {
@@ -113,7 +116,23 @@ impl BeeCache {
             queries: Mutex::new(QueryLru::default()),
             code_limit: AtomicUsize::new(DEFAULT_CODE_LIMIT),
             compiles: Mutex::new((0, 0)),
+            sizes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Expected tuples of relation `id` (0 when never counted).
+    pub fn relation_size(&self, id: u64) -> u64 {
+        self.sizes.lock().get(&id).copied().unwrap_or(0)
+    }
+
+    /// Records that a full scan of relation `id` saw `tuples` tuples.
+    pub fn note_relation_size(&self, id: u64, tuples: u64) {
+        self.sizes.lock().insert(id, tuples);
+    }
+
+    /// Records `n` more tuples inserted into relation `id`.
+    pub fn note_inserts(&self, id: u64, n: u64) {
+        *self.sizes.lock().entry(id).or_insert(0) += n;
     }
 
     /// The code generator, built on first use; `None` if the host is unsupported.
@@ -272,9 +291,18 @@ impl BeeCache {
     /// (dropped, or its layout changed). Their code is freed once no running
     /// statement holds them.
     pub fn retire_relations(&self, keep: impl Fn(u64, &str) -> bool) {
-        self.relations
-            .lock()
-            .retain(|&id, r| keep(id, &r.spec.key()));
+        let mut gone = Vec::new();
+        self.relations.lock().retain(|&id, r| {
+            let k = keep(id, &r.spec.key());
+            if !k {
+                gone.push(id);
+            }
+            k
+        });
+        let mut sizes = self.sizes.lock();
+        for id in gone {
+            sizes.remove(&id);
+        }
     }
 
     /// A scan bee for `spec`. Statement-owned bees are not shared (the statement keeps

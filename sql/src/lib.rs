@@ -22,6 +22,7 @@ pub mod expr;
 pub mod parser;
 pub mod plan;
 mod planner;
+pub mod bees;
 pub mod session;
 pub mod types;
 pub mod vector;

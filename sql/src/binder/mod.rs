@@ -48,6 +48,8 @@ struct CteDef {
 
 pub struct Binder<'a> {
     pub catalog: &'a Catalog,
+    /// The bee cache, for the `beedb_bees` system table.
+    pub bees: Option<&'a beedb_bees::BeeCache>,
     sql: &'a str,
     /// Number of statement parameters; correlated values come after them.
     pub param_count: usize,
@@ -67,6 +69,7 @@ impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, sql: &'a str, param_count: usize) -> Binder<'a> {
         Binder {
             catalog,
+            bees: None,
             sql,
             param_count,
             param_types: vec![None; param_count],

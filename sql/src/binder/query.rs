@@ -799,6 +799,7 @@ impl Binder<'_> {
                         filter: None,
                         access: Access::Heap,
                         with_tid: false,
+                        bees: None,
                     },
                     schema,
                 ),
@@ -808,7 +809,7 @@ impl Binder<'_> {
         if let Some(v) = self.catalog.view(n).cloned() {
             return Ok((self.bind_view(&v)?, short));
         }
-        if let Some(p) = super::system::system_table(self.catalog, n) {
+        if let Some(p) = super::system::system_table(self.catalog, self.bees, n) {
             return Ok((p, short));
         }
         Err(Error::undefined_table(n).at(self.pos(at)))

@@ -6,6 +6,8 @@
 //! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary)`
 //! - `beedb_schema (type, name, table_name, sql)`: every object with the SQL that
 //!   creates it, like SQLite's `sqlite_master`.
+//! - `beedb_bees (id, kind, owner, maker, code_bytes, build_us, invocations,
+//!   tuples, reason)`: the live bees of the database's bee cache.
 
 use crate::catalog::{Catalog, TableDef};
 use crate::expr::Expr;
@@ -62,8 +64,43 @@ pub fn quote_ident(s: &str) -> String {
     }
 }
 
-pub fn system_table(catalog: &Catalog, name: &str) -> Option<Plan> {
+pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name: &str) -> Option<Plan> {
     match name {
+        "beedb_bees" => {
+            let rows = bees
+                .map(|c| c.rows())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|b| {
+                    let big = |x: u64| Expr::literal(Value::BigInt(x as i64), DataType::BigInt);
+                    vec![
+                        big(b.id),
+                        text(b.kind.to_string()),
+                        text(b.owner),
+                        text(b.maker.to_string()),
+                        big(b.code_bytes as u64),
+                        Expr::literal(Value::Double(b.build_us), DataType::Double),
+                        big(b.invocations),
+                        big(b.tuples),
+                        text(b.reason),
+                    ]
+                })
+                .collect();
+            Some(values(
+                &[
+                    ("id", DataType::BigInt),
+                    ("kind", DataType::Text),
+                    ("owner", DataType::Text),
+                    ("maker", DataType::Text),
+                    ("code_bytes", DataType::BigInt),
+                    ("build_us", DataType::Double),
+                    ("invocations", DataType::BigInt),
+                    ("tuples", DataType::BigInt),
+                    ("reason", DataType::Text),
+                ],
+                rows,
+            ))
+        }
         "information_schema.tables" => {
             let mut rows: Vec<Vec<Expr>> = catalog
                 .tables

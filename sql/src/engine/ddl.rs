@@ -8,7 +8,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::dml::affected;
-use super::query::{optimize, run};
+use super::query::{optimize, optimize_with, run};
 use crate::binder::scope::Scope;
 use crate::binder::types::data_type;
 use crate::binder::{Binder, ident, object_name};
@@ -146,7 +146,7 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
         }
         columns.push(ColumnDef { name: cname, ty: c.ty, not_null: false, default: None });
     }
-    let bq = optimize(plan, binder.into_subqueries());
+    let bq = optimize_with(ctx, plan, binder.into_subqueries(), ctx.params)?;
     let rows = run(ctx, &bq, ctx.params, None)?;
     let w = ctx.txn.writer()?;
     let heap = HeapFile::create(w)?;
@@ -404,6 +404,7 @@ fn scan_all(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<Vec<Vec<Value>>> {
             filter: None,
             access: Access::Heap,
             with_tid: false,
+            bees: None,
         },
         schema,
     );

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use super::Ctx;
-use super::query::{cast_params, optimize, run};
+use super::query::{cast_params, optimize, optimize_with, run};
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident, object_name};
 use crate::catalog::TableDef;
@@ -161,7 +161,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         },
     };
     let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize(source_plan, binder.into_subqueries());
+    let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
     let w = ctx.txn.writer()?;
     for row in &rows {
@@ -226,6 +226,7 @@ fn target_scan(
             filter,
             access: Access::Heap,
             with_tid: true,
+            bees: None,
         },
         schema,
     );
@@ -294,7 +295,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     schema.extend(table_schema(&table));
     let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
     let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize(plan, binder.into_subqueries());
+    let bq = optimize_with(ctx, plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
     let w = ctx.txn.writer()?;
     let mut staged = Vec::with_capacity(rows.len());
@@ -328,7 +329,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let table = binder.table(name)?;
     let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
     let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize(scan, binder.into_subqueries());
+    let bq = optimize_with(ctx, scan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
     let n = table.columns.len();
     let w = ctx.txn.writer()?;

@@ -20,6 +20,9 @@ use std::sync::Arc;
 use beedb_storage::{PageRead, ReadTxn, WriteTxn};
 use sqlparser::ast::{self, Statement};
 
+use beedb_bees::BeeCache;
+
+use crate::bees::{BeeSettings, StatementBees};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::session::{Connection, QueryResult, Shared};
@@ -117,6 +120,12 @@ impl Txn {
             cat.save(&w)?;
             let _g = shared.commit_lock.lock();
             w.commit()?;
+            // Retire the bees of dropped tables and of tables whose layout changed.
+            shared.bees.retire_relations(|id, key| {
+                cat.tables.values().any(|t| {
+                    t.id as u64 == id && crate::bees::translate::relation_spec(t).key() == key
+                })
+            });
             *shared.catalog.lock() = Arc::new(cat);
         } else {
             w.commit()?;
@@ -131,6 +140,11 @@ pub struct Ctx<'a> {
     pub sql: &'a str,
     pub params: &'a [Value],
     pub memory_limit: usize,
+    /// The session's bee switches.
+    pub bees: BeeSettings,
+    pub bee_cache: &'a Arc<BeeCache>,
+    /// The prepared statement's query bees, if it is one.
+    pub statement_bees: Option<&'a StatementBees>,
 }
 
 impl Ctx<'_> {
@@ -149,7 +163,13 @@ fn writes(ast: &Statement) -> bool {
 }
 
 /// Runs one parsed statement.
-pub fn execute(conn: &mut Connection, sql: &str, ast: &Statement, params: &[Value]) -> Result<QueryResult> {
+pub fn execute(
+    conn: &mut Connection,
+    sql: &str,
+    ast: &Statement,
+    params: &[Value],
+    statement_bees: Option<&StatementBees>,
+) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
     match ast {
         Statement::StartTransaction { .. } => {
@@ -187,11 +207,15 @@ pub fn execute(conn: &mut Connection, sql: &str, ast: &Statement, params: &[Valu
         }
         return settings_statement(conn, ast);
     }
-    let memory_limit = conn.settings.memory_limit;
+    let env = Env {
+        memory_limit: conn.settings.memory_limit,
+        bees: conn.settings.bees,
+        statement_bees,
+    };
     match &mut conn.txn {
         TxnState::Failed => Err(aborted()),
         TxnState::Active(txn) => {
-            let r = run_in(txn, &shared, sql, ast, params, memory_limit);
+            let r = run_in(txn, &shared, sql, ast, params, &env);
             if r.is_err() {
                 conn.txn = TxnState::Failed;
             }
@@ -208,7 +232,7 @@ pub fn execute(conn: &mut Connection, sql: &str, ast: &Statement, params: &[Valu
             } else {
                 Txn::begin_read(&shared)
             };
-            let r = run_in(&mut txn, &shared, sql, ast, params, memory_limit)?;
+            let r = run_in(&mut txn, &shared, sql, ast, params, &env)?;
             txn.commit(&shared)?;
             Ok(r)
         }
@@ -222,13 +246,20 @@ fn aborted() -> Error {
     )
 }
 
+/// What a statement runs with besides its transaction.
+struct Env<'a> {
+    memory_limit: usize,
+    bees: BeeSettings,
+    statement_bees: Option<&'a StatementBees>,
+}
+
 fn run_in(
     txn: &mut Txn,
     shared: &Shared,
     sql: &str,
     ast: &Statement,
     params: &[Value],
-    memory_limit: usize,
+    env: &Env<'_>,
 ) -> Result<QueryResult> {
     if writes(ast) {
         txn.ensure_write(shared)?;
@@ -237,7 +268,10 @@ fn run_in(
         txn,
         sql,
         params,
-        memory_limit,
+        memory_limit: env.memory_limit,
+        bees: env.bees,
+        bee_cache: &shared.bees,
+        statement_bees: env.statement_bees,
     };
     dispatch(&mut ctx, ast)
 }
@@ -295,7 +329,11 @@ fn setting_value(values: &[ast::Expr]) -> Result<String> {
 }
 
 fn settings_statement(conn: &mut Connection, ast: &Statement) -> Result<QueryResult> {
-    let store = conn.db.shared.store.clone();
+    let shared = conn.db.shared.clone();
+    let store = crate::session::SettingTargets {
+        store: &shared.store,
+        bees: &shared.bees,
+    };
     match ast {
         Statement::Set(ast::Set::SingleAssignment {
             variable, values, ..

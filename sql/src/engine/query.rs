@@ -15,12 +15,15 @@ use crate::types::{DataType, Value};
 /// the binder inferred.
 pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Value>)> {
     let mut binder = Binder::new(ctx.catalog(), ctx.sql, ctx.params.len());
+    binder.bees = Some(ctx.bee_cache);
     let plan = binder.bind_query(q)?;
     let params = cast_params(ctx.params, &binder.param_types)?;
     let subqueries = binder.into_subqueries();
-    Ok((optimize(plan, subqueries), params))
+    let bq = optimize_with(ctx, plan, subqueries, &params)?;
+    Ok((bq, params))
 }
 
+/// The optimized plan, without bees (for callers that run it on the generic path).
 pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
     BoundQuery {
         plan: planner::optimize(plan),
@@ -32,6 +35,20 @@ pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
             })
             .collect(),
     }
+}
+
+/// The optimized plan with the bees the session's settings allow attached to its
+/// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
+pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
+    let mut bq = optimize(plan, subqueries);
+    let env = crate::bees::BeeEnv {
+        cache: ctx.bee_cache,
+        settings: ctx.bees,
+        statement: ctx.statement_bees,
+        params,
+    };
+    crate::bees::attach_query(&mut bq, &env)?;
+    Ok(bq)
 }
 
 /// Parameter values cast to the types their uses gave them.

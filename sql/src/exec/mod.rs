@@ -375,6 +375,7 @@ impl<'a> Exec<'a> {
                 filter,
                 access,
                 with_tid,
+                bees,
             } => scan::table_scan(
                 self,
                 table,
@@ -382,6 +383,7 @@ impl<'a> Exec<'a> {
                 filter.as_ref(),
                 access,
                 *with_tid,
+                bees.as_ref(),
                 out,
             ),
             Node::Values { rows } => self.values(plan, rows, out),

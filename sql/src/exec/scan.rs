@@ -7,8 +7,12 @@ use beedb_storage::btree::{BTree, Direction};
 use beedb_storage::heap::{HeapFile, HeapPage};
 use beedb_storage::{PageId, SlotId, TupleId};
 
+use beedb_bees::abi::{ByteRef, ColumnOut, Stop};
+
 use super::tuple_codec::{KeyMiss, OwnedKey, RowDecoder, index_prefix, key_of};
 use super::{Exec, Flow, Out, tid_vector};
+use crate::bees::output::BeeOutput;
+use crate::bees::{ScanBeePlan, ScanBees};
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -28,6 +32,33 @@ pub fn i64_to_tid(v: i64) -> TupleId {
     }
 }
 
+/// The bee side of a scan: which bee decodes, and its output buffers.
+struct BeeScan<'p> {
+    plan: &'p ScanBeePlan,
+    output: BeeOutput,
+    sel: Vec<u32>,
+    refs: Vec<ByteRef>,
+    /// Table columns → scan output position (deform bees write by attribute).
+    attr_out: Vec<Option<usize>>,
+    /// Tuples handed to the bee, for the relation's size statistics.
+    tuples: u64,
+}
+
+impl BeeScan<'_> {
+    /// The bee's column buffers: per output column (scan bee) or per attribute
+    /// (deform bee, skipping the attributes the scan does not read).
+    fn outs(&mut self, cols: &mut [Vector]) -> Vec<ColumnOut> {
+        let outs = self.output.column_outs(cols);
+        if self.plan.scan.is_some() {
+            return outs;
+        }
+        self.attr_out
+            .iter()
+            .map(|o| o.map_or(ColumnOut::SKIP, |k| outs[k]))
+            .collect()
+    }
+}
+
 /// Accumulates decoded rows and pushes full batches.
 struct Builder<'e, 'a> {
     ex: &'e Exec<'a>,
@@ -36,12 +67,101 @@ struct Builder<'e, 'a> {
     tids: Vec<TupleId>,
     filter: Option<&'e Expr>,
     with_tid: bool,
+    bee: Option<BeeScan<'e>>,
 }
 
 impl Builder<'_, '_> {
     fn add(&mut self, table: &TableDef, tid: TupleId, tuple: &[u8]) -> Result<()> {
         self.decoder
             .decode_into(self.ex.ctx.reader, table, tuple, &mut self.cols)?;
+        self.tids.push(tid);
+        Ok(())
+    }
+
+    /// Decodes a run of tuples (`items` index `buf`), through the bee if there is one.
+    fn add_run(
+        &mut self,
+        table: &TableDef,
+        items: &[(TupleId, usize, usize)],
+        buf: &[u8],
+        out: Out,
+    ) -> Result<Flow> {
+        let Some(mut bee) = self.bee.take() else {
+            for &(tid, s, e) in items {
+                self.add(table, tid, &buf[s..e])?;
+                if self.full() && self.flush(out)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+            return Ok(Flow::Continue);
+        };
+        let r = self.bee_run(&mut bee, table, items, buf, out);
+        self.bee = Some(bee);
+        r
+    }
+
+    fn bee_run(
+        &mut self,
+        bee: &mut BeeScan<'_>,
+        table: &TableDef,
+        items: &[(TupleId, usize, usize)],
+        buf: &[u8],
+        out: Out,
+    ) -> Result<Flow> {
+        bee.refs.clear();
+        bee.refs
+            .extend(items.iter().map(|&(_, s, e)| ByteRef::of(&buf[s..e])));
+        bee.tuples += items.len() as u64;
+        let routine = match &bee.plan.scan {
+            Some(s) => &**s,
+            None => &*bee.plan.relation.deform,
+        };
+        let mut start = 0;
+        while start < items.len() {
+            let row0 = self.tids.len();
+            let cap = BATCH_SIZE - row0;
+            let outs = bee.outs(&mut self.cols);
+            let refs = &bee.refs[start..];
+            // SAFETY: `refs` point into `buf`, alive for this call; `outs` come from
+            // `column_outs` for `self.cols`, with room for BATCH_SIZE rows; `sel`
+            // holds BATCH_SIZE entries.
+            let prog = unsafe {
+                routine.run(refs, &outs, row0, cap, &mut bee.sel, bee.plan.var_limit)
+            };
+            // SAFETY: the bee wrote these rows; `buf` is still alive.
+            unsafe { bee.output.commit(&mut self.cols, row0, prog.produced)? };
+            for &i in &bee.sel[..prog.produced] {
+                self.tids.push(items[start + i as usize].0);
+            }
+            start += prog.consumed;
+            if prog.stop == Stop::Fallback {
+                let (tid, s, e) = items[start];
+                self.fallback(bee, table, tid, &buf[s..e])?;
+                start += 1;
+            }
+            if self.full() && self.flush(out)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// A tuple the bee handed back: the generic decoder, and the pushed conjuncts
+    /// through the generic evaluator.
+    fn fallback(&mut self, bee: &BeeScan<'_>, table: &TableDef, tid: TupleId, tuple: &[u8]) -> Result<()> {
+        let Some(pushed) = &bee.plan.pushed else {
+            return self.add(table, tid, tuple);
+        };
+        let mut one = self.decoder.new_vectors(1);
+        self.decoder
+            .decode_into(self.ex.ctx.reader, table, tuple, &mut one)?;
+        let b = super::make_batch(one, 1);
+        if self.ex.pred(pushed, &b)?.is_empty() {
+            return Ok(());
+        }
+        for (dst, src) in self.cols.iter_mut().zip(&b.columns) {
+            dst.push_from(src, 0);
+        }
         self.tids.push(tid);
         Ok(())
     }
@@ -74,6 +194,7 @@ impl Builder<'_, '_> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn table_scan(
     ex: &Exec<'_>,
     table: &TableDef,
@@ -81,9 +202,33 @@ pub(super) fn table_scan(
     filter: Option<&Expr>,
     access: &Access,
     with_tid: bool,
+    bees: Option<&ScanBees>,
     out: Out,
 ) -> Result<Flow> {
     let decoder = RowDecoder::new(table, columns);
+    let bee = bees.map(|b| {
+        let types: Vec<_> = columns
+            .iter()
+            .map(|&c| (table.columns[c].ty, table.layout.column(c).nullable()))
+            .collect();
+        let mut attr_out = vec![None; table.columns.len()];
+        for (k, &c) in columns.iter().enumerate() {
+            attr_out[c] = Some(k);
+        }
+        BeeScan {
+            plan: &b.0,
+            output: BeeOutput::new(&types, BATCH_SIZE),
+            sel: vec![0; BATCH_SIZE],
+            refs: Vec::new(),
+            attr_out,
+            tuples: 0,
+        }
+    });
+    // With a bee, the filter's pushed conjuncts are the bee's; the rest is residual.
+    let filter = match bees {
+        Some(b) => b.0.residual.as_ref(),
+        None => filter,
+    };
     let mut b = Builder {
         ex,
         cols: decoder.new_vectors(BATCH_SIZE),
@@ -91,33 +236,35 @@ pub(super) fn table_scan(
         tids: Vec::with_capacity(BATCH_SIZE),
         filter,
         with_tid,
+        bee,
     };
     let r = ex.ctx.reader;
     let heap = HeapFile::open(table.heap);
+    // Copy each page's tuples out so no latch is held while consumers run.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut items: Vec<(TupleId, usize, usize)> = Vec::new();
     match access {
         Access::Heap => {
-            // Copy each page's tuples out so no latch is held while consumers run.
-            let mut buf: Vec<u8> = Vec::new();
-            let mut slots: Vec<(SlotId, usize, usize)> = Vec::new();
             for g in heap.pages(r) {
                 buf.clear();
-                slots.clear();
-                let page = {
+                items.clear();
+                {
                     let g = g?;
                     let page = g.id();
                     for (slot, t) in HeapPage::new(&g, page)?.tuples()? {
+                        // Tuples start 8-aligned, as in the page.
+                        buf.resize(buf.len().next_multiple_of(8), 0);
                         let s = buf.len();
                         buf.extend_from_slice(t);
-                        slots.push((slot, s, buf.len()));
-                    }
-                    page
-                };
-                for &(slot, s, e) in &slots {
-                    b.add(table, TupleId { page, slot }, &buf[s..e])?;
-                    if b.full() && b.flush(out)? == Flow::Stop {
-                        return Ok(Flow::Stop);
+                        items.push((TupleId { page, slot }, s, buf.len()));
                     }
                 }
+                if b.add_run(table, &items, &buf, out)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+            if let Some(bee) = &b.bee {
+                bee.plan.cache.note_relation_size(table.id as u64, bee.tuples);
             }
         }
         Access::Index {
@@ -127,16 +274,25 @@ pub(super) fn table_scan(
             upper,
         } => {
             let tids = index_tids(ex, table, *index, eq, lower.as_ref(), upper.as_ref())?;
-            let mut buf = Vec::new();
-            for tid in tids {
-                if !heap.get_into(r, tid, &mut buf)? {
-                    return Err(Error::internal(format!(
-                        "index of \"{}\" names tuple {tid}, which does not exist",
-                        table.name
-                    )));
+            let mut one = Vec::new();
+            // Runs of fetched tuples, so a bee is called on many at once.
+            for chunk in tids.chunks(64) {
+                buf.clear();
+                items.clear();
+                for &tid in chunk {
+                    if !heap.get_into(r, tid, &mut one)? {
+                        return Err(Error::internal(format!(
+                            "index of \"{}\" names tuple {tid}, which does not exist",
+                            table.name
+                        )));
+                    }
+                    // Tuples start 8-aligned, as in a page.
+                    buf.resize(buf.len().next_multiple_of(8), 0);
+                    let s = buf.len();
+                    buf.extend_from_slice(&one);
+                    items.push((tid, s, buf.len()));
                 }
-                b.add(table, tid, &buf)?;
-                if b.full() && b.flush(out)? == Flow::Stop {
+                if b.add_run(table, &items, &buf, out)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
             }

@@ -71,6 +71,7 @@ fn scan_plan(t: &Arc<TableDef>, columns: Vec<usize>, access: Access) -> Plan {
             filter: None,
             access,
             with_tid: false,
+            bees: None,
         },
         schema,
     )

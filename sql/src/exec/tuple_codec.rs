@@ -183,7 +183,7 @@ fn utf8(b: &[u8]) -> Result<&str> {
 }
 
 /// Pushes one stored attribute onto a vector of its column's type.
-fn push_attr(out: &mut Vector, b: Option<&[u8]>) -> Result<()> {
+pub(crate) fn push_attr(out: &mut Vector, b: Option<&[u8]>) -> Result<()> {
     let Some(b) = b else {
         out.push_null();
         return Ok(());

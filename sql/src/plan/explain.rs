@@ -97,6 +97,7 @@ fn describe(plan: &Plan) -> String {
             table,
             filter,
             access,
+            bees,
             ..
         } => {
             let mut s = match access {
@@ -140,6 +141,19 @@ fn describe(plan: &Plan) -> String {
                     s
                 }
             };
+            let mut filter = filter.as_ref();
+            if let Some(b) = bees {
+                let p = &b.0;
+                let (kind, info) = match &p.scan {
+                    Some(bee) => ("scan", bee.info()),
+                    None => ("deform", p.relation.deform.info()),
+                };
+                s.push_str(&format!("  bee: {kind}, {} ({})", info.maker, info.reason));
+                if let Some(x) = &p.pushed {
+                    s.push_str(&format!("  bee filter: {}", e(x)));
+                }
+                filter = p.residual.as_ref();
+            }
             if let Some(f) = filter {
                 s.push_str(&format!("  filter: {}", e(f)));
             }

@@ -101,6 +101,9 @@ pub enum Node {
         filter: Option<Expr>,
         access: Access,
         with_tid: bool,
+        /// The bees the scan uses, decided after planning ([`crate::bees::attach`]);
+        /// `None` = the generic decoder and evaluator.
+        bees: Option<crate::bees::ScanBees>,
     },
     /// Constant rows (VALUES, SELECT without FROM, system tables). Expressions may use
     /// parameters and subqueries but no columns.
@@ -155,6 +158,21 @@ impl Plan {
 
     pub fn children(&self) -> Vec<&Plan> {
         match &self.node {
+            Node::TableScan { .. } | Node::Values { .. } => vec![],
+            Node::Filter { input, .. }
+            | Node::Project { input, .. }
+            | Node::Aggregate { input, .. }
+            | Node::Sort { input, .. }
+            | Node::Limit { input, .. }
+            | Node::Distinct { input } => vec![input],
+            Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
+        }
+    }
+
+    pub fn children_mut(&mut self) -> Vec<&mut Plan> {
+        match &mut self.node {
             Node::TableScan { .. } | Node::Values { .. } => vec![],
             Node::Filter { input, .. }
             | Node::Project { input, .. }

@@ -199,7 +199,7 @@ fn factor_or(branches: Vec<Expr>, out: &mut Vec<Expr>) {
     out.push(Expr::new(ExprKind::Or(rest), DataType::Boolean));
 }
 
-fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
     match v.len() {
         0 => None,
         1 => v.pop(),
@@ -263,12 +263,16 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
             filter: f,
             access,
             with_tid,
+            bees,
         } => {
             let mut all = Vec::new();
             if let Some(f) = f {
                 conjuncts(f, &mut all);
             }
             all.extend(preds);
+            // Conjuncts a scan bee can evaluate first, with bees on or off, so both
+            // paths evaluate the same conjuncts on the same rows.
+            crate::bees::translate::order_conjuncts(&mut all, &table, &columns);
             Plan::new(
                 Node::TableScan {
                     table,
@@ -276,6 +280,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                     filter: and_all(all),
                     access,
                     with_tid,
+                    bees,
                 },
                 schema,
             )
@@ -470,6 +475,7 @@ fn choose_access(plan: Plan) -> Plan {
         filter: Some(f),
         access: Access::Heap,
         with_tid,
+        bees,
     } = node
     else {
         return Plan::new(node, schema);
@@ -536,6 +542,7 @@ fn choose_access(plan: Plan) -> Plan {
             filter: Some(f),
             access,
             with_tid,
+            bees,
         },
         schema,
     )

@@ -22,12 +22,14 @@ mod settings;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use beedb_bees::BeeCache;
 use beedb_storage::{Store, StoreOptions};
 use parking_lot::Mutex;
 
 pub use result::{Column, FromValue, QueryResult, Row};
-pub use settings::{SETTING_NAMES, Settings};
+pub use settings::{SETTING_NAMES, SettingTargets, Settings};
 
+use crate::bees::StatementBees;
 use crate::catalog::Catalog;
 use crate::engine;
 use crate::error::{Error, Result};
@@ -56,6 +58,8 @@ pub(crate) struct Shared {
     /// Held while a transaction commits and installs its catalog, and while a reader
     /// takes its snapshot and catalog, so the two always match.
     pub commit_lock: Mutex<()>,
+    /// The bee cache: relation bees of every table, one-off query bees.
+    pub bees: Arc<BeeCache>,
 }
 
 impl Database {
@@ -69,12 +73,19 @@ impl Database {
         let path = path.as_ref();
         let (store, _report) = Store::open(path, options.storage)?;
         let catalog = Catalog::load(&store)?;
+        // Relation bees are made from the catalog's layouts at open: rebuilding them
+        // costs microseconds per table, less than loading stored code would.
+        let bees = Arc::new(BeeCache::new());
+        for table in catalog.tables.values() {
+            crate::bees::relation_bees(&bees, table, 0, Default::default())?;
+        }
         Ok(Database {
             shared: Arc::new(Shared {
                 store,
                 path: path.to_path_buf(),
                 catalog: Mutex::new(Arc::new(catalog)),
                 commit_lock: Mutex::new(()),
+                bees,
             }),
         })
     }
@@ -96,6 +107,11 @@ impl Database {
     pub fn store(&self) -> &Store {
         &self.shared.store
     }
+
+    /// The bee cache (for tools and tests; SQL sees it as `beedb_bees`).
+    pub fn bees(&self) -> &BeeCache {
+        &self.shared.bees
+    }
 }
 
 /// A session: its settings and its transaction. Statements run one at a time.
@@ -111,8 +127,9 @@ impl Connection {
     }
 
     /// Runs exactly one statement, with values for its `$1…$n` (or `?`) parameters.
+    /// Its query bees are one-off (kept in the cache's small LRU).
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
-        let stmt = self.prepare(sql)?;
+        let stmt = self.parse_one(sql, false)?;
         stmt.execute(self, params)
     }
 
@@ -128,14 +145,19 @@ impl Connection {
             let statements = parser::parse(sql)?;
             let mut results = Vec::with_capacity(statements.len());
             for ast in &statements {
-                results.push(engine::execute(conn, sql, ast, &[])?);
+                results.push(engine::execute(conn, sql, ast, &[], None)?);
             }
             Ok(results)
         })
     }
 
-    /// Parses one statement for repeated execution.
+    /// Parses one statement for repeated execution. Its query bees are made at its
+    /// first execution and kept until the statement is dropped.
     pub fn prepare(&mut self, sql: &str) -> Result<Statement> {
+        self.parse_one(sql, true)
+    }
+
+    fn parse_one(&mut self, sql: &str, keep_bees: bool) -> Result<Statement> {
         let mut statements = guarded(self, |_| parser::parse(sql))?;
         match statements.len() {
             1 => {}
@@ -152,6 +174,7 @@ impl Connection {
             sql: sql.to_string(),
             ast,
             param_count,
+            bees: keep_bees.then(|| Arc::new(StatementBees::new())),
         })
     }
 
@@ -167,7 +190,12 @@ impl Connection {
 
     /// Sets a session setting, as `SET name = value` does.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
-        self.settings.set(name, value, &self.db.shared.store)
+        let shared = self.db.shared.clone();
+        let t = SettingTargets {
+            store: &shared.store,
+            bees: &shared.bees,
+        };
+        self.settings.set(name, value, &t)
     }
 }
 
@@ -178,6 +206,8 @@ pub struct Statement {
     sql: String,
     ast: sqlparser::ast::Statement,
     param_count: usize,
+    /// The statement's query bees (prepared statements only).
+    bees: Option<Arc<StatementBees>>,
 }
 
 impl Statement {
@@ -201,7 +231,9 @@ impl Statement {
                 ),
             ));
         }
-        guarded(conn, |conn| engine::execute(conn, &self.sql, &self.ast, params))
+        guarded(conn, |conn| {
+            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref())
+        })
     }
 }
 

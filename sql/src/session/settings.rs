@@ -6,13 +6,24 @@
 //! | `memory_limit`  | bytes, or with kB/MB/GB        | `1GB`    |
 //! | `synchronous`   | `off`, `normal`, `full`        | `full`   |
 //! | `writer_timeout`| milliseconds, or with ms/s     | `5s`     |
+//! | `bees`          | `on`, `off`: all bees          | `on`     |
+//! | `bee_deform`    | `on`, `off`: deform bees       | `on`     |
+//! | `bee_form`      | `on`, `off`: form bees         | `on`     |
+//! | `bee_scan`      | `on`, `off`: scan bees         | `on`     |
+//! | `bee_maker`     | `auto`, `compiled`, `instantiated` | `auto` |
+//! | `bee_code_limit`| bytes of bee machine code, or with kB/MB/GB | `64MB` |
 //!
-//! `synchronous` and `writer_timeout` act on the database file and so on every
-//! connection to it (as SQLite's `PRAGMA synchronous` does).
+//! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
+//! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
+//! switches are per session; with a kind switched off its operators use the
+//! generic path (`bees/README.md` in the repository explains the bee module).
 
 use std::time::Duration;
 
+use beedb_bees::BeeCache;
 use beedb_storage::{Store, Synchronous};
+
+use crate::bees::BeeSettings;
 
 use crate::error::{Error, Result};
 
@@ -21,18 +32,49 @@ use crate::error::{Error, Result};
 pub struct Settings {
     /// Most bytes a statement's operators may hold (hash tables, sorts, buffers).
     pub memory_limit: usize,
+    /// Which bees statements use.
+    pub bees: BeeSettings,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
             memory_limit: 1 << 30,
+            bees: BeeSettings::default(),
         }
     }
 }
 
+/// What `SET` acts on besides the session: the database's store and bee cache.
+pub struct SettingTargets<'a> {
+    pub store: &'a Store,
+    pub bees: &'a BeeCache,
+}
+
+fn parse_switch(name: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(invalid(name, value)),
+    }
+}
+
+fn show_switch(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
 /// Names `SHOW ALL` lists.
-pub const SETTING_NAMES: &[&str] = &["memory_limit", "synchronous", "writer_timeout"];
+pub const SETTING_NAMES: &[&str] = &[
+    "memory_limit",
+    "synchronous",
+    "writer_timeout",
+    "bees",
+    "bee_deform",
+    "bee_form",
+    "bee_scan",
+    "bee_maker",
+    "bee_code_limit",
+];
 
 fn unknown(name: &str) -> Error {
     Error::semantic(
@@ -88,7 +130,8 @@ fn parse_duration(text: &str) -> Option<Duration> {
 }
 
 impl Settings {
-    pub fn set(&mut self, name: &str, value: &str, store: &Store) -> Result<()> {
+    pub fn set(&mut self, name: &str, value: &str, t: &SettingTargets<'_>) -> Result<()> {
+        let store = t.store;
         let lname = name.to_ascii_lowercase();
         match lname.as_str() {
             "memory_limit" => {
@@ -106,22 +149,37 @@ impl Settings {
                 let d = parse_duration(value).ok_or_else(|| invalid(name, value))?;
                 store.set_writer_timeout(d);
             }
+            "bees" => self.bees.enabled = parse_switch(name, value)?,
+            "bee_deform" => self.bees.deform = parse_switch(name, value)?,
+            "bee_form" => self.bees.form = parse_switch(name, value)?,
+            "bee_scan" => self.bees.scan = parse_switch(name, value)?,
+            "bee_maker" => {
+                self.bees.maker = value.parse().map_err(|_| invalid(name, value))?;
+            }
+            "bee_code_limit" => {
+                let n = parse_bytes(value).ok_or_else(|| invalid(name, value))?;
+                t.bees.set_code_limit(n);
+            }
             _ => return Err(unknown(name)),
         }
         Ok(())
     }
 
-    pub fn reset(&mut self, name: &str, store: &Store) -> Result<()> {
+    pub fn reset(&mut self, name: &str, t: &SettingTargets<'_>) -> Result<()> {
         let value = match name.to_ascii_lowercase().as_str() {
             "memory_limit" => "1GB",
             "synchronous" => "full",
             "writer_timeout" => "5s",
+            "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
+            "bee_maker" => "auto",
+            "bee_code_limit" => "64MB",
             _ => return Err(unknown(name)),
         };
-        self.set(name, value, store)
+        self.set(name, value, t)
     }
 
-    pub fn show(&self, name: &str, store: &Store) -> Result<String> {
+    pub fn show(&self, name: &str, t: &SettingTargets<'_>) -> Result<String> {
+        let store = t.store;
         Ok(match name.to_ascii_lowercase().as_str() {
             "memory_limit" => format_bytes(self.memory_limit),
             "synchronous" => match store.synchronous() {
@@ -131,6 +189,12 @@ impl Settings {
             }
             .to_string(),
             "writer_timeout" => format!("{}ms", store.writer_timeout().as_millis()),
+            "bees" => show_switch(self.bees.enabled),
+            "bee_deform" => show_switch(self.bees.deform),
+            "bee_form" => show_switch(self.bees.form),
+            "bee_scan" => show_switch(self.bees.scan),
+            "bee_maker" => self.bees.maker.to_string(),
+            "bee_code_limit" => format_bytes(t.bees.code_limit()),
             _ => return Err(unknown(name)),
         })
     }

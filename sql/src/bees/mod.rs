@@ -1,0 +1,284 @@
+//! The SQL engine's side of the bee module (`beedb-bees`, which knows no SQL):
+//! translating tables and filters into bee specs ([`translate`]), deciding per table
+//! scan which bees it uses ([`attach`]), and moving bee output into column vectors
+//! ([`output`]).
+//!
+//! With bees on, a table scan uses
+//! - a **scan bee** when a leading run of its filter's conjuncts is expressible
+//!   ([`translate::split`]): the bee evaluates them on the stored tuples and decodes
+//!   only the scan's columns of the tuples that pass; the generic evaluator applies
+//!   the rest (the *residual*) to the batch;
+//! - otherwise the relation's **deform bee** to decode its columns;
+//! - the generic decoder for tuples a bee hands back (written before an `ADD
+//!   COLUMN`, or holding an out-of-line value the bee must read).
+//!
+//! INSERT, UPDATE and COPY encode rows with the relation's **form bee**
+//! ([`crate::exec::dml`]).
+
+pub mod output;
+pub mod translate;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use beedb_bees::cache::RelationBees;
+use beedb_bees::spec::{Pred, ScanSpec};
+use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee};
+
+use crate::catalog::TableDef;
+use crate::error::{Error, Result};
+use crate::expr::{Expr, ExprKind};
+use crate::plan::{BoundQuery, Node, Plan};
+use crate::planner::and_all;
+use crate::types::Value;
+
+/// The bee settings of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BeeSettings {
+    /// `bees`: the master switch.
+    pub enabled: bool,
+    /// `bee_deform`, `bee_form`, `bee_scan`: one switch per bee kind.
+    pub deform: bool,
+    pub form: bool,
+    pub scan: bool,
+    /// `bee_maker`: auto, compiled or instantiated.
+    pub maker: MakerChoice,
+}
+
+impl Default for BeeSettings {
+    fn default() -> Self {
+        BeeSettings {
+            enabled: true,
+            deform: true,
+            form: true,
+            scan: true,
+            maker: MakerChoice::Auto,
+        }
+    }
+}
+
+impl BeeSettings {
+    pub fn deform(&self) -> bool {
+        self.enabled && self.deform
+    }
+
+    pub fn form(&self) -> bool {
+        self.enabled && self.form
+    }
+
+    pub fn scan(&self) -> bool {
+        self.enabled && self.scan
+    }
+}
+
+/// The query bees of a prepared statement: made at its first execution, reused by
+/// the next ones, freed with the statement.
+#[derive(Debug)]
+pub struct StatementBees {
+    pub id: u64,
+    bees: Mutex<HashMap<String, Arc<ScanBee>>>,
+}
+
+impl StatementBees {
+    pub fn new() -> StatementBees {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        StatementBees {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            bees: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Default for StatementBees {
+    fn default() -> Self {
+        StatementBees::new()
+    }
+}
+
+/// The bees one table scan uses, decided at plan time.
+pub struct ScanBeePlan {
+    /// Where the scan reports the relation's size (the policy's expected tuples).
+    pub cache: Arc<BeeCache>,
+    /// The relation's bees (its deform bee decodes when there is no scan bee).
+    pub relation: Arc<RelationBees>,
+    /// The scan bee, when part of the filter was pushed into one.
+    pub scan: Option<Arc<ScanBee>>,
+    /// The pushed conjuncts (for tuples the bee hands back, and for EXPLAIN).
+    pub pushed: Option<Expr>,
+    /// The conjuncts left to the generic evaluator.
+    pub residual: Option<Expr>,
+    /// Variable attributes the deform bee must walk.
+    pub var_limit: usize,
+}
+
+/// A [`ScanBeePlan`] in a plan node (compared by identity).
+#[derive(Clone)]
+pub struct ScanBees(pub Arc<ScanBeePlan>);
+
+impl PartialEq for ScanBees {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for ScanBees {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0.scan {
+            Some(s) => write!(f, "ScanBees(scan #{})", s.info().id),
+            None => write!(f, "ScanBees(deform #{})", self.0.relation.deform.info().id),
+        }
+    }
+}
+
+/// What deciding bees needs.
+pub struct BeeEnv<'a> {
+    pub cache: &'a Arc<BeeCache>,
+    pub settings: BeeSettings,
+    pub statement: Option<&'a StatementBees>,
+    /// Parameter values of this execution.
+    pub params: &'a [Value],
+}
+
+fn internal(e: String) -> Error {
+    Error::internal(format!("bee module: {e}"))
+}
+
+/// The relation bees of `table`, made (or fetched) for about `expected` tuples.
+pub fn relation_bees(
+    cache: &BeeCache,
+    table: &TableDef,
+    expected: u64,
+    maker: MakerChoice,
+) -> Result<Arc<RelationBees>> {
+    cache
+        .relation(
+            table.id as u64,
+            &table.name,
+            translate::relation_spec(table),
+            expected,
+            maker,
+        )
+        .map_err(internal)
+}
+
+/// Decides the bees of every table scan in `bq` (main plan and subplans).
+pub fn attach_query(bq: &mut BoundQuery, env: &BeeEnv<'_>) -> Result<()> {
+    attach(&mut bq.plan, env)?;
+    for s in &mut bq.subqueries {
+        attach(&mut s.plan, env)?;
+    }
+    Ok(())
+}
+
+/// Decides the bees of every table scan in `plan`.
+pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
+    if let Node::TableScan {
+        table,
+        columns,
+        filter,
+        bees,
+        ..
+    } = &mut plan.node
+    {
+        *bees = scan_bees(table, columns, filter.as_ref(), env)?;
+        return Ok(());
+    }
+    for c in plan.children_mut() {
+        attach(c, env)?;
+    }
+    Ok(())
+}
+
+fn scan_bees(
+    table: &TableDef,
+    columns: &[usize],
+    filter: Option<&Expr>,
+    env: &BeeEnv<'_>,
+) -> Result<Option<ScanBees>> {
+    let s = env.settings;
+    if !s.scan() && !s.deform() {
+        return Ok(None);
+    }
+    let expected = env.cache.relation_size(table.id as u64);
+    let relation = relation_bees(env.cache, table, expected, s.maker)?;
+    if s.scan()
+        && let Some(f) = filter
+    {
+        let conjuncts = match &f.kind {
+            ExprKind::And(v) => v.clone(),
+            _ => vec![f.clone()],
+        };
+        let cols = translate::ScanCols {
+            table,
+            columns,
+            params: env.params,
+        };
+        let (pushed, residual) = translate::split(conjuncts, &cols);
+        if !pushed.is_empty() {
+            let (exprs, mut preds): (Vec<Expr>, Vec<Pred>) = pushed.into_iter().unzip();
+            let predicate = if preds.len() == 1 {
+                preds.pop().unwrap()
+            } else {
+                Pred::And(preds)
+            };
+            let spec = ScanSpec {
+                relation: relation.spec.clone(),
+                predicate: Some(predicate),
+                outputs: columns.to_vec(),
+            };
+            let bee = match env.statement {
+                Some(st) => {
+                    let key = format!("{}|{}", s.maker, spec.key());
+                    let mut map = st.bees.lock();
+                    match map.get(&key) {
+                        Some(b) => b.clone(),
+                        None => {
+                            let b = env
+                                .cache
+                                .scan(spec, BeeOwner::Statement(st.id), expected, s.maker)
+                                .map_err(internal)?;
+                            map.insert(key, b.clone());
+                            b
+                        }
+                    }
+                }
+                None => env
+                    .cache
+                    .scan(spec, BeeOwner::Query, expected, s.maker)
+                    .map_err(internal)?,
+            };
+            return Ok(Some(ScanBees(Arc::new(ScanBeePlan {
+                cache: env.cache.clone(),
+                relation,
+                scan: Some(bee),
+                pushed: and_all(exprs),
+                residual: and_all(residual),
+                var_limit: 0,
+            }))));
+        }
+    }
+    if !s.deform() {
+        return Ok(None);
+    }
+    // The deform bee writes each attribute once: a scan naming a column twice keeps
+    // the generic decoder.
+    let mut seen = vec![false; table.columns.len()];
+    for &c in columns {
+        if std::mem::replace(&mut seen[c], true) {
+            return Ok(None);
+        }
+    }
+    let var_limit = beedb_bees::generic::var_walk_len(&relation.spec, columns.iter().copied());
+    Ok(Some(ScanBees(Arc::new(ScanBeePlan {
+        cache: env.cache.clone(),
+        relation,
+        scan: None,
+        pushed: None,
+        residual: filter.cloned(),
+        var_limit,
+    }))))
+}
