@@ -129,6 +129,29 @@ fn print_table(title: &str, base: &Path, reports: &[FileReport]) {
     }
 }
 
+/// The bee modes the SQL suite runs in: every record must pass in each.
+/// `compiled` forces the Cranelift maker for every bee (the default policy would
+/// instantiate nearly all of them on test-sized tables).
+fn bee_modes(with_compiled: bool) -> Vec<(&'static str, Vec<(String, String)>)> {
+    let set = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let mut modes = vec![
+        ("bees off", set(&[("bees", "off")])),
+        ("bees on", set(&[("bees", "on")])),
+    ];
+    if with_compiled {
+        modes.push((
+            "bees on, compiled",
+            set(&[("bees", "on"), ("bee_maker", "compiled")]),
+        ));
+    }
+    modes
+}
+
 #[test]
 fn project_slt_files_pass() {
     let files = project_files();
@@ -136,27 +159,30 @@ fn project_slt_files_pass() {
         println!("note: no sql/tests/slt/*.slt files yet");
         return;
     }
-    let options = Options {
-        conventions: Some(Conventions::Project),
-        failures_kept: usize::MAX,
-        skip_list: SkipList::load(&manifest_dir().join("../sql/tests/slt/known-gaps.txt"))
-            .expect("known-gaps list parses"),
-        ..Options::default()
-    };
-    let reports = slt::run_files(&files, &options, jobs(), &|_| {});
-    print_table(
-        "project files",
-        &manifest_dir().join("../sql/tests/slt"),
-        &reports,
-    );
     let mut problems = Vec::new();
-    for r in &reports {
-        if let Some(e) = &r.error {
-            problems.push(format!("{}: {e}", r.path));
-        }
-        for f in &r.failures {
-            if ENGINE_READY || !f.not_supported {
-                problems.push(format!("{}:{}\n{}", r.path, f.line, f.message));
+    for (mode, settings) in bee_modes(true) {
+        let options = Options {
+            conventions: Some(Conventions::Project),
+            failures_kept: usize::MAX,
+            skip_list: SkipList::load(&manifest_dir().join("../sql/tests/slt/known-gaps.txt"))
+                .expect("known-gaps list parses"),
+            settings,
+            ..Options::default()
+        };
+        let reports = slt::run_files(&files, &options, jobs(), &|_| {});
+        print_table(
+            &format!("project files ({mode})"),
+            &manifest_dir().join("../sql/tests/slt"),
+            &reports,
+        );
+        for r in &reports {
+            if let Some(e) = &r.error {
+                problems.push(format!("[{mode}] {}: {e}", r.path));
+            }
+            for f in &r.failures {
+                if ENGINE_READY || !f.not_supported {
+                    problems.push(format!("[{mode}] {}:{}\n{}", r.path, f.line, f.message));
+                }
             }
         }
     }
@@ -217,14 +243,24 @@ fn pass_rate_verdicts(dir: &Path, reports: &[FileReport]) -> Vec<String> {
 #[test]
 fn corpus_sample_meets_pass_rates() {
     let Some(dir) = corpus_dir() else { return };
+    for (mode, settings) in bee_modes(false) {
+        corpus_in_mode(&dir, mode, settings);
+    }
+}
+
+fn corpus_in_mode(dir: &Path, mode: &str, settings: Vec<(String, String)>) {
     let started = Instant::now();
-    let reports = slt::run_files(&corpus_files(&dir), &corpus_options(), jobs(), &|_| {});
+    let options = Options {
+        settings,
+        ..corpus_options()
+    };
+    let reports = slt::run_files(&corpus_files(dir), &options, jobs(), &|_| {});
     print_table(
-        "sqllogictest corpus sample (label postgresql)",
-        &dir,
+        &format!("sqllogictest corpus sample (label postgresql, {mode})"),
+        dir,
         &reports,
     );
-    println!("corpus run: {:.1}s", started.elapsed().as_secs_f64());
+    println!("corpus run ({mode}): {:.1}s", started.elapsed().as_secs_f64());
 
     let unreadable: Vec<String> = reports
         .iter()
@@ -236,7 +272,7 @@ fn corpus_sample_meets_pass_rates() {
         unreadable.join("\n")
     );
 
-    let verdicts = pass_rate_verdicts(&dir, &reports);
+    let verdicts = pass_rate_verdicts(dir, &reports);
     if ENGINE_READY {
         assert!(verdicts.is_empty(), "{}", verdicts.join("\n\n"));
     } else if !verdicts.is_empty() {
@@ -500,7 +536,7 @@ fn corpus_on_postgresql() {
         reports.push(report);
     }
     print_table("corpus on PostgreSQL (label postgresql)", &dir, &reports);
-    let verdicts = pass_rate_verdicts(&dir, &reports);
+    let verdicts = pass_rate_verdicts(dir, &reports);
     println!("below threshold: {verdicts:?}");
     for r in &reports {
         let relative = Path::new(&r.path)

@@ -15,6 +15,7 @@
 //! INSERT, UPDATE and COPY encode rows with the relation's **form bee**
 //! ([`crate::exec::dml`]).
 
+pub mod form;
 pub mod output;
 pub mod translate;
 

@@ -208,6 +208,7 @@ pub fn copy(
             }
         })
         .collect::<Result<_>>()?;
+    let mut former = ctx.row_former(&table, 0)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
     let mut pending: Vec<String> = Vec::new();
@@ -251,8 +252,9 @@ pub fn copy(
                 Some(s) => Value::parse(&s, &table.columns[c].ty).map_err(|e| context(Error::from(e)))?,
             };
         }
-        xdml::insert_row(w, &table, &row).map_err(context)?;
+        xdml::insert_row_with(w, &table, &row, former.as_mut()).map_err(context)?;
         count += 1;
     }
+    ctx.bee_cache.note_inserts(table.id as u64, count as u64);
     Ok(affected(format!("COPY {count}"), count))
 }

@@ -155,9 +155,10 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     cat.next_id += 1;
     let table = Arc::new(TableDef::new(id, name.to_string(), columns, heap.first_page, vec![])?);
     cat.tables.insert(name.to_string(), table.clone());
+    let mut former = ctx.row_former(&table, rows.len())?;
     let w = ctx.txn.writer()?;
     for r in &rows {
-        xdml::insert_row(w, &table, r)?;
+        xdml::insert_row_with(w, &table, r, former.as_mut())?;
     }
     Ok(affected(format!("SELECT {}", rows.len()), rows.len()))
 }

@@ -163,9 +163,10 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     let params = cast_params(ctx.params, &binder.param_types)?;
     let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
+    let mut former = ctx.row_former(&table, rows.len())?;
     let w = ctx.txn.writer()?;
     for row in &rows {
-        xdml::insert_row(w, &table, row)?;
+        xdml::insert_row_with(w, &table, row, former.as_mut())?;
     }
     Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
 }
@@ -297,6 +298,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let params = cast_params(ctx.params, &binder.param_types)?;
     let bq = optimize_with(ctx, plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
+    let mut former = ctx.row_former(&table, 0)?;
     let w = ctx.txn.writer()?;
     let mut staged = Vec::with_capacity(rows.len());
     for row in rows {
@@ -308,7 +310,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let count = staged.len();
     // Uniqueness is checked row by row, as PostgreSQL does.
     for (tid, new, old) in &staged {
-        xdml::update_row(w, &table, *tid, old, new)?;
+        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
     }
     Ok(affected(format!("UPDATE {count}"), count))
 }

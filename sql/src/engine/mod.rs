@@ -22,6 +22,7 @@ use sqlparser::ast::{self, Statement};
 
 use beedb_bees::BeeCache;
 
+use crate::bees::form::RowFormer;
 use crate::bees::{BeeSettings, StatementBees};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -150,6 +151,19 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn catalog(&self) -> &Catalog {
         &self.txn.catalog
+    }
+
+    /// The form bee of `table` with its buffers, when `bee_form` is on; it also
+    /// counts the rows toward the relation's size for the maker policy.
+    pub fn row_former(&self, table: &crate::catalog::TableDef, rows: usize) -> Result<Option<RowFormer>> {
+        let cache = self.bee_cache;
+        cache.note_inserts(table.id as u64, rows as u64);
+        if !self.bees.form() {
+            return Ok(None);
+        }
+        let expected = cache.relation_size(table.id as u64);
+        let bees = crate::bees::relation_bees(cache, table, expected, self.bees.maker)?;
+        Ok(Some(RowFormer::new(bees.form.clone())))
     }
 }
 

@@ -10,6 +10,7 @@ use beedb_storage::heap::{HeapFile, HeapPage};
 use beedb_storage::{PageId, PageRead, TupleId, WriteTxn};
 
 use super::tuple_codec::{EncodedRow, decode_row, index_key, key_has_null};
+use crate::bees::form::RowFormer;
 use crate::catalog::{IndexDef, TableDef};
 use crate::error::{Error, Result};
 use crate::types::Value;
@@ -60,8 +61,36 @@ fn key_taken<R: PageRead + ?Sized>(
 
 /// Inserts a row (values of the column types) and its index entries.
 pub fn insert_row(w: &WriteTxn, table: &TableDef, row: &[Value]) -> Result<TupleId> {
+    insert_row_with(w, table, row, None)
+}
+
+/// The stored tuple of `row` by the form bee, if there is one and the row stays
+/// inline.
+fn formed<'f>(
+    w: &WriteTxn,
+    table: &TableDef,
+    row: &[Value],
+    former: Option<&'f mut RowFormer>,
+) -> Result<Option<&'f [u8]>> {
+    match former {
+        Some(f) => f.form(table, row, w.page_size()),
+        None => Ok(None),
+    }
+}
+
+/// [`insert_row`], encoding with `former` (the relation's form bee) when given.
+pub fn insert_row_with(
+    w: &WriteTxn,
+    table: &TableDef,
+    row: &[Value],
+    former: Option<&mut RowFormer>,
+) -> Result<TupleId> {
     check_not_null(table, row)?;
-    let enc = EncodedRow::encode(table, row)?;
+    let tuple = formed(w, table, row, former)?;
+    let enc = match tuple {
+        Some(_) => None,
+        None => Some(EncodedRow::encode(table, row)?),
+    };
     let mut keys = Vec::with_capacity(table.indexes.len());
     for idx in &table.indexes {
         let key = index_key(table, idx, row)?;
@@ -70,7 +99,12 @@ pub fn insert_row(w: &WriteTxn, table: &TableDef, row: &[Value]) -> Result<Tuple
         }
         keys.push(key);
     }
-    let tid = HeapFile::open(table.heap).insert(w, &enc.attrs(), &table.layout)?;
+    let heap = HeapFile::open(table.heap);
+    let tid = match (tuple, &enc) {
+        (Some(t), _) => heap.insert_encoded(w, t)?,
+        (None, Some(enc)) => heap.insert(w, &enc.attrs(), &table.layout)?,
+        (None, None) => unreachable!("encoded one way or the other"),
+    };
     for (idx, key) in table.indexes.iter().zip(&keys) {
         BTree::open(idx.root).insert(w, key, &tid.to_bytes())?;
     }
@@ -96,8 +130,24 @@ pub fn update_row(
     old_row: &[Value],
     new_row: &[Value],
 ) -> Result<TupleId> {
+    update_row_with(w, table, tid, old_row, new_row, None)
+}
+
+/// [`update_row`], encoding with `former` (the relation's form bee) when given.
+pub fn update_row_with(
+    w: &WriteTxn,
+    table: &TableDef,
+    tid: TupleId,
+    old_row: &[Value],
+    new_row: &[Value],
+    former: Option<&mut RowFormer>,
+) -> Result<TupleId> {
     check_not_null(table, new_row)?;
-    let enc = EncodedRow::encode(table, new_row)?;
+    let tuple = formed(w, table, new_row, former)?;
+    let enc = match tuple {
+        Some(_) => None,
+        None => Some(EncodedRow::encode(table, new_row)?),
+    };
     let mut keys = Vec::with_capacity(table.indexes.len());
     for idx in &table.indexes {
         let old = index_key(table, idx, old_row)?;
@@ -111,7 +161,12 @@ pub fn update_row(
         }
         keys.push((old, new));
     }
-    let new_tid = HeapFile::open(table.heap).update(w, tid, &enc.attrs(), &table.layout)?;
+    let heap = HeapFile::open(table.heap);
+    let new_tid = match (tuple, &enc) {
+        (Some(t), _) => heap.update_encoded(w, tid, t, &table.layout)?,
+        (None, Some(enc)) => heap.update(w, tid, &enc.attrs(), &table.layout)?,
+        (None, None) => unreachable!("encoded one way or the other"),
+    };
     for (idx, (old, new)) in table.indexes.iter().zip(&keys) {
         if old != new || new_tid != tid {
             let tree = BTree::open(idx.root);

@@ -23,16 +23,28 @@ fn bad_value(v: &Value, ty: &DataType) -> Error {
     Error::internal(format!("value {v:?} stored into a column of type {ty}"))
 }
 
-/// One row encoded attribute by attribute, ready for the heap.
+/// One row encoded attribute by attribute into one buffer, ready for the heap.
 pub struct EncodedRow {
-    /// Bytes of each attribute; `None` is NULL.
-    attrs: Vec<Option<Vec<u8>>>,
+    buf: Vec<u8>,
+    /// Each attribute's bytes in `buf`; `None` is NULL.
+    spans: Vec<Option<(usize, usize)>>,
     fixed: Vec<bool>,
 }
 
 impl EncodedRow {
     /// Encodes `row` (values already of the column types; NULLs allowed) for `table`.
     pub fn encode(table: &TableDef, row: &[Value]) -> Result<EncodedRow> {
+        let mut enc = EncodedRow {
+            buf: Vec::new(),
+            spans: Vec::with_capacity(row.len()),
+            fixed: Vec::with_capacity(row.len()),
+        };
+        enc.encode_into(table, row)?;
+        Ok(enc)
+    }
+
+    /// Re-encodes into this row's buffers (no allocation once they are large enough).
+    pub fn encode_into(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
         if row.len() != table.columns.len() {
             return Err(Error::internal(format!(
                 "row of {} values for table \"{}\" of {} columns",
@@ -41,23 +53,29 @@ impl EncodedRow {
                 table.columns.len()
             )));
         }
-        let mut attrs = Vec::with_capacity(row.len());
-        let mut fixed = Vec::with_capacity(row.len());
-        for (v, c) in row.iter().zip(&table.columns) {
-            fixed.push(table.layout.column(attrs.len()).fixed_width().is_some());
-            attrs.push(encode_value(v, &c.ty)?);
+        self.buf.clear();
+        self.spans.clear();
+        self.fixed.clear();
+        for (i, (v, c)) in row.iter().zip(&table.columns).enumerate() {
+            self.fixed.push(table.layout.column(i).fixed_width().is_some());
+            let start = self.buf.len();
+            let present = encode_value_into(v, &c.ty, &mut self.buf)?;
+            self.spans.push(present.then_some((start, self.buf.len())));
         }
-        Ok(EncodedRow { attrs, fixed })
+        Ok(())
+    }
+
+    /// Attribute `i`'s stored bytes, `None` for NULL.
+    pub fn attr(&self, i: usize) -> Option<&[u8]> {
+        self.spans[i].map(|(s, e)| &self.buf[s..e])
     }
 
     /// The attribute values the heap takes.
     pub fn attrs(&self) -> Vec<AttrValue<'_>> {
-        self.attrs
-            .iter()
-            .zip(&self.fixed)
-            .map(|(a, &f)| match a {
+        (0..self.spans.len())
+            .map(|i| match self.attr(i) {
                 None => AttrValue::Null,
-                Some(b) if f => AttrValue::Fixed(b),
+                Some(b) if self.fixed[i] => AttrValue::Fixed(b),
                 Some(b) => AttrValue::Variable(b),
             })
             .collect()
@@ -75,33 +93,37 @@ fn int_of(v: &Value) -> Option<i64> {
 
 /// Encodes one value in its column's stored format; `None` for NULL.
 pub fn encode_value(v: &Value, ty: &DataType) -> Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    Ok(encode_value_into(v, ty, &mut out)?.then_some(out))
+}
+
+/// Appends one value's stored bytes to `out`; `false` (and nothing appended) for NULL.
+/// This is the one conversion from values to stored bytes: the generic encoder and
+/// the form bee's input both use it.
+pub fn encode_value_into(v: &Value, ty: &DataType, out: &mut Vec<u8>) -> Result<bool> {
     if v.is_null() {
-        return Ok(None);
+        return Ok(false);
     }
-    let out = match (ty, v) {
-        (DataType::Boolean, Value::Boolean(b)) => vec![*b as u8],
+    match (ty, v) {
+        (DataType::Boolean, Value::Boolean(b)) => out.push(*b as u8),
         (DataType::SmallInt, _) => {
             let x = int_of(v).ok_or_else(|| bad_value(v, ty))?;
-            i16::try_from(x)
-                .map_err(|_| Error::data("22003", "smallint out of range"))?
-                .to_le_bytes()
-                .to_vec()
+            let x = i16::try_from(x).map_err(|_| Error::data("22003", "smallint out of range"))?;
+            out.extend_from_slice(&x.to_le_bytes());
         }
         (DataType::Integer, _) => {
             let x = int_of(v).ok_or_else(|| bad_value(v, ty))?;
-            i32::try_from(x)
-                .map_err(|_| Error::data("22003", "integer out of range"))?
-                .to_le_bytes()
-                .to_vec()
+            let x = i32::try_from(x).map_err(|_| Error::data("22003", "integer out of range"))?;
+            out.extend_from_slice(&x.to_le_bytes());
         }
-        (DataType::BigInt, _) => int_of(v)
-            .ok_or_else(|| bad_value(v, ty))?
-            .to_le_bytes()
-            .to_vec(),
-        (DataType::Date, Value::Date(d)) => d.0.to_le_bytes().to_vec(),
-        (DataType::Timestamp, Value::Timestamp(t)) => t.0.to_le_bytes().to_vec(),
-        (DataType::Real, Value::Real(x)) => x.to_le_bytes().to_vec(),
-        (DataType::Double, Value::Double(x)) => x.to_le_bytes().to_vec(),
+        (DataType::BigInt, _) => {
+            let x = int_of(v).ok_or_else(|| bad_value(v, ty))?;
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        (DataType::Date, Value::Date(d)) => out.extend_from_slice(&d.0.to_le_bytes()),
+        (DataType::Timestamp, Value::Timestamp(t)) => out.extend_from_slice(&t.0.to_le_bytes()),
+        (DataType::Real, Value::Real(x)) => out.extend_from_slice(&x.to_le_bytes()),
+        (DataType::Double, Value::Double(x)) => out.extend_from_slice(&x.to_le_bytes()),
         (DataType::Decimal { precision, scale }, _) => {
             let d = match v {
                 Value::Decimal(d) => *d,
@@ -110,29 +132,26 @@ pub fn encode_value(v: &Value, ty: &DataType) -> Result<Option<Vec<u8>>> {
             match precision {
                 Some(p) => {
                     let d = d.apply_typmod(*p, *scale)?;
-                    d.unscaled().to_le_bytes().to_vec()
+                    out.extend_from_slice(&d.unscaled().to_le_bytes());
                 }
                 None => {
-                    let mut b = d.unscaled().to_le_bytes().to_vec();
-                    b.push(d.scale());
-                    b
+                    out.extend_from_slice(&d.unscaled().to_le_bytes());
+                    out.push(d.scale());
                 }
             }
         }
         (DataType::Interval, Value::Interval(i)) => {
-            let mut b = Vec::with_capacity(16);
-            b.extend_from_slice(&i.months.to_le_bytes());
-            b.extend_from_slice(&i.days.to_le_bytes());
-            b.extend_from_slice(&i.micros.to_le_bytes());
-            b
+            out.extend_from_slice(&i.months.to_le_bytes());
+            out.extend_from_slice(&i.days.to_le_bytes());
+            out.extend_from_slice(&i.micros.to_le_bytes());
         }
         (
             DataType::Char(_) | DataType::Varchar(_) | DataType::Text,
             Value::Char(s) | Value::Varchar(s) | Value::Text(s),
-        ) => s.as_bytes().to_vec(),
+        ) => out.extend_from_slice(s.as_bytes()),
         _ => return Err(bad_value(v, ty)),
-    };
-    Ok(Some(out))
+    }
+    Ok(true)
 }
 
 fn corrupt(what: &str) -> Error {

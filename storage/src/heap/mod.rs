@@ -95,6 +95,28 @@ impl HeapFile {
         self.insert_tuple(w, &tuple)
     }
 
+    /// Inserts a tuple already encoded in the layout's format with every value
+    /// inline (as a form bee makes it), no longer than
+    /// [`external_threshold`]`(page_size)` — the length up to which [`Self::insert`]
+    /// stores a row as `layout.encode` gives it, so both give the same tuple.
+    pub fn insert_encoded<W: PageWrite + ?Sized>(&self, w: &W, tuple: &[u8]) -> Result<TupleId> {
+        check_encoded(w, tuple)?;
+        self.insert_tuple(w, tuple)
+    }
+
+    /// [`Self::update`] with a tuple encoded as for [`Self::insert_encoded`]; the old
+    /// tuple's overflow chains are freed.
+    pub fn update_encoded<W: PageWrite + ?Sized>(
+        &self,
+        w: &W,
+        tid: TupleId,
+        tuple: &[u8],
+        layout: &TupleLayout,
+    ) -> Result<TupleId> {
+        check_encoded(w, tuple)?;
+        self.replace_tuple(w, tid, tuple, layout, &[])
+    }
+
     /// Appends already-encoded tuple bytes (at most [`page::max_tuple_len`]).
     fn insert_tuple<W: PageWrite + ?Sized>(&self, w: &W, tuple: &[u8]) -> Result<TupleId> {
         let first = self.first_page;
@@ -186,6 +208,20 @@ impl HeapFile {
         row: &[AttrValue<'_>],
         layout: &TupleLayout,
     ) -> Result<TupleId> {
+        let tuple = prepare(w, row, layout)?;
+        self.replace_tuple(w, tid, &tuple, layout, row)
+    }
+
+    /// Replaces tuple `tid` by `tuple`; frees the old tuple's overflow chains except
+    /// those `row` hands over.
+    fn replace_tuple<W: PageWrite + ?Sized>(
+        &self,
+        w: &W,
+        tid: TupleId,
+        tuple: &[u8],
+        layout: &TupleLayout,
+        row: &[AttrValue<'_>],
+    ) -> Result<TupleId> {
         let old_refs = {
             let g = w.read_page(tid.page)?;
             let old = HeapPage::new(&g, tid.page)?
@@ -195,15 +231,14 @@ impl HeapFile {
                 .external_refs(old)
                 .map_err(|e| on_page(e, tid.page))?
         };
-        let tuple = prepare(w, row, layout)?;
         let new_tid = {
             let mut g = w.write_page(tid.page)?;
-            if page::replace(&mut g, tid.page, tid.slot, &tuple)? {
+            if page::replace(&mut g, tid.page, tid.slot, tuple)? {
                 tid
             } else {
                 page::remove(&mut g, tid.page, tid.slot)?;
                 drop(g);
-                self.insert_tuple(w, &tuple)?
+                self.insert_tuple(w, tuple)?
             }
         };
         for (len, first) in old_refs {
@@ -400,6 +435,18 @@ impl<R: PageRead + ?Sized> Iterator for HeapPages<'_, R> {
 
 /// Encodes `row`, first moving long values to overflow chains if the tuple would
 /// exceed the threshold. Nothing is written if the row is refused.
+/// Checks a pre-encoded tuple's length (see [`HeapFile::insert_encoded`]).
+fn check_encoded<W: PageWrite + ?Sized>(w: &W, tuple: &[u8]) -> Result<()> {
+    let limit = external_threshold(w.page_size());
+    if tuple.len() > limit {
+        return Err(Error::InvalidArgument(format!(
+            "encoded tuple of {} bytes exceeds the inline limit of {limit}",
+            tuple.len()
+        )));
+    }
+    Ok(())
+}
+
 fn prepare<W: PageWrite + ?Sized>(
     w: &W,
     row: &[AttrValue<'_>],
