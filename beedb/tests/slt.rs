@@ -536,7 +536,7 @@ fn corpus_on_postgresql() {
         reports.push(report);
     }
     print_table("corpus on PostgreSQL (label postgresql)", &dir, &reports);
-    let verdicts = pass_rate_verdicts(dir, &reports);
+    let verdicts = pass_rate_verdicts(&dir, &reports);
     println!("below threshold: {verdicts:?}");
     for r in &reports {
         let relative = Path::new(&r.path)
