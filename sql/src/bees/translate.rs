@@ -277,16 +277,24 @@ pub fn translate(e: &Expr, s: &ScanCols<'_>) -> Option<Pred> {
             negated,
         } => {
             let col = s.column(expr)?;
-            let values = list
-                .iter()
-                .map(|x| {
-                    let v = s.constant(x)?;
-                    match bee_const(&col, CmpOp::Eq, &v) {
-                        Some((CmpOp::Eq, k)) if !v.is_null() => Some(k),
-                        _ => None,
-                    }
-                })
-                .collect::<Option<Vec<_>>>()?;
+            let mut values = Vec::with_capacity(list.len());
+            for x in list {
+                let v = s.constant(x)?;
+                if v.is_null() {
+                    return None;
+                }
+                // A string longer than a char(n) column can never equal a value of it.
+                if let (DataType::Char(n), Value::Text(t) | Value::Varchar(t) | Value::Char(t)) =
+                    (&col.ty, &v)
+                    && t.trim_end_matches(' ').chars().count() > *n as usize
+                {
+                    continue;
+                }
+                match bee_const(&col, CmpOp::Eq, &v) {
+                    Some((CmpOp::Eq, k)) => values.push(k),
+                    _ => return None,
+                }
+            }
             if values.is_empty() {
                 return None;
             }

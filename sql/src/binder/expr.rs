@@ -433,7 +433,13 @@ impl Binder<'_> {
                 }
                 let x = self.bind_expr(expr, clause)?;
                 let p = self.bind_expr(pattern, clause)?;
-                let x = self.text_operand(x, expr, "~~")?;
+                // `char(n) LIKE` matches the blank-padded value (PostgreSQL's
+                // bpcharlike); any other operand is text.
+                let x = if matches!(x.ty, DataType::Char(_)) {
+                    x
+                } else {
+                    self.text_operand(x, expr, "~~")?
+                };
                 let p = self.text_operand(p, pattern, "~~")?;
                 let escape = match escape_char.as_deref() {
                     None => None,
@@ -810,7 +816,14 @@ impl Binder<'_> {
                 if all_char && matches!(b.ty, DataType::Char(_)) {
                     Ok(b)
                 } else if all_char && is_unknown(e) {
-                    let t = target;
+                    // PostgreSQL types the literal `bpchar` without a length: it is
+                    // compared blank-padded, never cut or rejected for its length.
+                    let t = match (target, &b.kind) {
+                        (DataType::Char(n), ExprKind::Literal(Value::Text(s))) => {
+                            DataType::Char(n.max(s.chars().count() as u32))
+                        }
+                        (t, _) => t,
+                    };
                     self.cast(b, t, false, e)
                 } else {
                     self.cast(b, target, false, e)

@@ -215,7 +215,7 @@ pub fn execute(
         }
         _ => {}
     }
-    if let Statement::Set(_) | Statement::ShowVariable { .. } = ast {
+    if let Statement::Set(_) | Statement::ShowVariable { .. } | Statement::Reset(_) = ast {
         if matches!(conn.txn, TxnState::Failed) {
             return Err(aborted());
         }
@@ -360,6 +360,23 @@ fn settings_statement(conn: &mut Connection, ast: &Statement) -> Result<QueryRes
                 conn.settings.set(&name, &value, &store)?;
             }
             Ok(QueryResult::command("SET"))
+        }
+        Statement::Reset(r) => {
+            match &r.reset {
+                ast::Reset::ALL => {
+                    for name in crate::session::SETTING_NAMES {
+                        conn.settings.reset(name, &store)?;
+                    }
+                }
+                ast::Reset::ConfigurationParameter(name) => {
+                    conn.settings
+                        .reset(&name.to_string().to_ascii_lowercase(), &store)?;
+                }
+                ast::Reset::SessionAuthorization => {
+                    return Err(Error::not_supported("RESET SESSION AUTHORIZATION"));
+                }
+            }
+            Ok(QueryResult::command("RESET"))
         }
         Statement::ShowVariable { variable } => {
             let name = variable
