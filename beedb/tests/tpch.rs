@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use beedb::{Database, QueryResult, Value};
+
+#[path = "support/tpch_data.rs"]
+mod tpch_data;
 
 /// Flip to `true` once the engine runs the schema, COPY and the queries: then every
 /// query in [`QUERIES`] that runs must return its answer within its time budget.
@@ -97,58 +99,8 @@ fn shared_tpch_dir() -> Option<PathBuf> {
     }
 }
 
-/// `<target>/tpch/sf0.01`: the test executable is `<target>/<profile>/deps/tpch-…`.
-fn data_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .expect("test executable lives in <target>/<profile>/deps");
-    target.join("tpch").join(SCALE_NAME)
-}
-
-/// Writes the `.tbl` files that are missing (each through a temporary file, so a
-/// file that exists is complete) and returns the folder.
 fn ensure_data() -> PathBuf {
-    static GENERATING: Mutex<()> = Mutex::new(());
-    let _guard = GENERATING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = data_dir();
-    std::fs::create_dir_all(&dir).expect("create the TPC-H data folder");
-    for (table, _) in TABLES {
-        let path = dir.join(format!("{table}.tbl"));
-        if path.is_file() {
-            continue;
-        }
-        let temporary = dir.join(format!("{table}.tbl.{}.tmp", std::process::id()));
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&temporary).unwrap());
-        write_table(table, &mut out).expect("write TPC-H data");
-        out.into_inner().unwrap().sync_all().unwrap();
-        std::fs::rename(&temporary, &path).unwrap();
-    }
-    dir
-}
-
-fn write_table(table: &str, out: &mut impl std::io::Write) -> std::io::Result<()> {
-    use tpchgen::generators::*;
-    macro_rules! rows {
-        ($generator:ident) => {
-            for row in $generator::new(SCALE, 1, 1).iter() {
-                writeln!(out, "{row}")?;
-            }
-        };
-    }
-    match table {
-        "nation" => rows!(NationGenerator),
-        "region" => rows!(RegionGenerator),
-        "part" => rows!(PartGenerator),
-        "supplier" => rows!(SupplierGenerator),
-        "partsupp" => rows!(PartSuppGenerator),
-        "customer" => rows!(CustomerGenerator),
-        "orders" => rows!(OrderGenerator),
-        "lineitem" => rows!(LineItemGenerator),
-        other => panic!("unknown table {other}"),
-    }
-    Ok(())
+    tpch_data::ensure_data(&tpch_data::data_dir(SCALE_NAME), SCALE)
 }
 
 fn query_text(tpch: &Path, number: u32) -> String {
