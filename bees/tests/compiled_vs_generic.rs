@@ -1294,7 +1294,7 @@ fn compile_cost() {
         ])),
         outputs: vec![1, 3, 4],
     };
-    let runs = 41;
+    let runs = std::env::var("BEE_RUNS").map_or(41, |v| v.parse().unwrap());
     let mut report = |name: &str, f: &mut dyn FnMut() -> (CompiledCode, usize)| {
         let mut times = Vec::new();
         let mut bytes = 0;
@@ -1322,6 +1322,7 @@ fn compile_cost() {
         (c, b)
     });
 
+    if std::env::var_os("BEE_ONLY_COMPILE").is_some() { return; }
     // Run time on 100K tuples, cache-resident batches of 1024.
     let mut rng = StdRng::seed_from_u64(9);
     let rel = Rel {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use beedb_storage::tuple::AttrPlacement;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, Block, BlockArg, InstBuilder, SigRef, Signature, Type, Value, types};
-use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_frontend::FunctionBuilder;
 
 use super::{ARGS, Consts, RO, WR, ZERO_BITMAP, int_type};
 use crate::abi::{
@@ -39,8 +39,8 @@ pub(super) enum Ext {
     Skip,
     /// Fall back now.
     Fallback,
-    /// Set this i8 flag (tested once the predicate holds).
-    Flag(Variable),
+    /// Raise a flag (tested once the predicate holds).
+    Flag,
     /// Fall back if this output pointer is non-null (deform).
     FallbackIf(Value),
 }
@@ -69,9 +69,9 @@ pub(super) struct Gen<'a, 'f> {
     /// Bitmap pointer (the tuple's or a zero bitmap).
     bm: Value,
     /// Walk position (offset in the tuple).
-    pos: Variable,
-    /// `(ptr, len)` variables of walked variable attributes whose value is needed.
-    pub vars: HashMap<usize, (Variable, Variable)>,
+    pos: Value,
+    /// `(ptr, len)` of walked variable attributes whose value is needed.
+    pub vars: HashMap<usize, (Value, Value)>,
     pub cache: HashMap<Key, Value>,
     cmp_sig: Option<SigRef>,
 }
@@ -130,9 +130,8 @@ impl Gen<'_, '_> {
     }
 
     /// The `(ptr, len)` of a walked variable attribute (`(0, 0)` when NULL).
-    pub fn var_value(&mut self, attr: usize) -> (Value, Value) {
-        let (pv, lv) = self.vars[&attr];
-        (self.b.use_var(pv), self.b.use_var(lv))
+    pub fn var_value(&self, attr: usize) -> (Value, Value) {
+        self.vars[&attr]
     }
 
     /// Signature of [`super::bee_bytes_cmp`].
@@ -151,53 +150,54 @@ impl Gen<'_, '_> {
     }
 
     /// Walks variable attribute number `k` (all earlier ones walked). When `need`,
-    /// its `(ptr, len)` are left in [`Self::vars`].
-    fn walk(&mut self, k: usize, need: bool, ext: Ext) {
+    /// its `(ptr, len)` are left in [`Self::vars`]. Returns the "stored out of line"
+    /// flag for [`Ext::Flag`].
+    ///
+    /// The hot path (a NULL or a short prefix) is straight-line code ending in one
+    /// bounds check: the prefix byte is read from a zero byte instead when the walk
+    /// is at the end of the tuple (making the bounds check fail), and a NULL attribute
+    /// is turned into an empty step by selects.
+    fn walk(&mut self, k: usize, need: bool, ext: Ext) -> Option<Value> {
         let attr = self.rel.layout().variable_attr(k);
-        let slot = need.then(|| {
-            let s = (self.b.declare_var(I64), self.b.declare_var(I64));
-            self.vars.insert(attr, s);
-            s
-        });
-        let done = self.b.create_block();
-        let parse = self.b.create_block();
-        if let Some(null) = self.is_null(attr) {
-            let null_blk = self.b.create_block();
-            self.b.ins().brif(null, null_blk, &[], parse, &[]);
-            self.b.switch_to_block(null_blk);
-            if let Some((pv, lv)) = slot {
-                let z = self.iconst(I64, 0);
-                self.b.def_var(pv, z);
-                self.b.def_var(lv, z);
-            }
-            self.b.ins().jump(done, &[]);
-        } else {
-            self.b.ins().jump(parse, &[]);
-        }
-
-        self.b.switch_to_block(parse);
-        let pos = self.b.use_var(self.pos);
-        let past = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, pos, self.tl);
-        self.fallback_if(past);
-        let addr = self.b.ins().iadd(self.tp, pos);
-        let first = self.b.ins().uload8(I64, RO, addr, 0);
-        let short = self.b.create_block();
-        let long = self.b.create_block();
-        let check = self.b.create_block();
-        let start = self.b.append_block_param(check, I64);
-        let len = self.b.append_block_param(check, I64);
-        let next = self.b.append_block_param(check, I64);
-        let is_long = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, first, 0xFE);
-        self.b.ins().brif(is_long, long, &[], short, &[]);
-
-        // 0x00..=0xFD: that many bytes.
-        self.b.switch_to_block(short);
+        let (tp, tl, pos) = (self.tp, self.tl, self.pos);
+        let null = self.is_null(attr);
+        let zero = self.iconst(I64, 0);
+        let zeros = self.iconst(I64, ZERO_BITMAP.as_ptr() as i64);
+        let addr = self.b.ins().iadd(tp, pos);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, pos, tl);
+        let src = self.b.ins().select(inside, addr, zeros);
+        let mut first = self.b.ins().uload8(I64, RO, src, 0);
         let s = self.b.ins().iadd_imm_s(pos, 1);
-        let e = self.b.ins().iadd(s, first);
-        self.b.ins().jump(check, &[BlockArg::Value(s), BlockArg::Value(first), BlockArg::Value(e)]);
-
-        // 0xFE: u32 length; 0xFF: out of line.
+        let mut e = self.b.ins().iadd(s, first);
+        let mut p = self.b.ins().iadd(tp, s);
+        if let Some(n) = null {
+            first = self.b.ins().select(n, zero, first);
+            e = self.b.ins().select(n, pos, e);
+            p = self.b.ins().select(n, zero, p);
+        }
+        let flagged = matches!(ext, Ext::Flag);
+        let check = self.b.create_block();
+        let c_ptr = self.b.append_block_param(check, I64);
+        let c_len = self.b.append_block_param(check, I64);
+        let c_next = self.b.append_block_param(check, I64);
+        let c_flag = flagged.then(|| self.b.append_block_param(check, I8));
+        let args = |p, l, e, f: Option<Value>| {
+            let mut v = vec![BlockArg::Value(p), BlockArg::Value(l), BlockArg::Value(e)];
+            v.extend(f.map(BlockArg::Value));
+            v
+        };
+        let (no, yes) = if flagged {
+            (Some(self.iconst(I8, 0)), Some(self.iconst(I8, 1)))
+        } else {
+            (None, None)
+        };
+        let long = self.b.create_block();
         self.b.set_cold_block(long);
+        let is_long = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, first, 0xFE);
+        self.b.ins().brif(is_long, long, &[], check, &args(p, first, e, no));
+
+        // 0xFE: u32 length (read from zeros when it would run past the end, which
+        // then fails the bounds check); 0xFF: out of line.
         self.b.switch_to_block(long);
         let fe = self.b.create_block();
         let ext_blk = self.b.create_block();
@@ -208,52 +208,36 @@ impl Gen<'_, '_> {
 
         self.b.switch_to_block(fe);
         let s = self.b.ins().iadd_imm_s(pos, 5);
-        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, s, self.tl);
-        self.fallback_if(over);
-        let l = self.b.ins().uload32(RO, addr, 1);
+        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, s, tl);
+        let src = self.b.ins().select(over, zeros, addr);
+        let l = self.b.ins().uload32(RO, src, 1);
         let e = self.b.ins().iadd(s, l);
-        self.b.ins().jump(check, &[BlockArg::Value(s), BlockArg::Value(l), BlockArg::Value(e)]);
+        let p = self.b.ins().iadd(tp, s);
+        self.b.ins().jump(check, &args(p, l, e, no));
 
         self.b.switch_to_block(ext_blk);
-        if let Ext::Fallback = ext {
-            let args = [BlockArg::Value(self.i), BlockArg::Value(self.p)];
-            self.b.ins().jump(self.exit, &args);
-        } else {
-            let e = self.b.ins().iadd_imm_s(pos, 9);
-            let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, e, self.tl);
-            self.fallback_if(over);
-            match ext {
-                Ext::Flag(v) => {
-                    let one = self.iconst(I8, 1);
-                    self.b.def_var(v, one);
-                }
-                Ext::FallbackIf(data) => {
-                    let c = self.b.ins().icmp_imm_u(IntCC::NotEqual, data, 0);
-                    self.fallback_if(c);
-                }
-                Ext::Skip | Ext::Fallback => {}
+        let e = self.b.ins().iadd_imm_s(pos, 9);
+        let exit_args = [BlockArg::Value(self.i), BlockArg::Value(self.p)];
+        match ext {
+            Ext::Fallback => {
+                self.b.ins().jump(self.exit, &exit_args);
             }
-            self.b.def_var(self.pos, e);
-            if let Some((pv, lv)) = slot {
-                let z = self.iconst(I64, 0);
-                self.b.def_var(pv, z);
-                self.b.def_var(lv, z);
+            Ext::FallbackIf(data) => {
+                self.b.ins().brif(data, self.exit, &exit_args, check, &args(zero, zero, e, no));
             }
-            self.b.ins().jump(done, &[]);
+            Ext::Skip | Ext::Flag => {
+                self.b.ins().jump(check, &args(zero, zero, e, yes));
+            }
         }
 
         self.b.switch_to_block(check);
-        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, next, self.tl);
+        let over = self.b.ins().icmp(IntCC::UnsignedGreaterThan, c_next, tl);
         self.fallback_if(over);
-        self.b.def_var(self.pos, next);
-        if let Some((pv, lv)) = slot {
-            let p = self.b.ins().iadd(self.tp, start);
-            self.b.def_var(pv, p);
-            self.b.def_var(lv, len);
+        self.pos = c_next;
+        if need {
+            self.vars.insert(attr, (c_ptr, c_len));
         }
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(done);
+        c_flag
     }
 
     /// `row << shift`, computed once per row.
@@ -374,7 +358,6 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
     let tp = b.ins().load(I64, RO, tref, 0);
     let tl = b.ins().load(I64, RO, tref, 8);
 
-    let pos = b.declare_var(I64);
     let mut g = Gen {
         b,
         rel,
@@ -386,7 +369,7 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
         tp,
         tl,
         bm: zero,
-        pos,
+        pos: zero,
         vars: HashMap::new(),
         cache: HashMap::new(),
         cmp_sig: None,
@@ -416,7 +399,7 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
         let zeros = g.iconst(I64, ZERO_BITMAP.as_ptr() as i64);
         g.bm = g.b.ins().select(has_nulls, own, zeros);
     }
-    g.b.def_var(g.pos, var_start);
+    g.pos = var_start;
 
     let next_i = g.b.ins().iadd_imm_s(i, 1);
     if deform {
@@ -508,15 +491,11 @@ fn build_scan(
         let ext = if pred_attrs.contains(&attr) {
             Ext::Fallback
         } else if is_out(attr) {
-            let v = g.b.declare_var(I8);
-            let z = g.iconst(I8, 0);
-            g.b.def_var(v, z);
-            flags.push(v);
-            Ext::Flag(v)
+            Ext::Flag
         } else {
             Ext::Skip
         };
-        g.walk(k, pred_attrs.contains(&attr) || is_out(attr), ext);
+        flags.extend(g.walk(k, pred_attrs.contains(&attr) || is_out(attr), ext));
     }
     if let Some(p) = &spec.predicate {
         let t = super::pred::eval(g, p)?;
@@ -526,10 +505,9 @@ fn build_scan(
     }
     // An output stored out of line, walked past for the predicate.
     if !flags.is_empty() {
-        let mut any = g.b.use_var(flags[0]);
+        let mut any = flags[0];
         for &f in &flags[1..] {
-            let v = g.b.use_var(f);
-            any = g.b.ins().bor(any, v);
+            any = g.b.ins().bor(any, f);
         }
         g.fallback_if(any);
     }
