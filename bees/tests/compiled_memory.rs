@@ -20,14 +20,20 @@ fn many_bees_compiled_and_dropped_do_not_grow_memory() {
         return;
     }
     let jit = Jit::new(false).unwrap();
-    let kinds = [ValueKind::Int(4), ValueKind::Bytes, ValueKind::Float(8), ValueKind::Bytes];
+    let kinds = [
+        ValueKind::Int(4),
+        ValueKind::Bytes,
+        ValueKind::Float(8),
+        ValueKind::Bytes,
+    ];
     let cols = [
         ColumnFormat::fixed(4, false),
         ColumnFormat::variable(true),
         ColumnFormat::fixed(8, true),
         ColumnFormat::variable(false),
     ];
-    let rel = Arc::new(RelationSpec::new(TupleLayout::new(&cols).unwrap(), kinds.to_vec()).unwrap());
+    let rel =
+        Arc::new(RelationSpec::new(TupleLayout::new(&cols).unwrap(), kinds.to_vec()).unwrap());
     let make = |i: usize| {
         let spec = ScanSpec {
             relation: rel.clone(),
@@ -58,7 +64,10 @@ fn many_bees_compiled_and_dropped_do_not_grow_memory() {
         .map(|_| compiled::compile_form(&jit, &rel).unwrap())
         .collect();
     let after = vm_size_kib();
-    assert!(after >= before + 500 * 4, "kept bees: {before} -> {after} KiB");
+    assert!(
+        after >= before + 500 * 4,
+        "kept bees: {before} -> {after} KiB"
+    );
     drop(kept);
     let before = vm_size_kib();
     // 2000 bees of ≥ 4 KiB of mapped code each would add ≥ 8 MiB if leaked.

@@ -17,9 +17,9 @@ const I8: Type = types::I8;
 const I32: Type = types::I32;
 const I64: Type = types::I64;
 
-/// One input column.
+/// One input column's pointers, when loaded at entry.
 struct In {
-    data: Value,
+    data: Option<Value>,
     nulls: Option<Value>,
 }
 
@@ -48,14 +48,21 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     let buf_cap = b.ins().load(I64, ARGS, args, FORM_OFF_BUF_CAP);
     let ends = b.ins().load(I64, ARGS, args, FORM_OFF_ENDS);
     let max_tuple = b.ins().load(I64, ARGS, args, FORM_OFF_MAX_TUPLE);
+    // Input pointers: loaded once when few, else read from `ins` where used (see
+    // `scan::HOISTED_POINTERS`).
+    let pointers = natts + (0..natts).filter(|&a| rel.nullable(a)).count();
+    let hoist = pointers <= super::scan::HOISTED_POINTERS;
     let ins: Vec<In> = (0..natts)
         .map(|a| In {
-            data: b.ins().load(I64, RO, ins_ptr, (16 * a) as i32),
-            nulls: rel
-                .nullable(a)
+            data: hoist.then(|| b.ins().load(I64, RO, ins_ptr, (16 * a) as i32)),
+            nulls: (hoist && rel.nullable(a))
                 .then(|| b.ins().load(I64, RO, ins_ptr, (16 * a + 8) as i32)),
         })
         .collect();
+    let data_ptr = |b: &mut FunctionBuilder<'_>, a: usize| match ins[a].data {
+        Some(d) => d,
+        None => b.ins().load(I64, RO, ins_ptr, (16 * a) as i32),
+    };
     let mut copy_sig = Signature::new(b.func.signature.call_conv);
     for _ in 0..3 {
         copy_sig.params.push(AbiParam::new(I64));
@@ -68,7 +75,8 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     let ret = b.create_block();
     let ret_k = b.append_block_param(ret, I64);
     let zero = b.ins().iconst(I64, 0);
-    b.ins().jump(head, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
+    b.ins()
+        .jump(head, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
 
     b.switch_to_block(ret);
     b.ins().return_(&[ret_k]);
@@ -82,10 +90,13 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     let row = b.ins().iadd(row0, k);
 
     // NULL flags of the nullable inputs.
-    let nulls: Vec<Option<Value>> = ins
-        .iter()
-        .map(|inp| {
-            inp.nulls.map(|np| {
+    let nulls: Vec<Option<Value>> = (0..natts)
+        .map(|a| {
+            rel.nullable(a).then(|| {
+                let np = match ins[a].nulls {
+                    Some(np) => np,
+                    None => b.ins().load(I64, RO, ins_ptr, (16 * a + 8) as i32),
+                };
                 let a = b.ins().iadd(np, row);
                 let v = b.ins().uload8(I32, RO, a, 0);
                 b.ins().icmp_imm_u(IntCC::NotEqual, v, 0)
@@ -109,15 +120,20 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     let mut vals = Vec::new();
     for k in 0..lay.variable_count() {
         let a = lay.variable_attr(k);
-        let src = b.ins().iadd(ins[a].data, row16);
+        let data = data_ptr(b, a);
+        let src = b.ins().iadd(data, row16);
         let ptr = b.ins().load(I64, RO, src, 0);
         let len = b.ins().load(I64, RO, src, 8);
-        let short = b.ins().icmp_imm_u(IntCC::UnsignedLessThanOrEqual, len, VARLEN_SHORT_MAX as i64);
+        let short =
+            b.ins()
+                .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, len, VARLEN_SHORT_MAX as i64);
         let one = b.ins().iconst(I64, 1);
         let five = b.ins().iconst(I64, 5);
         let prefix = b.ins().select(short, one, five);
         let mut size = b.ins().iadd(len, prefix);
-        let mut big = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, len, u32::MAX as i64);
+        let mut big = b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, len, u32::MAX as i64);
         if let Some(nf) = nulls[a] {
             size = b.ins().select(nf, zero, size);
             let nn = b.ins().bxor_imm_u(nf, 1);
@@ -154,20 +170,21 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     // Fixed region: zero the alignment gaps, store every attribute.
     let mut covered = vec![false; fe as usize];
     covered[..TUPLE_HEADER_SIZE].fill(true);
-    for a in 0..natts {
+    for (a, &null) in nulls.iter().enumerate() {
         let AttrPlacement::Fixed { offset, width } = rel.placement(a) else {
             continue;
         };
         covered[offset..offset + width].fill(true);
         let src_off = b.ins().ishl_imm_u(row, width.trailing_zeros() as i64);
-        let src = b.ins().iadd(ins[a].data, src_off);
+        let data = data_ptr(b, a);
+        let src = b.ins().iadd(data, src_off);
         let parts: &[(usize, Type)] = match width {
             16 => &[(0, I64), (8, I64)],
             _ => &[(0, int_type(width))],
         };
         for &(o, ty) in parts {
             let mut v = b.ins().load(ty, RO, src, o as i32);
-            if let Some(nf) = nulls[a] {
+            if let Some(nf) = null {
                 let z = b.ins().iconst(ty, 0);
                 v = b.ins().select(nf, z, v);
             }
@@ -199,9 +216,14 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
         for (o, s) in pieces(0, bl as usize) {
             let ty = int_type(s);
             let mut v = b.ins().iconst(ty, 0);
-            for a in (8 * o)..(8 * (o + s)).min(natts) {
-                let Some(nf) = nulls[a] else { continue };
-                let x = if ty == I8 { nf } else { b.ins().uextend(ty, nf) };
+            let group = (8 * o)..(8 * (o + s)).min(natts);
+            for (a, nf) in group.clone().zip(&nulls[group]) {
+                let Some(nf) = *nf else { continue };
+                let x = if ty == I8 {
+                    nf
+                } else {
+                    b.ins().uextend(ty, nf)
+                };
                 let x = b.ins().ishl_imm_u(x, (a - 8 * o) as i64);
                 v = b.ins().bor(v, x);
             }
@@ -260,6 +282,7 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, rel: &RelationSpec) -> Result<(
     let ea = b.ins().iadd(ends, eo);
     b.ins().store(WR, end, ea, 0);
     let k1 = b.ins().iadd_imm_s(k, 1);
-    b.ins().jump(head, &[BlockArg::Value(k1), BlockArg::Value(end)]);
+    b.ins()
+        .jump(head, &[BlockArg::Value(k1), BlockArg::Value(end)]);
     Ok(())
 }

@@ -74,7 +74,11 @@ fn node(g: &mut Gen<'_, '_>, p: &Pred) -> Result<Tv, String> {
             let first = *kids.first().ok_or("empty AND/OR")?;
             let mut t = first.t;
             for k in &kids[1..] {
-                t = if and { g.b.ins().band(t, k.t) } else { g.b.ins().bor(t, k.t) };
+                t = if and {
+                    g.b.ins().band(t, k.t)
+                } else {
+                    g.b.ins().bor(t, k.t)
+                };
             }
             let f = if kids.iter().all(|k| k.f.is_none()) {
                 None
@@ -206,7 +210,11 @@ fn cmp(g: &mut Gen<'_, '_>, attr: usize, op: CmpOp, c: &Const) -> Result<Value, 
                 g.b.ins().icmp_imm_s(int_cc(op, true), r, 0)
             }
         }
-        (k, c) => return Err(format!("constant {c:?} does not fit attribute {attr} ({k:?})")),
+        (k, c) => {
+            return Err(format!(
+                "constant {c:?} does not fit attribute {attr} ({k:?})"
+            ));
+        }
     })
 }
 
@@ -278,14 +286,17 @@ fn inline_eq(g: &mut Gen<'_, '_>, ptr: Value, len: Value, k: &[u8], exact: bool)
     let join = g.b.create_block();
     let res = g.b.append_block_param(join, I8);
     let zero = g.iconst(I8, 0);
-    g.b.ins().brif(fits, arm, &[], join, &[BlockArg::Value(zero)]);
+    g.b.ins()
+        .brif(fits, arm, &[], join, &[BlockArg::Value(zero)]);
     g.b.switch_to_block(arm);
     let mut acc: Option<Value> = None;
     for (off, s) in pieces(0, k.len()) {
         let mut word = [0u8; 8];
         word[..s].copy_from_slice(&k[off..off + s]);
         let v = g.b.ins().load(int_type(s), RO, ptr, off as i32);
-        let e = g.b.ins().icmp_imm_u(IntCC::Equal, v, i64::from_le_bytes(word));
+        let e =
+            g.b.ins()
+                .icmp_imm_u(IntCC::Equal, v, i64::from_le_bytes(word));
         acc = Some(match acc {
             None => e,
             Some(a) => g.b.ins().band(a, e),

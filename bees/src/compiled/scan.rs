@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use beedb_storage::tuple::AttrPlacement;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AbiParam, Block, BlockArg, InstBuilder, SigRef, Signature, Type, Value, types};
+use cranelift_codegen::ir::{
+    AbiParam, Block, BlockArg, InstBuilder, SigRef, Signature, Type, Value, types,
+};
 use cranelift_frontend::FunctionBuilder;
 
 use super::{ARGS, Consts, RO, WR, ZERO_BITMAP, int_type};
@@ -47,10 +49,19 @@ pub(super) enum Ext {
 
 /// One output column.
 struct Out {
+    /// Output column number (its `ColumnOut` is `outs[k]`).
+    k: usize,
     attr: usize,
-    data: Value,
-    nulls: Option<Value>,
+    /// `data` and `nulls`, loaded at entry when few columns are output; otherwise
+    /// read from `outs` where used.
+    hoisted: Option<(Value, Option<Value>)>,
 }
+
+/// Up to this many output pointers are loaded once at entry and kept in registers;
+/// beyond, they would be spilled to the stack and reloaded each row anyway, and
+/// reading them from `outs` where they are used gives the register allocator (the
+/// larger part of the compile time) much less to do and the loop fewer moves.
+pub(super) const HOISTED_POINTERS: usize = 4;
 
 /// Code generation state for one scan bee.
 pub(super) struct Gen<'a, 'f> {
@@ -63,6 +74,9 @@ pub(super) struct Gen<'a, 'f> {
     head: Block,
     i: Value,
     p: Value,
+    /// The `outs` array (column pointers are read from it where used: loop
+    /// invariants held in registers would only be spilled).
+    outs: Value,
     /// Tuple pointer and length.
     pub tp: Value,
     tl: Value,
@@ -193,8 +207,13 @@ impl Gen<'_, '_> {
         };
         let long = self.b.create_block();
         self.b.set_cold_block(long);
-        let is_long = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, first, 0xFE);
-        self.b.ins().brif(is_long, long, &[], check, &args(p, first, e, no));
+        let is_long = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, first, 0xFE);
+        self.b
+            .ins()
+            .brif(is_long, long, &[], check, &args(p, first, e, no));
 
         // 0xFE: u32 length (read from zeros when it would run past the end, which
         // then fails the bounds check); 0xFF: out of line.
@@ -223,7 +242,9 @@ impl Gen<'_, '_> {
                 self.b.ins().jump(self.exit, &exit_args);
             }
             Ext::FallbackIf(data) => {
-                self.b.ins().brif(data, self.exit, &exit_args, check, &args(zero, zero, e, no));
+                self.b
+                    .ins()
+                    .brif(data, self.exit, &exit_args, check, &args(zero, zero, e, no));
             }
             Ext::Skip | Ext::Flag => {
                 self.b.ins().jump(check, &args(zero, zero, e, yes));
@@ -238,6 +259,14 @@ impl Gen<'_, '_> {
             self.vars.insert(attr, (c_ptr, c_len));
         }
         c_flag
+    }
+
+    /// Output `out`'s `data` pointer.
+    fn data_ptr(&mut self, out: &Out) -> Value {
+        match out.hoisted {
+            Some((d, _)) => d,
+            None => self.b.ins().load(I64, RO, self.outs, (16 * out.k) as i32),
+        }
     }
 
     /// `row << shift`, computed once per row.
@@ -255,12 +284,16 @@ impl Gen<'_, '_> {
 
     /// Writes output `out` of the current tuple into row `row` (variable attributes
     /// must have been walked with their value kept).
-    fn write(&mut self, out: &Out, row: Value) {
+    fn write(&mut self, out: &Out, row: Value, data: Option<Value>) {
         let attr = out.attr;
         let kind = self.rel.kind(attr);
         let w = kind.out_width();
         let off = self.row_shift(row, w.trailing_zeros());
-        let dst = self.b.ins().iadd(out.data, off);
+        let data = match data {
+            Some(d) => d,
+            None => self.data_ptr(out),
+        };
+        let dst = self.b.ins().iadd(data, off);
         let null = self.is_null(attr);
         match kind {
             ValueKind::Bytes => {
@@ -287,7 +320,14 @@ impl Gen<'_, '_> {
                 }
             }
         }
-        if let (Some(n), Some(nulls)) = (null, out.nulls) {
+        if let Some(n) = null {
+            let nulls = match out.hoisted {
+                Some((_, Some(nl))) => nl,
+                _ => self
+                    .b
+                    .ins()
+                    .load(I64, RO, self.outs, (16 * out.k + 8) as i32),
+            };
             let dst = self.b.ins().iadd(nulls, row);
             self.b.ins().store(WR, n, dst, 0);
         }
@@ -295,7 +335,11 @@ impl Gen<'_, '_> {
 }
 
 /// Generates the scan (or deform) bee of `spec` (checked) into `b`.
-pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut Consts) -> Result<(), String> {
+pub(super) fn build(
+    b: &mut FunctionBuilder<'_>,
+    spec: &ScanSpec,
+    consts: &mut Consts,
+) -> Result<(), String> {
     let rel = &*spec.relation;
     let lay = rel.layout();
     let natts = rel.natts();
@@ -318,18 +362,26 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
     let cap = b.ins().load(I64, ARGS, args, OFF_CAP);
     let sel = b.ins().load(I64, ARGS, args, OFF_SEL);
     let var_limit = deform.then(|| b.ins().load(I64, ARGS, args, OFF_VAR_LIMIT));
-    let outs: Vec<Out> = spec
+    let mut outs: Vec<Out> = spec
         .outputs
         .iter()
         .enumerate()
         .map(|(k, &attr)| Out {
+            k,
             attr,
-            data: b.ins().load(I64, RO, outs_ptr, (16 * k) as i32),
-            nulls: rel
-                .nullable(attr)
-                .then(|| b.ins().load(I64, RO, outs_ptr, (16 * k + 8) as i32)),
+            hoisted: None,
         })
         .collect();
+    let pointers = outs.len() + outs.iter().filter(|o| rel.nullable(o.attr)).count();
+    if pointers <= HOISTED_POINTERS {
+        for o in &mut outs {
+            let data = b.ins().load(I64, RO, outs_ptr, (16 * o.k) as i32);
+            let nulls = rel
+                .nullable(o.attr)
+                .then(|| b.ins().load(I64, RO, outs_ptr, (16 * o.k + 8) as i32));
+            o.hoisted = Some((data, nulls));
+        }
+    }
 
     let head = b.create_block();
     let i = b.append_block_param(head, I64);
@@ -338,7 +390,8 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
     let exit_c = b.append_block_param(exit, I64);
     let exit_p = b.append_block_param(exit, I64);
     let zero = b.ins().iconst(I64, 0);
-    b.ins().jump(head, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
+    b.ins()
+        .jump(head, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
 
     // exit(c, p): produced = p; return c.
     b.switch_to_block(exit);
@@ -351,7 +404,13 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
     let full = b.ins().icmp(IntCC::Equal, p, cap);
     let stop = b.ins().bor(end, full);
     let body = b.create_block();
-    b.ins().brif(stop, exit, &[BlockArg::Value(i), BlockArg::Value(p)], body, &[]);
+    b.ins().brif(
+        stop,
+        exit,
+        &[BlockArg::Value(i), BlockArg::Value(p)],
+        body,
+        &[],
+    );
     b.switch_to_block(body);
     let tref = b.ins().ishl_imm_u(i, 4);
     let tref = b.ins().iadd(tuples, tref);
@@ -366,6 +425,7 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
         head,
         i,
         p,
+        outs: outs_ptr,
         tp,
         tl,
         bm: zero,
@@ -380,7 +440,9 @@ pub(super) fn build(b: &mut FunctionBuilder<'_>, spec: &ScanSpec, consts: &mut C
     g.fallback_if(short);
     let word = g.b.ins().load(I32, RO, tp, 0);
     let masked = g.b.ins().band_imm_u(word, 0xFFFF_FFFEu32 as i64);
-    let bad = g.b.ins().icmp_imm_u(IntCC::NotEqual, masked, (natts as i64) << 16);
+    let bad =
+        g.b.ins()
+            .icmp_imm_u(IntCC::NotEqual, masked, (natts as i64) << 16);
     g.fallback_if(bad);
     let has_nulls = g.b.ins().band_imm_u(word, 1);
     let fe = lay.fixed_end() as i64;
@@ -417,7 +479,8 @@ fn keep(g: &mut Gen<'_, '_>, sel: Value, next_i: Value) {
     let i32v = g.b.ins().ireduce(I32, g.i);
     g.b.ins().store(WR, i32v, at, 0);
     let p1 = g.b.ins().iadd_imm_s(g.p, 1);
-    g.b.ins().jump(g.head, &[BlockArg::Value(next_i), BlockArg::Value(p1)]);
+    g.b.ins()
+        .jump(g.head, &[BlockArg::Value(next_i), BlockArg::Value(p1)]);
 }
 
 /// Computes `row << shift` for every output width, in straight-line code.
@@ -428,12 +491,26 @@ fn row_shifts(g: &mut Gen<'_, '_>, outs: &[Out], row: Value) {
     }
 }
 
-fn build_deform(g: &mut Gen<'_, '_>, outs: &[Out], row0: Value, sel: Value, next_i: Value, var_limit: Value) {
+fn build_deform(
+    g: &mut Gen<'_, '_>,
+    outs: &[Out],
+    row0: Value,
+    sel: Value,
+    next_i: Value,
+    var_limit: Value,
+) {
     let rel = g.rel;
     let lay = rel.layout();
     let row = g.b.ins().iadd(row0, g.p);
     row_shifts(g, outs, row);
     let tail = g.b.create_block();
+    // NULL flags in straight-line code: the bitmap bytes are shared by the columns
+    // (tested here once even if the column is skipped: a byte load from L1).
+    for out in outs {
+        if matches!(rel.placement(out.attr), AttrPlacement::Fixed { .. }) {
+            g.is_null(out.attr);
+        }
+    }
     // Fixed attributes, at constant offsets.
     for out in outs {
         if matches!(rel.placement(out.attr), AttrPlacement::Variable { .. }) {
@@ -441,9 +518,10 @@ fn build_deform(g: &mut Gen<'_, '_>, outs: &[Out], row0: Value, sel: Value, next
         }
         let w = g.b.create_block();
         let skip = g.b.create_block();
-        g.b.ins().brif(out.data, w, &[], skip, &[]);
+        let data = g.data_ptr(out);
+        g.b.ins().brif(data, w, &[], skip, &[]);
         g.b.switch_to_block(w);
-        g.scoped(|g| g.write(out, row));
+        g.scoped(|g| g.write(out, row, Some(data)));
         g.b.ins().jump(skip, &[]);
         g.b.switch_to_block(skip);
     }
@@ -451,16 +529,19 @@ fn build_deform(g: &mut Gen<'_, '_>, outs: &[Out], row0: Value, sel: Value, next
     for k in 0..lay.variable_count() {
         let attr = lay.variable_attr(k);
         let out = &outs[attr];
-        let stop = g.b.ins().icmp_imm_u(IntCC::UnsignedLessThanOrEqual, var_limit, k as i64);
+        let stop =
+            g.b.ins()
+                .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, var_limit, k as i64);
         let go = g.b.create_block();
         g.b.ins().brif(stop, tail, &[], go, &[]);
         g.b.switch_to_block(go);
-        g.walk(k, true, Ext::FallbackIf(out.data));
+        let data = g.data_ptr(out);
+        g.walk(k, true, Ext::FallbackIf(data));
         let w = g.b.create_block();
         let skip = g.b.create_block();
-        g.b.ins().brif(out.data, w, &[], skip, &[]);
+        g.b.ins().brif(data, w, &[], skip, &[]);
         g.b.switch_to_block(w);
-        g.scoped(|g| g.write(out, row));
+        g.scoped(|g| g.write(out, row, Some(data)));
         g.b.ins().jump(skip, &[]);
         g.b.switch_to_block(skip);
     }
@@ -479,7 +560,11 @@ fn build_scan(
 ) -> Result<(), String> {
     let rel = g.rel;
     let lay = rel.layout();
-    let pred_attrs = spec.predicate.as_ref().map(|p| p.attrs()).unwrap_or_default();
+    let pred_attrs = spec
+        .predicate
+        .as_ref()
+        .map(|p| p.attrs())
+        .unwrap_or_default();
     let pred_walk = var_walk_len(rel, pred_attrs.iter().copied());
     let out_walk = var_walk_len(rel, spec.outputs.iter().copied());
     let is_out = |a: usize| spec.outputs.contains(&a);
@@ -500,7 +585,13 @@ fn build_scan(
     if let Some(p) = &spec.predicate {
         let t = super::pred::eval(g, p)?;
         let kept = g.b.create_block();
-        g.b.ins().brif(t, kept, &[], g.head, &[BlockArg::Value(next_i), BlockArg::Value(g.p)]);
+        g.b.ins().brif(
+            t,
+            kept,
+            &[],
+            g.head,
+            &[BlockArg::Value(next_i), BlockArg::Value(g.p)],
+        );
         g.b.switch_to_block(kept);
     }
     // An output stored out of line, walked past for the predicate.
@@ -517,8 +608,8 @@ fn build_scan(
     row_shifts(g, outs, row);
     for out in outs {
         match rel.placement(out.attr) {
-            AttrPlacement::Fixed { .. } => g.write(out, row),
-            AttrPlacement::Variable { index } if index < pred_walk => g.write(out, row),
+            AttrPlacement::Fixed { .. } => g.write(out, row, None),
+            AttrPlacement::Variable { index } if index < pred_walk => g.write(out, row, None),
             AttrPlacement::Variable { .. } => {}
         }
     }
@@ -527,7 +618,7 @@ fn build_scan(
         let needed = is_out(attr);
         g.walk(k, needed, if needed { Ext::Fallback } else { Ext::Skip });
         for out in outs.iter().filter(|o| o.attr == attr) {
-            g.write(out, row);
+            g.write(out, row, None);
         }
     }
     keep(g, sel, next_i);
