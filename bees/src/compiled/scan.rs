@@ -349,6 +349,9 @@ pub(super) fn build(
     if lay.fixed_end() + lay.null_bitmap_len() > i32::MAX as usize / 2 {
         return Err("fixed region too large".into());
     }
+    if spec.outputs.len() > (i32::MAX as usize) / 16 {
+        return Err(format!("{} outputs: too many", spec.outputs.len()));
+    }
     let deform = spec.is_deform();
 
     let entry = b.create_block();
