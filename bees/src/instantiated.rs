@@ -438,10 +438,13 @@ fn bind(rel: &RelationSpec, p: &Pred) -> Box<dyn PredKernel> {
                 ValueKind::Int(2) => lst!(LoadI16, Const::Int(x) => *x),
                 ValueKind::Int(4) => lst!(LoadI32, Const::Int(x) => *x),
                 ValueKind::Int(_) => lst!(LoadI64, Const::Int(x) => *x),
-                ValueKind::Float(4) if matches!(values[0], Const::F32(_)) => {
-                    lst!(LoadF32, Const::F32(x) => *x)
-                }
-                ValueKind::Float(4) => lst!(LoadF32As64, Const::F64(x) => *x),
+                // A list may mix real and double constants; widening a real is exact,
+                // so every member compares as a double.
+                ValueKind::Float(4) => list::<LoadF32As64>(fixed_at(a), null, values, |c| match c {
+                    Const::F32(x) => *x as f64,
+                    Const::F64(x) => *x,
+                    c => unreachable!("checked spec: {c:?}"),
+                }),
                 ValueKind::Float(_) => lst!(LoadF64, Const::F64(x) => *x),
                 ValueKind::Decimal => lst!(LoadI128, Const::I128(x) => *x),
                 k @ ValueKind::Raw(_) => unreachable!("checked spec: IN on {k:?}"),

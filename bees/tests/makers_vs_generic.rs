@@ -1,14 +1,14 @@
-//! Differential tests of the compiled maker: every compiled scan, deform and form bee
-//! must agree with the generic twin ([`beedb_bees::generic`]) on every input, malformed
-//! tuples included — consumed and produced counts, `sel`, every output slot and NULL
-//! byte of the rows produced, every byte of a formed buffer. The Cranelift verifier is
-//! on. Seeds are fixed; a failure names its seed.
+//! Differential tests of both makers: every compiled and every instantiated scan,
+//! deform and form bee must agree with the generic twin ([`beedb_bees::generic`]) on
+//! every input, malformed tuples included — consumed and produced counts, `sel`,
+//! every output slot and NULL byte of the rows produced, every byte of a formed
+//! buffer. The Cranelift verifier is on. Seeds are fixed; a failure names its seed.
 
 use std::sync::{Arc, OnceLock};
 
 use beedb_bees::abi::{ByteRef, ColumnOut, FormArgs, Progress, RunArgs, Stop};
 use beedb_bees::compiled::{self, CompiledCode, FormFn, Jit, ScanFn};
-use beedb_bees::generic;
+use beedb_bees::{generic, instantiated};
 use beedb_bees::spec::{CmpOp, Const, Pred, RelationSpec, ScanSpec, ValueKind};
 use beedb_storage::PageId;
 use beedb_storage::tuple::{AttrValue, ColumnFormat, TupleLayout};
@@ -558,37 +558,47 @@ fn run_both(c: &Call<'_>, ctx: &str) -> (usize, usize) {
         var_limit: c.var_limit,
         produced: u64::MAX,
     };
+    let mut io = Outs::new(c.spec, rows, c.cap);
+    let icols = io.columns(c.spec, c.skip);
     let mut ga = args(&gcols, &mut go.sel);
     let mut ca = args(&ccols, &mut co.sel);
+    let mut ia = args(&icols, &mut io.sel);
+    let inst = instantiated::Scan::new(c.spec);
     // SAFETY: buffers sized for row0 + cap rows and cap sel entries.
     let gc = unsafe { generic::run(c.spec, &mut ga) } as usize;
     let cc = unsafe { (c.f)(&mut ca) } as usize;
+    let ic = unsafe { inst.run(&mut ia) } as usize;
     let gp = ga.produced as usize;
-    let cp = ca.produced as usize;
-    assert_eq!(
-        (cc, cp),
-        (gc, gp),
-        "{ctx}: (consumed, produced) compiled vs generic"
-    );
-    assert_eq!(co.sel, go.sel, "{ctx}: sel");
-    // Row row0 + produced of a call that fell back is unspecified (a partly written row).
-    let partial = (gp < c.cap).then_some(c.row0 + gp);
-    for (k, &a) in c.spec.outputs.iter().enumerate() {
-        let w = c.spec.relation.kind(a).out_width();
-        for row in 0..rows {
-            if Some(row) == partial {
-                continue;
+    for (maker, consumed, produced, out) in [
+        ("compiled", cc, ca.produced as usize, &co),
+        ("instantiated", ic, ia.produced as usize, &io),
+    ] {
+        assert_eq!(
+            (consumed, produced),
+            (gc, gp),
+            "{ctx}: (consumed, produced) {maker} vs generic"
+        );
+        assert_eq!(out.sel, go.sel, "{ctx}: {maker} sel");
+        // Row row0 + produced of a call that fell back is unspecified (a partly
+        // written row).
+        let partial = (gp < c.cap).then_some(c.row0 + gp);
+        for (k, &a) in c.spec.outputs.iter().enumerate() {
+            let w = c.spec.relation.kind(a).out_width();
+            for row in 0..rows {
+                if Some(row) == partial {
+                    continue;
+                }
+                assert_eq!(
+                    out.data[k][row * w..(row + 1) * w],
+                    go.data[k][row * w..(row + 1) * w],
+                    "{ctx}: {maker} output {k} (attribute {a}, {:?}) row {row}",
+                    c.spec.relation.kind(a)
+                );
+                assert_eq!(
+                    out.nulls[k][row], go.nulls[k][row],
+                    "{ctx}: {maker} NULL byte of output {k} row {row}"
+                );
             }
-            assert_eq!(
-                co.data[k][row * w..(row + 1) * w],
-                go.data[k][row * w..(row + 1) * w],
-                "{ctx}: output {k} (attribute {a}, {:?}) row {row}",
-                c.spec.relation.kind(a)
-            );
-            assert_eq!(
-                co.nulls[k][row], go.nulls[k][row],
-                "{ctx}: NULL byte of output {k} row {row}"
-            );
         }
     }
     STATS.with(|s| {
@@ -1285,15 +1295,25 @@ fn form_case(rng: &mut StdRng, rel: &RelationSpec, f: FormFn, ctx: &str) {
         ends: ends.as_mut_ptr(),
         max_tuple,
     };
+    let mut ibuf = gbuf.clone();
+    let mut iends = gends.clone();
     let mut ga = args(&mut gbuf, &mut gends);
     let mut ca = args(&mut cbuf, &mut cends);
+    let mut ia = args(&mut ibuf, &mut iends);
     // SAFETY: inputs hold row0 + n rows, buf buf_cap bytes, ends n entries.
     let g = unsafe { generic::form(rel, &mut ga) };
     let c = unsafe { f(&mut ca) };
+    let i = unsafe { instantiated::Form::new(rel).run(&mut ia) };
     assert_eq!(
         c, g,
         "{ctx}: rows formed (n {n}, buf_cap {buf_cap}, max_tuple {max_tuple})"
     );
+    assert_eq!(i, g, "{ctx}: rows formed by the instantiated bee");
+    assert_eq!(iends, gends, "{ctx}: instantiated ends");
+    if ibuf != gbuf {
+        let at = ibuf.iter().zip(&gbuf).position(|(x, y)| x != y).unwrap();
+        panic!("{ctx}: instantiated buffer differs at byte {at} (ends {gends:?})");
+    }
     FORM_STATS.with(|s| {
         let (rows, stopped, complete) = s.get();
         let early = g < n as u64;
