@@ -86,7 +86,7 @@ impl BeeInfo {
 }
 
 enum ScanRoutine {
-    Compiled(#[allow(dead_code)] CompiledCode, ScanFn),
+    Compiled(#[allow(dead_code)] Box<CompiledCode>, ScanFn),
     Instantiated(instantiated::Scan),
 }
 
@@ -119,7 +119,7 @@ impl ScanBee {
                 let jit = jit.ok_or("the compiled maker is not available")?;
                 let (code, f) = compiled::compile_scan(jit, &spec)?;
                 let bytes = code.code_bytes;
-                (ScanRoutine::Compiled(code, f), bytes)
+                (ScanRoutine::Compiled(Box::new(code), f), bytes)
             }
             Maker::Instantiated => (ScanRoutine::Instantiated(instantiated::Scan::new(&spec)), 0),
         };
@@ -207,7 +207,7 @@ impl ScanBee {
 }
 
 enum FormRoutine {
-    Compiled(#[allow(dead_code)] CompiledCode, FormFn),
+    Compiled(#[allow(dead_code)] Box<CompiledCode>, FormFn),
     Instantiated(instantiated::Form),
 }
 
@@ -232,7 +232,7 @@ impl FormBee {
                 let jit = jit.ok_or("the compiled maker is not available")?;
                 let (code, f) = compiled::compile_form(jit, &relation)?;
                 let bytes = code.code_bytes;
-                (FormRoutine::Compiled(code, f), bytes)
+                (FormRoutine::Compiled(Box::new(code), f), bytes)
             }
             Maker::Instantiated => (FormRoutine::Instantiated(instantiated::Form::new(&relation)), 0),
         };

@@ -142,6 +142,12 @@ impl BeeOutput {
             }
             let w = s.kind.out_width();
             let base = s.staged.as_ptr() as *const u8;
+            if !new_nulls && v.nulls.is_none() {
+                // SAFETY: as below (slots written by the bee, tuples alive).
+                if unsafe { append_dense(v, base, s.kind, row0, produced)? } {
+                    continue;
+                }
+            }
             for r in row0..row0 + produced {
                 let is_null = s.nullable && s.nulls[r] != 0;
                 if is_null {
@@ -162,5 +168,44 @@ impl BeeOutput {
             }
         }
         Ok(())
+    }
+}
+
+/// Appends `produced` non-NULL staged slots from row `row0` straight into a string or
+/// constrained-numeric vector (the common cases, without per-value dispatch); `false`
+/// if the vector is of another kind (the caller then goes value by value). The
+/// conversions are the generic codec's: UTF-8 checked, decimals range-checked.
+///
+/// # Safety
+/// The slots must have been written by a bee and byte slots must point into live
+/// tuples.
+unsafe fn append_dense(v: &mut Vector, base: *const u8, kind: ValueKind, row0: usize, produced: usize) -> Result<bool> {
+    let w = kind.out_width();
+    match (&mut v.data, v.ty) {
+        (Data::Str(sv), _) if kind == ValueKind::Bytes => {
+            for r in row0..row0 + produced {
+                // SAFETY: caller's contract.
+                let b = unsafe { (base.add(r * w) as *const ByteRef).read_unaligned().bytes() };
+                let s = std::str::from_utf8(b)
+                    .map_err(|_| crate::error::Error::internal("corrupt stored value: invalid UTF-8"))?;
+                sv.push(s);
+            }
+            Ok(true)
+        }
+        (
+            Data::Dec(dv),
+            DataType::Decimal {
+                precision: Some(_),
+                scale,
+            },
+        ) => {
+            for r in row0..row0 + produced {
+                // SAFETY: caller's contract (16-byte slots).
+                let u = unsafe { (base.add(r * w) as *const i128).read_unaligned() };
+                dv.push(crate::types::Decimal::new(u, scale)?);
+            }
+            Ok(true)
+        }
+        _ => Ok(false),
     }
 }

@@ -270,8 +270,18 @@ impl RowDecoder {
             }
             return Ok(());
         }
-        let mut attrs = vec![Attr::Null; self.natts];
-        table.layout.deform(tuple, &mut attrs)?;
+        // Decode attributes up to the last one needed, into a stack buffer when the
+        // relation is not wide (no allocation per tuple).
+        let upto = self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts);
+        let mut stack = [Attr::Null; 32];
+        let mut heap = Vec::new();
+        let attrs: &mut [Attr<'_>] = if upto <= stack.len() {
+            &mut stack[..upto]
+        } else {
+            heap.resize(upto, Attr::Null);
+            &mut heap
+        };
+        table.layout.deform(tuple, attrs)?;
         for (k, &c) in self.columns.iter().enumerate() {
             let b = attr_bytes(r, attrs[c], &mut buf)?;
             push_attr(&mut out[k], b)?;

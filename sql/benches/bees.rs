@@ -1,0 +1,358 @@
+//! Per-tuple cost of deform, scan and form: each bee (compiled and instantiated)
+//! against the SQL engine's generic path doing the same job — decoding stored tuples
+//! into the executor's column vectors, filtering them, encoding rows.
+//!
+//! ```text
+//! cargo bench -p beedb-sql --bench bees
+//! ```
+//!
+//! - `deform/orders`: all 9 columns of TPC-H-like `orders` tuples into vectors
+//!   (generic: `RowDecoder::decode_into`, which finds each attribute through the
+//!   layout; bee: the relation's deform bee, then the same conversions into vectors);
+//! - `deform/o_comment`: the case study's one column;
+//! - `scan/q6`: TPC-H Q6's predicate over `lineitem` tuples (16 columns), keeping its
+//!   4 columns of the ~2% that qualify (generic: decode those 4 columns of every
+//!   tuple, then the vectorized evaluator; bee: one scan bee);
+//! - `form/lineitem`: encoding rows of values into stored tuples (generic:
+//!   `EncodedRow` + the layout's encoder; bee: `RowFormer`).
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use beedb_bees::abi::{ByteRef, Stop};
+use beedb_bees::spec::ScanSpec;
+use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee};
+use beedb_sql::bees::form::RowFormer;
+use beedb_sql::bees::output::BeeOutput;
+use beedb_sql::bees::translate::{self, ScanCols};
+use beedb_sql::catalog::{ColumnDef, TableDef};
+use beedb_sql::exec::tuple_codec::{EncodedRow, RowDecoder};
+use beedb_sql::expr::{CmpOp, EvalContext, Expr, ExprKind, NoSubqueries, eval_predicate};
+use beedb_sql::types::{DataType, Date, Decimal, Value};
+use beedb_sql::vector::{BATCH_SIZE, Batch, Vector};
+use beedb_sql::Database;
+use beedb_storage::PageId;
+
+const N: usize = 4096;
+
+fn table(name: &str, cols: &[(&str, DataType)]) -> TableDef {
+    let columns = cols
+        .iter()
+        .map(|(n, t)| ColumnDef {
+            name: n.to_string(),
+            ty: *t,
+            not_null: true,
+            default: None,
+        })
+        .collect();
+    TableDef::new(1, name.into(), columns, PageId(1), vec![]).unwrap()
+}
+
+fn dec(p: u8, s: u8) -> DataType {
+    DataType::Decimal {
+        precision: Some(p),
+        scale: s,
+    }
+}
+
+fn text(rng: &mut StdRng, lo: usize, hi: usize) -> String {
+    let n = rng.random_range(lo..=hi);
+    (0..n).map(|_| rng.random_range(b'a'..=b'z') as char).collect()
+}
+
+fn orders() -> (TableDef, Vec<Vec<Value>>) {
+    let t = table(
+        "orders",
+        &[
+            ("o_orderkey", DataType::Integer),
+            ("o_custkey", DataType::Integer),
+            ("o_orderstatus", DataType::Char(1)),
+            ("o_totalprice", dec(15, 2)),
+            ("o_orderdate", DataType::Date),
+            ("o_orderpriority", DataType::Char(15)),
+            ("o_clerk", DataType::Char(15)),
+            ("o_shippriority", DataType::Integer),
+            ("o_comment", DataType::Varchar(Some(79))),
+        ],
+    );
+    let mut rng = StdRng::seed_from_u64(1);
+    let rows = (0..N)
+        .map(|i| {
+            vec![
+                Value::Integer(i as i32),
+                Value::Integer(rng.random_range(1..150_000)),
+                Value::Char("O".into()),
+                Value::Decimal(Decimal::new(rng.random_range(100_000..50_000_000), 2).unwrap()),
+                Value::Date(Date(rng.random_range(-2500..-200))),
+                Value::Char(format!("{:<15}", "1-URGENT")),
+                Value::Char(format!("Clerk#{:09}", rng.random_range(1..1000))),
+                Value::Integer(0),
+                Value::Varchar(text(&mut rng, 19, 78)),
+            ]
+        })
+        .collect();
+    (t, rows)
+}
+
+fn lineitem() -> (TableDef, Vec<Vec<Value>>) {
+    let t = table(
+        "lineitem",
+        &[
+            ("l_orderkey", DataType::Integer),
+            ("l_partkey", DataType::Integer),
+            ("l_suppkey", DataType::Integer),
+            ("l_linenumber", DataType::Integer),
+            ("l_quantity", dec(15, 2)),
+            ("l_extendedprice", dec(15, 2)),
+            ("l_discount", dec(15, 2)),
+            ("l_tax", dec(15, 2)),
+            ("l_returnflag", DataType::Char(1)),
+            ("l_linestatus", DataType::Char(1)),
+            ("l_shipdate", DataType::Date),
+            ("l_commitdate", DataType::Date),
+            ("l_receiptdate", DataType::Date),
+            ("l_shipinstruct", DataType::Char(25)),
+            ("l_shipmode", DataType::Char(10)),
+            ("l_comment", DataType::Varchar(Some(44))),
+        ],
+    );
+    let mut rng = StdRng::seed_from_u64(2);
+    let d = |u: i128| Value::Decimal(Decimal::new(u, 2).unwrap());
+    let rows = (0..N)
+        .map(|i| {
+            let ship = rng.random_range(-2900..-300);
+            vec![
+                Value::Integer(i as i32 / 4),
+                Value::Integer(rng.random_range(1..200_000)),
+                Value::Integer(rng.random_range(1..10_000)),
+                Value::Integer(i as i32 % 7 + 1),
+                d(rng.random_range(1..=50) * 100),
+                d(rng.random_range(90_000..10_000_000)),
+                d(rng.random_range(0..=10)),
+                d(rng.random_range(0..=8)),
+                Value::Char("N".into()),
+                Value::Char("O".into()),
+                Value::Date(Date(ship)),
+                Value::Date(Date(ship + 30)),
+                Value::Date(Date(ship + 40)),
+                Value::Char(format!("{:<25}", "DELIVER IN PERSON")),
+                Value::Char(format!("{:<10}", "TRUCK")),
+                Value::Varchar(text(&mut rng, 10, 43)),
+            ]
+        })
+        .collect();
+    (t, rows)
+}
+
+/// Stored tuples of `rows`, back to back, each 8-aligned (as a scan copies a page).
+fn stored(t: &TableDef, rows: &[Vec<Value>]) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut buf = Vec::new();
+    let mut spans = Vec::new();
+    for r in rows {
+        let enc = EncodedRow::encode(t, r).unwrap();
+        let tuple = t.layout.encode(&enc.attrs()).unwrap();
+        buf.resize(buf.len().next_multiple_of(8), 0);
+        spans.push((buf.len(), buf.len() + tuple.len()));
+        buf.extend_from_slice(&tuple);
+    }
+    (buf, spans)
+}
+
+fn makers() -> [(&'static str, MakerChoice); 2] {
+    [("compiled", MakerChoice::Compiled), ("instantiated", MakerChoice::Instantiated)]
+}
+
+/// Runs a bee over every tuple into vectors of `columns`, a batch at a time, as the
+/// executor does; returns the rows produced.
+fn bee_into_vectors(
+    bee: &ScanBee,
+    t: &TableDef,
+    columns: &[usize],
+    refs: &[ByteRef],
+    deform: bool,
+    var_limit: usize,
+) -> usize {
+    let types: Vec<_> = columns.iter().map(|&c| (t.columns[c].ty, false)).collect();
+    let mut out = BeeOutput::new(&types, BATCH_SIZE);
+    let mut sel = vec![0u32; BATCH_SIZE];
+    let mut total = 0;
+    let mut start = 0;
+    let mut cols: Vec<Vector> = types.iter().map(|(ty, _)| Vector::new(*ty, BATCH_SIZE)).collect();
+    while start < refs.len() {
+        let row0 = cols[0].len();
+        let outs = out.column_outs(&mut cols);
+        let outs = if deform {
+            let mut all = vec![beedb_bees::abi::ColumnOut::SKIP; t.columns.len()];
+            for (k, &c) in columns.iter().enumerate() {
+                all[c] = outs[k];
+            }
+            all
+        } else {
+            outs
+        };
+        let end = (start + 128).min(refs.len()); // a page's worth per call
+        // SAFETY: refs point into a live buffer; outs come from `column_outs`.
+        let p = unsafe { bee.run(&refs[start..end], &outs, row0, BATCH_SIZE - row0, &mut sel, var_limit) };
+        unsafe { out.commit(&mut cols, row0, p.produced).unwrap() };
+        assert_ne!(p.stop, Stop::Fallback);
+        start += p.consumed;
+        if cols[0].len() == BATCH_SIZE || start == refs.len() {
+            total += cols[0].len();
+            black_box(&cols);
+            cols = types.iter().map(|(ty, _)| Vector::new(*ty, BATCH_SIZE)).collect();
+        }
+    }
+    total
+}
+
+fn generic_decode(db: &Database, t: &TableDef, columns: &[usize], buf: &[u8], spans: &[(usize, usize)]) -> Vec<Vec<Vector>> {
+    let r = db.store().begin_read();
+    let dec = RowDecoder::new(t, columns);
+    let mut batches = Vec::new();
+    let mut cols = dec.new_vectors(BATCH_SIZE);
+    for &(s, e) in spans {
+        dec.decode_into(&r, t, &buf[s..e], &mut cols).unwrap();
+        if cols[0].len() == BATCH_SIZE {
+            batches.push(std::mem::replace(&mut cols, dec.new_vectors(BATCH_SIZE)));
+        }
+    }
+    batches.push(cols);
+    batches
+}
+
+fn deform(c: &mut Criterion) {
+    let db = Database::open(":memory:").unwrap();
+    let cache = Arc::new(BeeCache::new());
+    let (t, rows) = orders();
+    let (buf, spans) = stored(&t, &rows);
+    let refs: Vec<ByteRef> = spans.iter().map(|&(s, e)| ByteRef::of(&buf[s..e])).collect();
+    for (label, columns) in [("orders", (0..9).collect::<Vec<_>>()), ("o_comment", vec![8])] {
+        let mut g = c.benchmark_group(format!("deform/{label}"));
+        g.throughput(Throughput::Elements(N as u64));
+        g.bench_function("generic", |b| b.iter(|| black_box(generic_decode(&db, &t, &columns, &buf, &spans))));
+        for (name, choice) in makers() {
+            let rel = cache.relation(1, "orders", translate::relation_spec(&t), 0, choice).unwrap();
+            let var_limit = beedb_bees::generic::var_walk_len(&rel.spec, columns.iter().copied());
+            g.bench_function(name, |b| {
+                b.iter(|| black_box(bee_into_vectors(&rel.deform, &t, &columns, &refs, true, var_limit)))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn col(i: usize, ty: DataType) -> Expr {
+    Expr::column(i, ty)
+}
+
+fn cmp(op: CmpOp, l: Expr, r: Expr) -> Expr {
+    Expr::new(
+        ExprKind::Compare {
+            op,
+            left: Box::new(l),
+            right: Box::new(r),
+        },
+        DataType::Boolean,
+    )
+}
+
+fn scan(c: &mut Criterion) {
+    let db = Database::open(":memory:").unwrap();
+    let cache = Arc::new(BeeCache::new());
+    let (t, rows) = lineitem();
+    let (buf, spans) = stored(&t, &rows);
+    let refs: Vec<ByteRef> = spans.iter().map(|&(s, e)| ByteRef::of(&buf[s..e])).collect();
+    // Scan columns: l_quantity, l_extendedprice, l_discount, l_shipdate.
+    let columns = vec![4, 5, 6, 10];
+    let d2 = dec(15, 2);
+    let lit = |u: i128| Expr::literal(Value::Decimal(Decimal::new(u, 2).unwrap()), d2);
+    let date = |d: i32| Expr::literal(Value::Date(Date(d)), DataType::Date);
+    // Q6: shipdate in one year, discount between 0.05 and 0.07, quantity < 24.
+    let pred = Expr::new(
+        ExprKind::And(vec![
+            cmp(CmpOp::GtEq, col(3, DataType::Date), date(-2191)),
+            cmp(CmpOp::Lt, col(3, DataType::Date), date(-1826)),
+            cmp(CmpOp::GtEq, col(2, d2), lit(5)),
+            cmp(CmpOp::LtEq, col(2, d2), lit(7)),
+            cmp(CmpOp::Lt, col(0, d2), lit(2400)),
+        ]),
+        DataType::Boolean,
+    );
+    let params: Vec<Value> = vec![];
+    let ctx = EvalContext {
+        params: &params,
+        subqueries: &NoSubqueries,
+    };
+    let generic = || {
+        let mut kept = 0;
+        for cols in generic_decode(&db, &t, &columns, &buf, &spans) {
+            let n = cols[0].len();
+            let b = Batch::new(cols, n);
+            kept += eval_predicate(&pred, &b, &ctx).unwrap().len();
+        }
+        kept
+    };
+    let expected = generic();
+    let sc = ScanCols {
+        table: &t,
+        columns: &columns,
+        params: &params,
+    };
+    let bee_pred = translate::translate(&pred, &sc).expect("Q6's predicate is expressible");
+    let mut g = c.benchmark_group("scan/q6");
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function("generic", |b| b.iter(|| black_box(generic())));
+    for (name, choice) in makers() {
+        let rel = cache.relation(2, "lineitem", translate::relation_spec(&t), 0, choice).unwrap();
+        let spec = ScanSpec {
+            relation: rel.spec.clone(),
+            predicate: Some(bee_pred.clone()),
+            outputs: columns.clone(),
+        };
+        let bee = cache.scan(spec, BeeOwner::Query, 0, choice).unwrap();
+        assert_eq!(bee_into_vectors(&bee, &t, &columns, &refs, false, 0), expected, "{name}");
+        g.bench_function(name, |b| b.iter(|| black_box(bee_into_vectors(&bee, &t, &columns, &refs, false, 0))));
+    }
+    g.finish();
+    eprintln!("scan/q6: {expected} of {N} tuples qualify");
+}
+
+fn form(c: &mut Criterion) {
+    let cache = Arc::new(BeeCache::new());
+    let (t, rows) = lineitem();
+    let mut g = c.benchmark_group("form/lineitem");
+    g.throughput(Throughput::Elements(N as u64));
+    let mut tuple = Vec::new();
+    g.bench_function("generic", |b| {
+        b.iter(|| {
+            let mut bytes = 0;
+            for r in &rows {
+                let enc = EncodedRow::encode(&t, r).unwrap();
+                t.layout.encode_into(&enc.attrs(), &mut tuple).unwrap();
+                bytes += tuple.len();
+            }
+            black_box(bytes)
+        })
+    });
+    for (name, choice) in makers() {
+        let rel = cache.relation(3, "lineitem", translate::relation_spec(&t), 0, choice).unwrap();
+        let mut former = RowFormer::new(rel.form.clone());
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut bytes = 0;
+                for r in &rows {
+                    bytes += former.form(&t, r, 8192).unwrap().unwrap().len();
+                }
+                black_box(bytes)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, deform, scan, form);
+criterion_main!(benches);
