@@ -71,6 +71,21 @@ pub struct BeeInfo {
 }
 
 impl BeeInfo {
+    /// The record of a bee just made (`started` when making began), with a new id.
+    fn made(kind: BeeKind, owner: BeeOwner, maker: Maker, code_bytes: usize, started: Instant, reason: String) -> Arc<BeeInfo> {
+        Arc::new(BeeInfo {
+            id: next_id(),
+            kind,
+            owner,
+            maker,
+            code_bytes,
+            build_ns: started.elapsed().as_nanos() as u64,
+            invocations: AtomicU64::new(0),
+            tuples: AtomicU64::new(0),
+            reason,
+        })
+    }
+
     pub fn invocations(&self) -> u64 {
         self.invocations.load(Ordering::Relaxed)
     }
@@ -128,17 +143,7 @@ impl ScanBee {
         } else {
             BeeKind::Scan
         };
-        let info = Arc::new(BeeInfo {
-            id: next_id(),
-            kind,
-            owner,
-            maker,
-            code_bytes,
-            build_ns: start.elapsed().as_nanos() as u64,
-            invocations: AtomicU64::new(0),
-            tuples: AtomicU64::new(0),
-            reason,
-        });
+        let info = BeeInfo::made(kind, owner, maker, code_bytes, start, reason);
         Ok(ScanBee {
             spec,
             routine,
@@ -236,17 +241,7 @@ impl FormBee {
             }
             Maker::Instantiated => (FormRoutine::Instantiated(instantiated::Form::new(&relation)), 0),
         };
-        let info = Arc::new(BeeInfo {
-            id: next_id(),
-            kind: BeeKind::Form,
-            owner,
-            maker,
-            code_bytes,
-            build_ns: start.elapsed().as_nanos() as u64,
-            invocations: AtomicU64::new(0),
-            tuples: AtomicU64::new(0),
-            reason,
-        });
+        let info = BeeInfo::made(BeeKind::Form, owner, maker, code_bytes, start, reason);
         Ok(FormBee {
             relation,
             routine,

@@ -322,7 +322,9 @@ impl BeeCache {
             let mut q = self.queries.lock();
             q.tick += 1;
             let tick = q.tick;
-            if let Some(e) = q.map.get_mut(&key) {
+            if let Some(e) = q.map.get_mut(&key)
+                && !self.outgrown(&e.bee, expected_tuples, choice)
+            {
                 e.last_use = tick;
                 return Ok(e.bee.clone());
             }
@@ -349,9 +351,20 @@ impl BeeCache {
         Ok(bee)
     }
 
-    /// Drops every cached query bee (e.g. `SET bees = off`).
-    pub fn clear_queries(&self) {
-        self.queries.lock().map.clear();
+    /// Whether `bee` was instantiated but the policy now compiles a bee of its kind
+    /// for `expected_tuples` (the relation grew, or its size became known): the
+    /// caller should make it again.
+    pub fn outgrown(&self, bee: &ScanBee, expected_tuples: u64, choice: MakerChoice) -> bool {
+        if choice != MakerChoice::Auto || bee.maker() == Maker::Compiled {
+            return false;
+        }
+        let spec = bee.spec();
+        let kind = if spec.is_deform() { BeeKind::Deform } else { BeeKind::Scan };
+        let nodes = spec.predicate.as_ref().map_or(0, |p| p.size());
+        let (want, _) = self
+            .policy(choice)
+            .choose(kind, expected_tuples, spec.outputs.len(), nodes);
+        want == Maker::Compiled
     }
 
     /// The live bees, by id.

@@ -7,7 +7,7 @@
 //! twin ([`generic`]) that defines its results; two makers build the fast versions:
 //!
 //! - [`compiled`]: Cranelift machine code with offsets and constants baked in and the
-//!   whole tuple loop generated (≈100 µs to make);
+//!   whole tuple loop generated (200–400 µs to make);
 //! - [`instantiated`]: pre-compiled monomorphized Rust kernels chosen and bound to
 //!   constants at plan time (≈1 µs to make).
 //!

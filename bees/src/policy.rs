@@ -1,6 +1,6 @@
 //! Which maker makes a bee.
 //!
-//! Instantiating costs about a microsecond; compiling costs about 100 µs (measured by
+//! Instantiating costs about a microsecond; compiling costs 200–400 µs (measured by
 //! this cache as it goes: [`Policy::compile_ns`] is the running mean of the compiles
 //! it has done, seeded with [`DEFAULT_COMPILE_NS`]). A compiled bee saves a few
 //! nanoseconds per tuple over an instantiated one, more the more columns and
@@ -22,7 +22,7 @@ use std::str::FromStr;
 use crate::bee::{BeeKind, Maker};
 
 /// Compile cost assumed before the cache has measured one (ns).
-pub const DEFAULT_COMPILE_NS: f64 = 150_000.0;
+pub const DEFAULT_COMPILE_NS: f64 = 300_000.0;
 
 /// The `bee_maker` setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

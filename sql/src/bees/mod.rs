@@ -236,8 +236,8 @@ fn scan_bees(
                     let key = format!("{}|{}", s.maker, spec.key());
                     let mut map = st.bees.lock();
                     match map.get(&key) {
-                        Some(b) => b.clone(),
-                        None => {
+                        Some(b) if !env.cache.outgrown(b, expected, s.maker) => b.clone(),
+                        _ => {
                             let b = env
                                 .cache
                                 .scan(spec, BeeOwner::Statement(st.id), expected, s.maker)
