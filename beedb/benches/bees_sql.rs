@@ -18,7 +18,7 @@
 //!
 //! For instruction counts, run one query once under callgrind on a database this
 //! benchmark left behind (`scripts/bee-callgrind` does this for both settings):
-//! `bees_sql --once <db file> <on|off> <query>`.
+//! `bees_sql --once <db file> <off|on|compiled|instantiated> <query>`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -98,10 +98,15 @@ fn load(data: &Path, schema: &str, on: &Database, off: &Database) -> Vec<(String
     out
 }
 
-fn run_once(path: &Path, on: bool, sql: &str) {
+/// `mode`: `off`, `on` (the default policy; in a fresh process relation sizes are not
+/// known yet, so bees start instantiated), `compiled` or `instantiated`.
+fn run_once(path: &Path, mode: &str, sql: &str) {
     let db = Database::open(path).unwrap();
     let mut conn = db.connect();
-    set_bees(&mut conn, on);
+    set_bees(&mut conn, mode != "off");
+    if mode == "compiled" || mode == "instantiated" {
+        conn.execute(&format!("SET bee_maker = {mode}"), &[]).unwrap();
+    }
     println!("{} rows", measured_query(&mut conn, sql));
 }
 
@@ -115,8 +120,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--once") {
         let path = PathBuf::from(&args[i + 1]);
-        let on = args[i + 2] == "on";
-        run_once(&path, on, &args[i + 3]);
+        run_once(&path, &args[i + 2], &args[i + 3]);
         return;
     }
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary
