@@ -132,24 +132,21 @@ fn print_table(title: &str, base: &Path, reports: &[FileReport]) {
 /// The bee modes the SQL suite runs in: every record must pass in each.
 /// `compiled` forces the Cranelift maker for every bee (the default policy would
 /// instantiate nearly all of them on test-sized tables).
-fn bee_modes(with_compiled: bool) -> Vec<(&'static str, Vec<(String, String)>)> {
+fn bee_modes() -> Vec<(&'static str, Vec<(String, String)>)> {
     let set = |pairs: &[(&str, &str)]| {
         pairs
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect::<Vec<_>>()
     };
-    let mut modes = vec![
+    vec![
         ("bees off", set(&[("bees", "off")])),
         ("bees on", set(&[("bees", "on")])),
-    ];
-    if with_compiled {
-        modes.push((
+        (
             "bees on, compiled",
             set(&[("bees", "on"), ("bee_maker", "compiled")]),
-        ));
-    }
-    modes
+        ),
+    ]
 }
 
 #[test]
@@ -160,7 +157,7 @@ fn project_slt_files_pass() {
         return;
     }
     let mut problems = Vec::new();
-    for (mode, settings) in bee_modes(true) {
+    for (mode, settings) in bee_modes() {
         let options = Options {
             conventions: Some(Conventions::Project),
             failures_kept: usize::MAX,
@@ -243,7 +240,7 @@ fn pass_rate_verdicts(dir: &Path, reports: &[FileReport]) -> Vec<String> {
 #[test]
 fn corpus_sample_meets_pass_rates() {
     let Some(dir) = corpus_dir() else { return };
-    for (mode, settings) in bee_modes(false) {
+    for (mode, settings) in bee_modes() {
         corpus_in_mode(&dir, mode, settings);
     }
 }
