@@ -387,3 +387,87 @@ impl BeeCache {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use beedb_storage::tuple::{ColumnFormat, TupleLayout};
+
+    use super::*;
+    use crate::spec::{CmpOp, Const, Pred, ValueKind};
+
+    fn rel() -> RelationSpec {
+        let layout = TupleLayout::new(&[ColumnFormat::fixed(4, false), ColumnFormat::variable(true)]).unwrap();
+        RelationSpec::new(layout, vec![ValueKind::Int(4), ValueKind::Bytes]).unwrap()
+    }
+
+    fn scan(rel: &Arc<RelationSpec>, k: i64) -> ScanSpec {
+        ScanSpec {
+            relation: rel.clone(),
+            predicate: Some(Pred::Cmp {
+                attr: 0,
+                op: CmpOp::Gt,
+                value: Const::Int(k),
+            }),
+            outputs: vec![1],
+        }
+    }
+
+    #[test]
+    fn relation_bees_are_kept_remade_when_worth_it_and_retired() {
+        let cache = BeeCache::new();
+        let a = cache.relation(7, "t", rel(), 0, MakerChoice::Auto).unwrap();
+        assert_eq!(a.deform.maker(), Maker::Instantiated);
+        let again = cache.relation(7, "t", rel(), 10, MakerChoice::Auto).unwrap();
+        assert!(Arc::ptr_eq(&a, &again), "same layout, still small: the same bees");
+        if cache.jit().is_some() {
+            let big = cache.relation(7, "t", rel(), 100_000_000, MakerChoice::Auto).unwrap();
+            assert_eq!(big.deform.maker(), Maker::Compiled);
+            assert!(cache.code_bytes() > 0);
+        }
+        // The instantiated pair is still held by `a`; the compiled pair by the cache.
+        assert_eq!(cache.rows().len(), if cache.jit().is_some() { 4 } else { 2 });
+        drop((a, again));
+        cache.retire_relations(|_, _| false);
+        assert!(cache.relation_bees(7).is_none());
+        assert!(cache.rows().is_empty(), "retired bees are freed");
+        assert_eq!(cache.code_bytes(), 0);
+    }
+
+    #[test]
+    fn query_bees_are_reused_bounded_and_evicted_for_code_room() {
+        let cache = BeeCache::new();
+        let rel = Arc::new(rel());
+        let one = cache.scan(scan(&rel, 1), BeeOwner::Query, 0, MakerChoice::Auto).unwrap();
+        let same = cache.scan(scan(&rel, 1), BeeOwner::Query, 0, MakerChoice::Auto).unwrap();
+        assert!(Arc::ptr_eq(&one, &same));
+        // A statement's bee is its own.
+        let st = cache.scan(scan(&rel, 1), BeeOwner::Statement(3), 0, MakerChoice::Auto).unwrap();
+        assert!(!Arc::ptr_eq(&one, &st));
+        drop(st);
+        // The LRU holds at most QUERY_LRU_ENTRIES.
+        for k in 0..(QUERY_LRU_ENTRIES as i64 + 10) {
+            cache.scan(scan(&rel, 100 + k), BeeOwner::Query, 0, MakerChoice::Instantiated).unwrap();
+        }
+        drop((one, same));
+        assert!(cache.rows().len() <= QUERY_LRU_ENTRIES);
+        if cache.jit().is_none() {
+            return;
+        }
+        // Compiled query bees are evicted to make room under the code limit.
+        let a = cache.scan(scan(&rel, -1), BeeOwner::Query, 0, MakerChoice::Compiled).unwrap();
+        assert_eq!(a.maker(), Maker::Compiled);
+        let bytes = a.info().code_bytes;
+        drop(a);
+        cache.set_code_limit(bytes + 4096 + 100);
+        let b = cache.scan(scan(&rel, -2), BeeOwner::Query, 0, MakerChoice::Compiled).unwrap();
+        assert_eq!(b.maker(), Maker::Compiled);
+        assert!(cache.code_bytes() <= cache.code_limit(), "the first was evicted");
+        // With no room at all, compiled requests are instantiated.
+        cache.set_code_limit(0);
+        let c = cache.scan(scan(&rel, -3), BeeOwner::Query, 0, MakerChoice::Compiled).unwrap();
+        assert_eq!(c.maker(), Maker::Instantiated);
+        assert!(c.info().reason.contains("code limit"), "{}", c.info().reason);
+        // b is still held here, so its code stays until dropped.
+        drop(b);
+    }
+}

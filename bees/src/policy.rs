@@ -114,3 +114,53 @@ impl Policy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(compile_ns: f64) -> Policy {
+        Policy {
+            choice: MakerChoice::Auto,
+            compile_ns,
+            compiler_available: true,
+        }
+    }
+
+    #[test]
+    fn auto_compiles_when_the_tuples_repay_the_compile_twice() {
+        let p = auto(300_000.0);
+        // 9 outputs: 7.2 ns a tuple; 2 × 300 µs = 600 µs ⇒ 83,334 tuples.
+        assert_eq!(p.choose(BeeKind::Deform, 83_000, 9, 0).0, Maker::Instantiated);
+        assert_eq!(p.choose(BeeKind::Deform, 84_000, 9, 0).0, Maker::Compiled);
+        // Predicate nodes count too.
+        assert_eq!(p.choose(BeeKind::Scan, 40_000, 1, 0).0, Maker::Instantiated);
+        assert_eq!(p.choose(BeeKind::Scan, 40_000, 4, 12).0, Maker::Compiled);
+        // Nothing known: instantiate.
+        assert_eq!(p.choose(BeeKind::Form, 0, 16, 0).0, Maker::Instantiated);
+        let (_, why) = p.choose(BeeKind::Deform, 84_000, 9, 0);
+        assert!(why.contains("84000 tuples") && why.contains('≥'), "{why}");
+    }
+
+    #[test]
+    fn settings_override_and_a_missing_compiler_wins() {
+        let mut p = auto(300_000.0);
+        p.choice = MakerChoice::Compiled;
+        assert_eq!(p.choose(BeeKind::Scan, 0, 1, 1).0, Maker::Compiled);
+        p.choice = MakerChoice::Instantiated;
+        assert_eq!(p.choose(BeeKind::Scan, u64::MAX, 100, 100).0, Maker::Instantiated);
+        p.choice = MakerChoice::Compiled;
+        p.compiler_available = false;
+        let (m, why) = p.choose(BeeKind::Scan, u64::MAX, 1, 1);
+        assert_eq!((m, why.as_str()), (Maker::Instantiated, "compiler unavailable"));
+    }
+
+    #[test]
+    fn maker_choice_parses_and_prints() {
+        for c in [MakerChoice::Auto, MakerChoice::Compiled, MakerChoice::Instantiated] {
+            assert_eq!(c.to_string().parse::<MakerChoice>(), Ok(c));
+        }
+        assert_eq!("COMPILED".parse::<MakerChoice>(), Ok(MakerChoice::Compiled));
+        assert!("fast".parse::<MakerChoice>().is_err());
+    }
+}
