@@ -129,6 +129,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
         table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root() });
     }
     ctx.txn.catalog_mut().next_id += 1;
+    ctx.make_relation_bees(&table)?;
     let cat = ctx.txn.catalog_mut();
     cat.tables.insert(name, Arc::new(table));
     Ok(QueryResult::command("CREATE TABLE"))
@@ -439,6 +440,7 @@ fn rewrite_table(
         xdml::insert_row(w, &new, &map(r))?;
     }
     drop_table_storage(ctx, old)?;
+    ctx.make_relation_bees(&new)?;
     ctx.txn.catalog_mut().tables.insert(old.name.clone(), new);
     Ok(())
 }

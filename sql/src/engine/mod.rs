@@ -153,6 +153,16 @@ impl Ctx<'_> {
         &self.txn.catalog
     }
 
+    /// Makes `table`'s relation bees now (CREATE TABLE, ALTER TABLE), so the first
+    /// statement that reads or writes it finds them, when relation bees are on.
+    pub fn make_relation_bees(&self, table: &crate::catalog::TableDef) -> Result<()> {
+        if self.bees.deform() || self.bees.form() {
+            let expected = self.bee_cache.relation_size(table.id as u64);
+            crate::bees::relation_bees(self.bee_cache, table, expected, self.bees.maker)?;
+        }
+        Ok(())
+    }
+
     /// The form bee of `table` with its buffers, when `bee_form` is on; it also
     /// counts the rows toward the relation's size for the maker policy.
     pub fn row_former(&self, table: &crate::catalog::TableDef, rows: usize) -> Result<Option<RowFormer>> {
