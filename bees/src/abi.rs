@@ -15,6 +15,7 @@
 //! | `Int(w)`    | `w` bytes, little-endian  | 0                  |
 //! | `Float(w)`  | `w` bytes (f32 / f64)     | 0.0 (all zero)     |
 //! | `Decimal`   | 16 bytes, i128 unscaled   | 0                  |
+//! | `Interval`  | the stored 16 bytes       | zero bytes         |
 //! | `Raw(w)`    | the stored `w` bytes      | zero bytes         |
 //! | `Bytes`     | a [`ByteRef`] (16 bytes)  | `{ptr: null, len: 0}` |
 //!

@@ -140,6 +140,9 @@ fn compare(kind: ValueKind, v: Val<'_>, c: &Const) -> Ordering {
         (ValueKind::Decimal, Val::Fixed(b), Const::I128(k)) => {
             i128::from_le_bytes(b.try_into().unwrap()).cmp(k)
         }
+        (ValueKind::Interval, Val::Fixed(b), Const::I128(k)) => {
+            crate::spec::stored_interval_span(b.try_into().unwrap()).cmp(k)
+        }
         (ValueKind::Bytes, Val::Var(b), Const::Bytes(k)) => b.cmp(&k[..]),
         (k, _, c) => unreachable!("checked spec: {k:?} against {c:?}"),
     }

@@ -156,6 +156,21 @@ impl Load for LoadI128 {
     }
 }
 
+/// An interval, compared by its total span.
+struct LoadInterval;
+impl Load for LoadInterval {
+    type T = i128;
+    const WIDTH: usize = 16;
+    #[inline(always)]
+    fn load(b: &[u8]) -> i128 {
+        crate::spec::stored_interval_span(b[..16].try_into().unwrap())
+    }
+    #[inline(always)]
+    fn cmp(a: i128, b: i128) -> Ordering {
+        a.cmp(&b)
+    }
+}
+
 /// A comparison operator as a type, so each (type, operator) pair is its own kernel.
 trait Op: Send + Sync + 'static {
     fn holds(o: Ordering) -> bool;
@@ -397,6 +412,9 @@ fn bind(rel: &RelationSpec, p: &Pred) -> Box<dyn PredKernel> {
                 }
                 (ValueKind::Float(_), Const::F64(k)) => cmp_fixed::<LoadF64>(fixed_at(a), null, *op, *k),
                 (ValueKind::Decimal, Const::I128(k)) => cmp_fixed::<LoadI128>(fixed_at(a), null, *op, *k),
+                (ValueKind::Interval, Const::I128(k)) => {
+                    cmp_fixed::<LoadInterval>(fixed_at(a), null, *op, *k)
+                }
                 (k, c) => unreachable!("checked spec: {k:?} against {c:?}"),
             }
         }
@@ -447,6 +465,7 @@ fn bind(rel: &RelationSpec, p: &Pred) -> Box<dyn PredKernel> {
                 }),
                 ValueKind::Float(_) => lst!(LoadF64, Const::F64(x) => *x),
                 ValueKind::Decimal => lst!(LoadI128, Const::I128(x) => *x),
+                ValueKind::Interval => lst!(LoadInterval, Const::I128(x) => *x),
                 k @ ValueKind::Raw(_) => unreachable!("checked spec: IN on {k:?}"),
             }
         }

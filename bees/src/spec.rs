@@ -59,7 +59,10 @@ pub enum ValueKind {
     Float(u8),
     /// 16-byte i128 unscaled decimal; compares as an integer (one scale per column).
     Decimal,
-    /// Fixed bytes the bee copies but cannot compare (e.g. an interval).
+    /// An interval: months i32, days i32, micros i64 (16 bytes); compares by its
+    /// total span ([`interval_span`]), as PostgreSQL's `interval_cmp`.
+    Interval,
+    /// Fixed bytes the bee copies but cannot compare.
     Raw(u8),
     /// A variable-length value; compares bytewise (memcmp, then length).
     Bytes,
@@ -71,7 +74,7 @@ impl ValueKind {
         match self {
             ValueKind::Bool => 1,
             ValueKind::Int(w) | ValueKind::Float(w) | ValueKind::Raw(w) => w as usize,
-            ValueKind::Decimal => 16,
+            ValueKind::Decimal | ValueKind::Interval => 16,
             ValueKind::Bytes => size_of::<crate::abi::ByteRef>(),
         }
     }
@@ -120,7 +123,9 @@ impl RelationSpec {
                 (ValueKind::Float(w), ColumnFormat::Fixed { width, .. }) => {
                     matches!(w, 4 | 8) && w == width
                 }
-                (ValueKind::Decimal, ColumnFormat::Fixed { width: 16, .. }) => true,
+                (ValueKind::Decimal | ValueKind::Interval, ColumnFormat::Fixed { width: 16, .. }) => {
+                    true
+                }
                 (ValueKind::Raw(w), ColumnFormat::Fixed { width, .. }) => w == width,
                 _ => false,
             };
@@ -168,6 +173,7 @@ impl RelationSpec {
                 ValueKind::Int(w) => format!("i{w}"),
                 ValueKind::Float(w) => format!("f{w}"),
                 ValueKind::Decimal => "d".to_string(),
+                ValueKind::Interval => "t".to_string(),
                 ValueKind::Raw(w) => format!("r{w}"),
                 ValueKind::Bytes => "v".to_string(),
             };
@@ -176,6 +182,23 @@ impl RelationSpec {
         }
         s
     }
+}
+
+/// Microseconds per day, for [`interval_span`].
+pub const MICROS_PER_DAY: i128 = 86_400_000_000;
+
+/// The total span of an interval with 30-day months and 24-hour days, in
+/// microseconds: what interval comparisons compare.
+pub const fn interval_span(months: i32, days: i32, micros: i64) -> i128 {
+    (months as i128 * 30 + days as i128) * MICROS_PER_DAY + micros as i128
+}
+
+/// [`interval_span`] of a stored interval (months, days, micros, little-endian).
+pub fn stored_interval_span(b: &[u8; 16]) -> i128 {
+    let months = i32::from_le_bytes(b[0..4].try_into().unwrap());
+    let days = i32::from_le_bytes(b[4..8].try_into().unwrap());
+    let micros = i64::from_le_bytes(b[8..16].try_into().unwrap());
+    interval_span(months, days, micros)
 }
 
 /// Comparison operators of predicate leaves (`column op constant`).
@@ -217,8 +240,8 @@ impl CmpOp {
 /// A constant of a predicate leaf. Which constants fit which kind:
 /// `Bool`↔`Bool`; `Int(_)`↔`Int` (the attribute is sign-extended to i64);
 /// `Float(4)`↔`F32` or `F64` (the attribute is widened, exactly); `Float(8)`↔`F64`;
-/// `Decimal`↔`I128` (at the column's scale); `Bytes`↔`Bytes`. `Raw` compares with
-/// nothing.
+/// `Decimal`↔`I128` (at the column's scale); `Interval`↔`I128` (a span, see
+/// [`interval_span`]); `Bytes`↔`Bytes`. `Raw` compares with nothing.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Const {
     Bool(bool),
@@ -237,7 +260,7 @@ impl Const {
                 | (ValueKind::Int(_), Const::Int(_))
                 | (ValueKind::Float(4), Const::F32(_))
                 | (ValueKind::Float(_), Const::F64(_))
-                | (ValueKind::Decimal, Const::I128(_))
+                | (ValueKind::Decimal | ValueKind::Interval, Const::I128(_))
                 | (ValueKind::Bytes, Const::Bytes(_))
         )
     }

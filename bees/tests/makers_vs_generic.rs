@@ -28,7 +28,7 @@ const _: () = {
 
 // ----- Random relations and data -----
 
-const KINDS: [ValueKind; 13] = [
+const KINDS: [ValueKind; 14] = [
     ValueKind::Bool,
     ValueKind::Int(2),
     ValueKind::Int(4),
@@ -36,6 +36,7 @@ const KINDS: [ValueKind; 13] = [
     ValueKind::Float(4),
     ValueKind::Float(8),
     ValueKind::Decimal,
+    ValueKind::Interval,
     ValueKind::Raw(1),
     ValueKind::Raw(2),
     ValueKind::Raw(4),
@@ -178,6 +179,21 @@ fn fresh_value(rng: &mut StdRng, kind: ValueKind) -> V {
                 _ => rng.random(),
             };
             V::Fixed(v.to_le_bytes().to_vec())
+        }
+        ValueKind::Interval => {
+            // Spans that tie across fields ('1 month' = '30 days'), and the extremes.
+            let (m, d, us): (i32, i32, i64) = match rng.random_range(0..6) {
+                0 => (1, 0, 0),
+                1 => (0, 30, 0),
+                2 => (0, 1, -86_400_000_000),
+                3 => (i32::MIN, i32::MIN, i64::MIN),
+                4 => (i32::MAX, i32::MAX, i64::MAX),
+                _ => (rng.random_range(-30..30), rng.random_range(-60..60), rng.random_range(-5..5) * 3_600_000_000),
+            };
+            let mut b = m.to_le_bytes().to_vec();
+            b.extend_from_slice(&d.to_le_bytes());
+            b.extend_from_slice(&us.to_le_bytes());
+            V::Fixed(b)
         }
         ValueKind::Raw(w) => V::Fixed((0..w).map(|_| rng.random()).collect()),
         ValueKind::Bytes => V::Var(random_bytes(rng)),
@@ -326,6 +342,9 @@ fn random_const(rng: &mut StdRng, rel: &Rel, attr: usize) -> Const {
             (ValueKind::Decimal, V::Fixed(b)) => {
                 return Const::I128(i128::from_le_bytes(b[..16].try_into().unwrap()));
             }
+            (ValueKind::Interval, V::Fixed(b)) => {
+                return Const::I128(beedb_bees::spec::stored_interval_span(b[..16].try_into().unwrap()));
+            }
             (ValueKind::Bytes, V::Var(b)) => {
                 let mut b = b.clone();
                 match rng.random_range(0..4) {
@@ -411,6 +430,16 @@ fn random_const(rng: &mut StdRng, rel: &Rel, attr: usize) -> Const {
             4 => vec![0xFF; rng.random_range(1..30)],
             _ => random_bytes(rng),
         }),
+        ValueKind::Interval => Const::I128(
+            [
+                0,
+                30 * 86_400_000_000,
+                -1,
+                beedb_bees::spec::interval_span(i32::MIN, i32::MIN, i64::MIN),
+                beedb_bees::spec::interval_span(i32::MAX, i32::MAX, i64::MAX),
+                i128::MAX,
+            ][rng.random_range(0..6)],
+        ),
         ValueKind::Raw(_) => unreachable!("Raw compares with nothing"),
     }
 }

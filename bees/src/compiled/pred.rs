@@ -160,6 +160,21 @@ fn fixed_val(g: &mut Gen<'_, '_>, attr: usize) -> Value {
         ValueKind::Int(_) => g.b.ins().load(I64, RO, tp, off),
         ValueKind::Float(4) => g.b.ins().load(types::F32, RO, tp, off),
         ValueKind::Float(_) => g.b.ins().load(types::F64, RO, tp, off),
+        ValueKind::Interval => {
+            // (months × 30 + days) × µs per day + micros, in i128 (spec::interval_span).
+            let months = g.b.ins().sload32(RO, tp, off);
+            let days = g.b.ins().sload32(RO, tp, off + 4);
+            let micros = g.b.ins().load(I64, RO, tp, off + 8);
+            let m30 = g.b.ins().imul_imm_s(months, 30);
+            let whole_days = g.b.ins().iadd(m30, days);
+            let wide_days = g.b.ins().sextend(types::I128, whole_days);
+            let lo = g.iconst(I64, crate::spec::MICROS_PER_DAY as i64);
+            let hi = g.iconst(I64, 0);
+            let per_day = g.b.ins().iconcat(lo, hi);
+            let day_micros = g.b.ins().imul(wide_days, per_day);
+            let wide_micros = g.b.ins().sextend(types::I128, micros);
+            g.b.ins().iadd(day_micros, wide_micros)
+        }
         ValueKind::Decimal | ValueKind::Raw(_) | ValueKind::Bytes => {
             g.b.ins().load(types::I128, RO, tp, off)
         }
@@ -193,7 +208,7 @@ fn cmp(g: &mut Gen<'_, '_>, attr: usize, op: CmpOp, c: &Const) -> Result<Value, 
             let kv = (!k.is_nan()).then(|| g.b.ins().f64const(*k));
             float_cmp(g, v, op, kv)
         }
-        (ValueKind::Decimal, Const::I128(k)) => {
+        (ValueKind::Decimal | ValueKind::Interval, Const::I128(k)) => {
             let v = fixed_val(g, attr);
             let lo = g.iconst(I64, *k as i64);
             let hi = g.iconst(I64, (*k >> 64) as i64);

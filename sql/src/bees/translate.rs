@@ -12,13 +12,14 @@
 //! | real, double                     | real, or double over a widened real | SQL float order (NaN largest) |
 //! | numeric(p,s)                     | numeric (rounded onto the column's scale with the operator adjusted: `x > 0.333` ⇔ `x > 0.33`) | unscaled i128 |
 //! | date cast to timestamp           | timestamp (the same rounding onto whole days) | days as i64 |
+//! | interval                         | interval  | total span in µs (30-day months), i128 |
 //! | varchar, text                    | strings   | bytewise |
 //! | char(n)                          | `=`, `<>`, `IN` (constant padded to n), `LIKE` | bytewise on the padded value |
 //!
 //! Constants may be expressions of literals and parameters (`date '1994-01-01' +
 //! interval '1' year`): they are evaluated once, at plan time.
 //!
-//! Anything else (interval, unconstrained numeric, expressions of columns, casts
+//! Anything else (unconstrained numeric, expressions of columns, casts
 //! that change values, `ILIKE`, ordering comparisons on `char(n)`, …) stays with the
 //! generic evaluator. The planner puts pushable conjuncts first in every scan filter
 //! ([`order_conjuncts`]), so with bees on or off they are evaluated before the rest,
@@ -42,7 +43,7 @@ pub fn value_kind(ty: &DataType) -> ValueKind {
         DataType::Decimal {
             precision: Some(_), ..
         } => ValueKind::Decimal,
-        DataType::Interval => ValueKind::Raw(16),
+        DataType::Interval => ValueKind::Interval,
         DataType::Decimal { precision: None, .. }
         | DataType::Char(_)
         | DataType::Varchar(_)
@@ -185,6 +186,8 @@ fn bee_const(c: &ColRef, op: CmpOp, v: &Value) -> Option<(CmpOp, Const)> {
             Const::Int(*x)
         }
         (DataType::Date, Value::Date(d)) => Const::Int(d.0 as i64),
+        // Intervals compare by their total span, 30-day months (`Interval::cmp`).
+        (DataType::Interval, Value::Interval(i)) => Const::I128(i.span_micros()),
         (DataType::Timestamp, Value::Timestamp(t)) => Const::Int(t.0),
         (DataType::Real, Value::Real(x)) => Const::F32(*x),
         (DataType::Real | DataType::Double, Value::Double(x)) => Const::F64(*x),
