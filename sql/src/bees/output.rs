@@ -4,7 +4,7 @@
 //! date, timestamp, real, double) are written by the bee straight into the vector's
 //! spare capacity; the rest (numeric, interval, strings) are staged as slots and
 //! appended through the generic codec's own conversion
-//! ([`crate::exec::tuple_codec::push_attr`]), so bee and generic path produce the
+//! (`exec::tuple_codec::push_attr`), so bee and generic path produce the
 //! same values by construction. NULL flags are staged per column and folded into the
 //! vector's NULL mask only when a NULL appears.
 

@@ -208,7 +208,7 @@ pub fn copy(
             }
         })
         .collect::<Result<_>>()?;
-    let mut former = ctx.row_former(&table, 0)?;
+    let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
     let mut pending: Vec<String> = Vec::new();
@@ -255,6 +255,6 @@ pub fn copy(
         xdml::insert_row_with(w, &table, &row, former.as_mut()).map_err(context)?;
         count += 1;
     }
-    ctx.bee_cache.note_inserts(table.id as u64, count as u64);
+    ctx.note_inserts(&table, count);
     Ok(affected(format!("COPY {count}"), count))
 }

@@ -156,7 +156,8 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     cat.next_id += 1;
     let table = Arc::new(TableDef::new(id, name.to_string(), columns, heap.first_page, vec![])?);
     cat.tables.insert(name.to_string(), table.clone());
-    let mut former = ctx.row_former(&table, rows.len())?;
+    ctx.note_inserts(&table, rows.len());
+    let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     for r in &rows {
         xdml::insert_row_with(w, &table, r, former.as_mut())?;

@@ -163,7 +163,8 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     let params = cast_params(ctx.params, &binder.param_types)?;
     let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
-    let mut former = ctx.row_former(&table, rows.len())?;
+    ctx.note_inserts(&table, rows.len());
+    let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     for row in &rows {
         xdml::insert_row_with(w, &table, row, former.as_mut())?;
@@ -298,7 +299,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let params = cast_params(ctx.params, &binder.param_types)?;
     let bq = optimize_with(ctx, plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
-    let mut former = ctx.row_former(&table, 0)?;
+    let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut staged = Vec::with_capacity(rows.len());
     for row in rows {

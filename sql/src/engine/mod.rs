@@ -163,17 +163,20 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// The form bee of `table` with its buffers, when `bee_form` is on; it also
-    /// counts the rows toward the relation's size for the maker policy.
-    pub fn row_former(&self, table: &crate::catalog::TableDef, rows: usize) -> Result<Option<RowFormer>> {
-        let cache = self.bee_cache;
-        cache.note_inserts(table.id as u64, rows as u64);
+    /// The form bee of `table` with its buffers, when `bee_form` is on.
+    pub fn row_former(&self, table: &crate::catalog::TableDef) -> Result<Option<RowFormer>> {
         if !self.bees.form() {
             return Ok(None);
         }
-        let expected = cache.relation_size(table.id as u64);
-        let bees = crate::bees::relation_bees(cache, table, expected, self.bees.maker)?;
+        let expected = self.bee_cache.relation_size(table.id as u64);
+        let bees = crate::bees::relation_bees(self.bee_cache, table, expected, self.bees.maker)?;
         Ok(Some(RowFormer::new(bees.form.clone())))
+    }
+
+    /// Counts `rows` inserted into `table` toward its size (the maker policy's
+    /// expected tuples).
+    pub fn note_inserts(&self, table: &crate::catalog::TableDef, rows: usize) {
+        self.bee_cache.note_inserts(table.id as u64, rows as u64);
     }
 }
 

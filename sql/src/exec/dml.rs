@@ -64,17 +64,38 @@ pub fn insert_row(w: &WriteTxn, table: &TableDef, row: &[Value]) -> Result<Tuple
     insert_row_with(w, table, row, None)
 }
 
-/// The stored tuple of `row` by the form bee, if there is one and the row stays
-/// inline.
-fn formed<'f>(
-    w: &WriteTxn,
-    table: &TableDef,
-    row: &[Value],
-    former: Option<&'f mut RowFormer>,
-) -> Result<Option<&'f [u8]>> {
-    match former {
-        Some(f) => f.form(table, row, w.page_size()),
-        None => Ok(None),
+/// A row encoded for the heap: by the form bee as tuple bytes, or generically as
+/// attribute values (which the heap lays out, moving long values out of line).
+enum RowBytes<'f> {
+    Formed(&'f [u8]),
+    Generic(EncodedRow),
+}
+
+impl<'f> RowBytes<'f> {
+    /// Encodes `row` with `former` when there is one and the row stays inline.
+    fn encode(w: &WriteTxn, table: &TableDef, row: &[Value], former: Option<&'f mut RowFormer>) -> Result<Self> {
+        if let Some(f) = former
+            && let Some(t) = f.form(table, row, w.page_size())?
+        {
+            return Ok(RowBytes::Formed(t));
+        }
+        Ok(RowBytes::Generic(EncodedRow::encode(table, row)?))
+    }
+
+    fn insert(&self, w: &WriteTxn, table: &TableDef) -> Result<TupleId> {
+        let heap = HeapFile::open(table.heap);
+        Ok(match self {
+            RowBytes::Formed(t) => heap.insert_encoded(w, t)?,
+            RowBytes::Generic(enc) => heap.insert(w, &enc.attrs(), &table.layout)?,
+        })
+    }
+
+    fn update(&self, w: &WriteTxn, table: &TableDef, tid: TupleId) -> Result<TupleId> {
+        let heap = HeapFile::open(table.heap);
+        Ok(match self {
+            RowBytes::Formed(t) => heap.update_encoded(w, tid, t, &table.layout)?,
+            RowBytes::Generic(enc) => heap.update(w, tid, &enc.attrs(), &table.layout)?,
+        })
     }
 }
 
@@ -86,11 +107,7 @@ pub fn insert_row_with(
     former: Option<&mut RowFormer>,
 ) -> Result<TupleId> {
     check_not_null(table, row)?;
-    let tuple = formed(w, table, row, former)?;
-    let enc = match tuple {
-        Some(_) => None,
-        None => Some(EncodedRow::encode(table, row)?),
-    };
+    let bytes = RowBytes::encode(w, table, row, former)?;
     let mut keys = Vec::with_capacity(table.indexes.len());
     for idx in &table.indexes {
         let key = index_key(table, idx, row)?;
@@ -99,12 +116,7 @@ pub fn insert_row_with(
         }
         keys.push(key);
     }
-    let heap = HeapFile::open(table.heap);
-    let tid = match (tuple, &enc) {
-        (Some(t), _) => heap.insert_encoded(w, t)?,
-        (None, Some(enc)) => heap.insert(w, &enc.attrs(), &table.layout)?,
-        (None, None) => unreachable!("encoded one way or the other"),
-    };
+    let tid = bytes.insert(w, table)?;
     for (idx, key) in table.indexes.iter().zip(&keys) {
         BTree::open(idx.root).insert(w, key, &tid.to_bytes())?;
     }
@@ -143,11 +155,7 @@ pub fn update_row_with(
     former: Option<&mut RowFormer>,
 ) -> Result<TupleId> {
     check_not_null(table, new_row)?;
-    let tuple = formed(w, table, new_row, former)?;
-    let enc = match tuple {
-        Some(_) => None,
-        None => Some(EncodedRow::encode(table, new_row)?),
-    };
+    let bytes = RowBytes::encode(w, table, new_row, former)?;
     let mut keys = Vec::with_capacity(table.indexes.len());
     for idx in &table.indexes {
         let old = index_key(table, idx, old_row)?;
@@ -161,12 +169,7 @@ pub fn update_row_with(
         }
         keys.push((old, new));
     }
-    let heap = HeapFile::open(table.heap);
-    let new_tid = match (tuple, &enc) {
-        (Some(t), _) => heap.update_encoded(w, tid, t, &table.layout)?,
-        (None, Some(enc)) => heap.update(w, tid, &enc.attrs(), &table.layout)?,
-        (None, None) => unreachable!("encoded one way or the other"),
-    };
+    let new_tid = bytes.update(w, table, tid)?;
     for (idx, (old, new)) in table.indexes.iter().zip(&keys) {
         if old != new || new_tid != tid {
             let tree = BTree::open(idx.root);

@@ -1,10 +1,12 @@
 //! The generic tuple codec: SQL rows ↔ the stored tuple format of a table (see the
 //! table in `catalog::physical`), and SQL values → index keys.
 //!
-//! The bee module will replace [`RowDecoder::decode_into`] with generated decoders;
-//! everything that reads or writes stored tuples goes through the small interface
-//! here: [`EncodedRow`] (encode), [`RowDecoder`] (decode into vectors),
-//! [`decode_row`] (slow path into values), [`index_key`] / [`index_prefix`] (keys).
+//! This is the generic twin of the relation bees in the engine: with bees off, and for
+//! tuples a bee hands back, [`RowDecoder`] decodes and [`EncodedRow`] encodes; with
+//! bees on, deform and form bees do (`crate::bees`), using this module's one
+//! conversion each way (`push_attr` from stored bytes, [`encode_value_into`] to
+//! them) so both paths produce the same values. [`decode_row`] is the slow path into
+//! values; [`index_key`] / [`index_prefix`] make keys.
 
 use beedb_storage::PageRead;
 use beedb_storage::btree::key_encoding::{self, KeyValue};
@@ -89,12 +91,6 @@ fn int_of(v: &Value) -> Option<i64> {
         Value::BigInt(x) => Some(*x),
         _ => None,
     }
-}
-
-/// Encodes one value in its column's stored format; `None` for NULL.
-pub fn encode_value(v: &Value, ty: &DataType) -> Result<Option<Vec<u8>>> {
-    let mut out = Vec::new();
-    Ok(encode_value_into(v, ty, &mut out)?.then_some(out))
 }
 
 /// Appends one value's stored bytes to `out`; `false` (and nothing appended) for NULL.

@@ -4,7 +4,7 @@
 //! resolved result type and whose operands already have the types the operator
 //! expects (the binder inserts the implicit casts PostgreSQL would). The evaluator
 //! ([`eval`]) computes an expression over the live rows of a [`Batch`] into a
-//! [`Vector`], one typed kernel per operator and operand type: there is no per-value
+//! [`Vector`](crate::vector::Vector), one typed kernel per operator and operand type: there is no per-value
 //! enum on the hot path. This is the generic evaluator the bee module's scan bees
 //! replace for the predicates they can express.
 
