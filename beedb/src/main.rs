@@ -1,4 +1,5 @@
 //! `beedb [FILE] [-c SQL]... [-f FILE]... [--mode table|csv|json]`: the BeeDB shell.
+//! `beedb bench WORKLOAD [options]`: the performance lab (crate `beedb-lab`).
 
 mod shell;
 
@@ -9,6 +10,9 @@ use shell::args::{self, Action, Parsed};
 use shell::{Flow, MEMORY, Shell, repl};
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("bench") {
+        return beedb_lab::bench_main(std::env::args().skip(2));
+    }
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(Parsed::Run(a)) => a,
         Ok(Parsed::Help) => {

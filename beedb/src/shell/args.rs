@@ -4,11 +4,13 @@ use super::format::Mode;
 
 pub const USAGE: &str = "\
 Usage: beedb [OPTIONS] [FILE]
+       beedb bench WORKLOAD [OPTIONS]   (the performance lab: beedb bench --help)
 
 Opens the database FILE (created if missing), or an in-memory database when no
 FILE is given. With -c or -f, runs those statements in order and exits (status 1
 at the first failure); otherwise reads statements from the terminal, or from
-standard input when it is not a terminal.
+standard input when it is not a terminal. (A database file named \"bench\" is
+opened as ./bench.)
 
 Options:
   -c, --command SQL    Run SQL (one or more statements, or a dot command)

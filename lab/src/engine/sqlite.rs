@@ -157,9 +157,8 @@ impl Engine for SqliteEngine {
         self.conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .map_err(error)?;
-        let mut wal = self.path.as_os_str().to_owned();
-        wal.push("-wal");
-        Ok(file_len(&self.path) + file_len(Path::new(&wal)))
+        // The TRUNCATE checkpoint leaves the WAL empty: the file is everything.
+        Ok(file_len(&self.path))
     }
 
     fn connect_another(&self) -> LabResult<Box<dyn Engine>> {

@@ -182,10 +182,11 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
         columns,
         filter,
         bees,
+        access,
         ..
     } = &mut plan.node
     {
-        *bees = scan_bees(table, columns, filter.as_ref(), env)?;
+        *bees = scan_bees(table, columns, filter.as_ref(), access, env)?;
         return Ok(());
     }
     for c in plan.children_mut() {
@@ -194,18 +195,35 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Tuples a scan is expected to read, for the maker policy: the relation's size for
+/// a heap scan; for an index scan, PostgreSQL's default selectivities (0.5% for an
+/// equality or a two-sided range, a third for a one-sided range), as BeeDB keeps no
+/// statistics yet. Without this, every index lookup of a large relation would pay
+/// for compiling a bee to read one tuple.
+fn expected_tuples(relation_size: u64, access: &crate::plan::Access) -> u64 {
+    match access {
+        crate::plan::Access::Heap => relation_size,
+        crate::plan::Access::Index { lower, upper, .. } => match (lower, upper) {
+            (Some(_), None) | (None, Some(_)) => relation_size / 3,
+            _ => (relation_size / 200).max(1),
+        },
+    }
+}
+
 fn scan_bees(
     table: &TableDef,
     columns: &[usize],
     filter: Option<&Expr>,
+    access: &crate::plan::Access,
     env: &BeeEnv<'_>,
 ) -> Result<Option<ScanBees>> {
     let s = env.settings;
     if !s.scan() && !s.deform() {
         return Ok(None);
     }
-    let expected = env.cache.relation_size(table.id as u64);
-    let relation = relation_bees(env.cache, table, expected, s.maker)?;
+    let relation_size = env.cache.relation_size(table.id as u64);
+    let relation = relation_bees(env.cache, table, relation_size, s.maker)?;
+    let expected = expected_tuples(relation_size, access);
     if s.scan()
         && let Some(f) = filter
     {

@@ -1,0 +1,5 @@
+//! The workloads `beedb bench` runs.
+
+pub mod load;
+pub mod tp1;
+pub mod wisconsin;
