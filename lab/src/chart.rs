@@ -474,6 +474,8 @@ mod tests {
                 .collect(),
             results,
             notes: Vec::new(),
+            items: Vec::new(),
+            profiles: Vec::new(),
         }
     }
 
