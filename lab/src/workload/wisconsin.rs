@@ -403,6 +403,9 @@ pub fn run(ctx: &mut Ctx, n: usize, seed: u64) -> Report {
         compare_tables(ctx, &mut engines, target);
     }
     bar.finish_and_clear();
+    // Report in query order (they ran in configuration order).
+    let number = |m: &Measurement| m.item.trim_start_matches('q').parse::<u32>().unwrap_or(0);
+    results.sort_by_key(number);
 
     Report {
         workload: "wisconsin".into(),

@@ -195,6 +195,9 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Index scans expected to read fewer tuples than this get no scan bee.
+const MIN_INDEX_SCAN_BEE_TUPLES: u64 = 256;
+
 /// Tuples a scan is expected to read, for the maker policy: the relation's size for
 /// a heap scan; for an index scan, PostgreSQL's default selectivities (0.5% for an
 /// equality or a two-sided range, a third for a one-sided range), as BeeDB keeps no
@@ -224,7 +227,12 @@ fn scan_bees(
     let relation_size = env.cache.relation_size(table.id as u64);
     let relation = relation_bees(env.cache, table, relation_size, s.maker)?;
     let expected = expected_tuples(relation_size, access);
+    // An index lookup expected to read a handful of tuples is cheaper to filter
+    // generically than to make a scan bee for (measured: making an instantiated scan
+    // bee costs more instructions than a point query's whole execution).
+    let lookup = matches!(access, crate::plan::Access::Index { .. }) && expected < MIN_INDEX_SCAN_BEE_TUPLES;
     if s.scan()
+        && !lookup
         && let Some(f) = filter
     {
         let conjuncts = match &f.kind {
