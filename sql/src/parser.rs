@@ -1,10 +1,14 @@
 //! Parsing: the `sqlparser` crate with its PostgreSQL dialect, and the glue that turns
 //! its errors and source spans into byte offsets of the statement text.
+//!
+//! One addition to the PostgreSQL dialect: SQLite's `BEGIN {DEFERRED | IMMEDIATE |
+//! EXCLUSIVE} [TRANSACTION]` (see [`begin_with_modifier`]).
 
-use sqlparser::ast::Statement;
+use sqlparser::ast::{BeginTransactionKind, Statement, TransactionModifier};
 use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Span};
+use sqlparser::tokenizer::{Location, Span, Token};
 
 use crate::error::{Error, Result};
 
@@ -92,13 +96,62 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
     let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
     let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
-    parser.parse_statements().map_err(|e| parse_error(sql, e))
+    parse_statements(&mut parser).map_err(|e| parse_error(sql, e))
+}
+
+/// `Parser::parse_statements`: statements separated by semicolons (empty ones
+/// skipped), each read by the PostgreSQL dialect except SQLite's `BEGIN` forms,
+/// which [`begin_with_modifier`] reads. (Unlike sqlparser's loop, this one does not
+/// stop silently at an `END` where a statement should end: that is a syntax error.)
+fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> {
+    let mut statements = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.peek_token_ref().token == Token::EOF {
+            return Ok(statements);
+        }
+        let statement = match begin_with_modifier(parser) {
+            Some(statement) => statement,
+            None => parser.parse_statement()?,
+        };
+        statements.push(statement);
+        if !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+            return parser.expected_ref("end of statement", parser.peek_token_ref());
+        }
+    }
+}
+
+/// SQLite's `BEGIN {DEFERRED | IMMEDIATE | EXCLUSIVE} [TRANSACTION]`, which the
+/// PostgreSQL dialect rejects (in PostgreSQL no such word may follow `BEGIN`, so no
+/// statement PostgreSQL accepts is read differently). `None`, consuming nothing,
+/// for any other statement. Whatever follows is left to the caller, which wants the
+/// end of the statement: `BEGIN IMMEDIATE WORK` is a syntax error at `WORK`.
+fn begin_with_modifier(parser: &mut Parser) -> Option<Statement> {
+    let modifier = [
+        (Keyword::DEFERRED, TransactionModifier::Deferred),
+        (Keyword::IMMEDIATE, TransactionModifier::Immediate),
+        (Keyword::EXCLUSIVE, TransactionModifier::Exclusive),
+    ]
+    .into_iter()
+    .find_map(|(word, modifier)| parser.parse_keywords(&[Keyword::BEGIN, word]).then_some(modifier))?;
+    let transaction = parser
+        .parse_keyword(Keyword::TRANSACTION)
+        .then_some(BeginTransactionKind::Transaction);
+    Some(Statement::StartTransaction {
+        modes: vec![],
+        begin: true,
+        transaction,
+        modifier: Some(modifier),
+        statements: vec![],
+        exception: None,
+        has_end_keyword: false,
+    })
 }
 
 /// Rejects statements whose operator chains would make trees deeper than the engine
 /// walks safely (see [`MAX_OPERATOR_CHAIN`]).
 fn check_chains(sql: &str) -> Result<()> {
-    use sqlparser::tokenizer::{Token, Tokenizer};
+    use sqlparser::tokenizer::Tokenizer;
     // Cheap pre-check: short text cannot hold a long chain.
     if sql.len() < MAX_OPERATOR_CHAIN * 2 {
         return Ok(());
@@ -156,7 +209,7 @@ pub fn count_params(sql: &str) -> usize {
     if let Some(rewritten) = number_question_marks(sql) {
         return count_params(&rewritten);
     }
-    use sqlparser::tokenizer::{Token, Tokenizer};
+    use sqlparser::tokenizer::Tokenizer;
     let dialect = PostgreSqlDialect {};
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
         return 0;
@@ -280,6 +333,69 @@ mod tests {
         assert_eq!(e.message, "unterminated quoted string");
         let e = parse("SELECT (1").unwrap_err();
         assert!(e.message.contains("end of input"), "{e:?}");
+    }
+
+    #[test]
+    fn begin_takes_sqlites_modifiers() {
+        let modifier = |sql: &str| match &parse(sql).unwrap()[..] {
+            [Statement::StartTransaction { modifier, transaction, .. }] => (*modifier, transaction.is_some()),
+            other => panic!("{sql}: {other:?}"),
+        };
+        assert_eq!(modifier("BEGIN"), (None, false));
+        assert_eq!(modifier("BEGIN IMMEDIATE"), (Some(TransactionModifier::Immediate), false));
+        assert_eq!(modifier("begin immediate transaction;"), (Some(TransactionModifier::Immediate), true));
+        assert_eq!(modifier("BEGIN EXCLUSIVE"), (Some(TransactionModifier::Exclusive), false));
+        assert_eq!(modifier("BEGIN /* c */ DEFERRED TRANSACTION"), (Some(TransactionModifier::Deferred), true));
+        let script = parse("BEGIN IMMEDIATE; SELECT 1;; BEGIN EXCLUSIVE TRANSACTION; COMMIT").unwrap();
+        assert_eq!(script.len(), 4);
+        assert!(matches!(
+            script[2],
+            Statement::StartTransaction { modifier: Some(TransactionModifier::Exclusive), .. }
+        ));
+        // Anything else is PostgreSQL's syntax error, with its position.
+        for (sql, position) in [
+            ("BEGIN SOMETHING", 6),
+            ("BEGIN IMMEDIATE WORK", 16),
+            ("BEGIN IMMEDIATE TRANSACTION ISOLATION LEVEL SERIALIZABLE", 28),
+            ("SELECT 1; BEGIN TRY", 16),
+            ("BEGIN \"IMMEDIATE\"", 6),
+            ("BEGIN TRANSACTION IMMEDIATE", 18),
+        ] {
+            let e = parse(sql).unwrap_err();
+            assert_eq!((e.sqlstate, e.position), ("42601", Some(position)), "{sql}: {e:?}");
+        }
+        assert!(parse("SELECT immediate FROM t").is_ok());
+    }
+
+    /// Apart from the `BEGIN` forms, the statement loop reads what sqlparser's own
+    /// does, and fails where it fails.
+    #[test]
+    fn statements_read_as_by_sqlparser() {
+        for sql in [
+            "",
+            ";;",
+            "SELECT 1",
+            "SELECT 1; SELECT 2;",
+            "BEGIN; INSERT INTO t VALUES (1); COMMIT",
+            "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            "BEGIN WORK; END",
+            "SELECT 1 SELECT 2",
+            "SELECT 1; SELECT (",
+            "BEGIN SOMETHING",
+            "SELECT 'a",
+        ] {
+            let ours = parse(sql);
+            let dialect = PostgreSqlDialect {};
+            let theirs = Parser::new(&dialect)
+                .try_with_sql(sql)
+                .and_then(|mut p| p.parse_statements())
+                .map_err(|e| parse_error(sql, e));
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{sql}");
+        }
+        // One difference: sqlparser stops, silently, at an `END` where a statement
+        // should end, dropping the rest; here it is PostgreSQL's syntax error.
+        let e = parse("SELECT 1 END; DROP TABLE t").unwrap_err();
+        assert_eq!((e.sqlstate, e.position), ("42601", Some(9)), "{e:?}");
     }
 
     #[test]

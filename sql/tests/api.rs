@@ -1,5 +1,6 @@
 //! The Rust API end to end: open, connections, prepared statements with parameters,
-//! typed row access, transactions, several connections, reopening a file.
+//! typed row access, transactions, several connections, reopening a file, BEGIN
+//! IMMEDIATE against plain BEGIN with two writers.
 
 use beedb_sql::{Database, ErrorKind, Value};
 
@@ -79,6 +80,120 @@ fn connections_share_the_database_with_snapshots() {
     assert_eq!(e.sqlstate, "40001");
     b.execute("ROLLBACK", &[]).unwrap();
     assert_eq!(b.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 2);
+}
+
+fn balance(c: &mut beedb_sql::Connection) -> i64 {
+    c.query("SELECT balance FROM acct WHERE id = 1", &[]).unwrap().rows[0].get::<i64>(0).unwrap()
+}
+
+/// Why BEGIN IMMEDIATE exists: a plain BEGIN that read before another connection
+/// committed cannot write (40001); with BEGIN IMMEDIATE the other writer waits
+/// instead, and gets the writer timeout's error if the transaction outlasts it.
+#[test]
+fn begin_immediate_makes_other_writers_wait() {
+    let db = Database::open(":memory:").unwrap();
+    let mut a = db.connect();
+    let mut b = db.connect();
+    a.execute_batch("CREATE TABLE acct (id INTEGER PRIMARY KEY, balance INTEGER); INSERT INTO acct VALUES (1, 0)")
+        .unwrap();
+    a.execute("SET writer_timeout = '100ms'", &[]).unwrap();
+    let update = "UPDATE acct SET balance = balance + 1 WHERE id = 1";
+
+    // Plain BEGIN: a's snapshot is stale once b commits.
+    a.execute("BEGIN", &[]).unwrap();
+    assert_eq!(balance(&mut a), 0);
+    b.execute(update, &[]).unwrap();
+    let e = a.execute(update, &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "40001", "{e:?}");
+    a.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(balance(&mut a), 1);
+
+    // BEGIN IMMEDIATE: a holds the writer from BEGIN on; b's write and b's BEGIN
+    // IMMEDIATE wait and time out; a's write succeeds.
+    a.execute("BEGIN IMMEDIATE", &[]).unwrap();
+    assert_eq!(balance(&mut a), 1);
+    let e = b.execute(update, &[]).unwrap_err();
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Transaction, "55P03"), "{e:?}");
+    assert!(e.message.contains("waiting for the write lock"), "{e:?}");
+    let e = b.execute("BEGIN IMMEDIATE", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "55P03", "{e:?}");
+    assert!(!b.in_transaction(), "a BEGIN IMMEDIATE that timed out opens no transaction");
+    assert_eq!(balance(&mut b), 1, "readers are not blocked");
+    a.execute(update, &[]).unwrap();
+    assert_eq!(balance(&mut a), 2);
+    a.execute("COMMIT", &[]).unwrap();
+    b.execute(update, &[]).unwrap();
+    assert_eq!(balance(&mut b), 3);
+
+    // ROLLBACK releases the writer.
+    a.execute("BEGIN EXCLUSIVE", &[]).unwrap();
+    a.execute(update, &[]).unwrap();
+    a.execute("ROLLBACK", &[]).unwrap();
+    b.execute(update, &[]).unwrap();
+    assert_eq!(balance(&mut b), 4);
+
+    // An error ends the transaction: it stays aborted until ROLLBACK, but its writes
+    // are gone and the writer is free at once.
+    a.execute("BEGIN IMMEDIATE", &[]).unwrap();
+    a.execute(update, &[]).unwrap();
+    assert!(a.execute("SELECT 1 / 0", &[]).is_err());
+    assert!(a.in_transaction());
+    assert_eq!(a.execute(update, &[]).unwrap_err().sqlstate, "25P02");
+    b.execute(update, &[]).unwrap();
+    a.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(balance(&mut a), 5);
+
+    // A connection dropped inside the transaction releases the writer.
+    a.execute("BEGIN IMMEDIATE", &[]).unwrap();
+    a.execute(update, &[]).unwrap();
+    drop(a);
+    b.execute(update, &[]).unwrap();
+    assert_eq!(balance(&mut b), 6);
+
+    // Schema changes in a BEGIN IMMEDIATE transaction reach the other connection.
+    let mut a = db.connect();
+    a.execute_batch("BEGIN IMMEDIATE; ALTER TABLE acct ADD COLUMN note TEXT DEFAULT 'x'; COMMIT")
+        .unwrap();
+    b.execute("UPDATE acct SET note = 'y'", &[]).unwrap();
+    assert_eq!(b.query("SELECT note FROM acct", &[]).unwrap().rows[0].get::<String>(0).unwrap(), "y");
+}
+
+/// Two clients running read-then-write transactions on the same row (TP1's shape):
+/// with BEGIN IMMEDIATE none fails and no update is lost.
+#[test]
+fn begin_immediate_serializes_read_then_write_transactions() {
+    const PER_THREAD: i64 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("tp1.beedb")).unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE acct (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL); INSERT INTO acct VALUES (1, 0)")
+        .unwrap();
+    // Generous: a shared machine may stall a transaction for a while.
+    c.execute("SET writer_timeout = '60s'", &[]).unwrap();
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut c = db.connect();
+                let select = c.prepare("SELECT balance FROM acct WHERE id = $1").unwrap();
+                let update = c.prepare("UPDATE acct SET balance = balance + 1 WHERE id = $1").unwrap();
+                let k = [Value::Integer(1)];
+                for i in 0..PER_THREAD {
+                    c.execute("BEGIN IMMEDIATE", &[]).unwrap_or_else(|e| panic!("BEGIN {i}: {e:?}"));
+                    let before = select.execute(&mut c, &k).unwrap().rows[0].get::<i64>(0).unwrap();
+                    let r = update.execute(&mut c, &k).unwrap_or_else(|e| panic!("UPDATE {i}: {e:?}"));
+                    assert_eq!(r.rows_affected, 1);
+                    let after = select.execute(&mut c, &k).unwrap().rows[0].get::<i64>(0).unwrap();
+                    assert_eq!(after, before + 1);
+                    c.execute("COMMIT", &[]).unwrap_or_else(|e| panic!("COMMIT {i}: {e:?}"));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(balance(&mut c), 2 * PER_THREAD);
 }
 
 #[test]

@@ -6,6 +6,11 @@
 //!   write lock, and fails with a serialization error if another connection committed
 //!   since the snapshot. An error aborts the block until `ROLLBACK` (or `COMMIT`,
 //!   which then rolls back), as in PostgreSQL.
+//! - `BEGIN IMMEDIATE` / `BEGIN EXCLUSIVE` (SQLite's): the write lock at `BEGIN`
+//!   (waiting up to `writer_timeout`), so every statement reads and writes through
+//!   the writer and none can fail with a serialization error. Other writers wait
+//!   until `COMMIT` or `ROLLBACK`, or until an error ends the transaction.
+//!   `BEGIN DEFERRED` is plain `BEGIN`.
 //!
 //! Schema changes work on the transaction's own copy of the catalog, written to the
 //! catalog heap and installed for every connection when the transaction commits.
@@ -48,6 +53,8 @@ impl TxnState {
 }
 
 /// An open transaction: a snapshot, the write lock once it wrote, and its catalog.
+/// Autocommit writes and BEGIN IMMEDIATE take the write lock without a snapshot.
+/// Dropping it rolls back and releases the write lock.
 pub struct Txn {
     read: Option<ReadTxn>,
     write: Option<WriteTxn>,
@@ -69,6 +76,18 @@ impl Txn {
         }
     }
 
+    /// Write transaction from the start, without a snapshot (BEGIN IMMEDIATE /
+    /// EXCLUSIVE): waits for the write lock; every read goes through the writer.
+    fn begin_write(shared: &Shared) -> Result<Txn> {
+        let write = shared.store.begin_write()?;
+        Ok(Txn {
+            read: None,
+            write: Some(write),
+            catalog: committed_catalog(shared),
+            catalog_changed: false,
+        })
+    }
+
     /// Takes the write lock (once). Fails if the snapshot has become stale.
     fn ensure_write(&mut self, shared: &Shared) -> Result<()> {
         if self.write.is_some() {
@@ -86,7 +105,7 @@ impl Txn {
         // The catalog may have changed between our snapshot and now only if a commit
         // happened, which the check above excludes; refresh it for autocommit.
         if self.read.is_none() {
-            self.catalog = shared.catalog.lock().clone();
+            self.catalog = committed_catalog(shared);
         }
         self.write = Some(w);
         Ok(())
@@ -133,6 +152,14 @@ impl Txn {
         }
         Ok(())
     }
+}
+
+/// The committed catalog, for a transaction that holds the write lock. A committer
+/// releases the write lock inside `WriteTxn::commit` and installs its catalog after,
+/// both under the commit lock; taking that lock here waits for the install.
+fn committed_catalog(shared: &Shared) -> Arc<Catalog> {
+    let _g = shared.commit_lock.lock();
+    shared.catalog.lock().clone()
 }
 
 /// What a statement needs from its transaction.
@@ -199,10 +226,16 @@ pub fn execute(
 ) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
     match ast {
-        Statement::StartTransaction { .. } => {
+        Statement::StartTransaction { modifier, .. } => {
             return match conn.txn {
                 TxnState::Idle => {
-                    conn.txn = TxnState::Active(Box::new(Txn::begin_read(&shared)));
+                    let txn = match modifier {
+                        Some(ast::TransactionModifier::Immediate | ast::TransactionModifier::Exclusive) => {
+                            Txn::begin_write(&shared)?
+                        }
+                        _ => Txn::begin_read(&shared),
+                    };
+                    conn.txn = TxnState::Active(Box::new(txn));
                     Ok(QueryResult::command("BEGIN"))
                 }
                 // PostgreSQL warns and goes on.
