@@ -139,6 +139,36 @@ fn a_prepared_statement_keeps_its_scan_bee_until_dropped() {
 }
 
 #[test]
+fn a_statement_run_with_many_parameter_values_keeps_a_bounded_number_of_bees() {
+    let db = Database::open(":memory:").unwrap();
+    let mut conn = db.connect();
+    let values: Vec<String> = (1..=100).map(|x| format!("({x}, 'v')")).collect();
+    conn.execute_batch(&format!("CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES {}", values.join(", ")))
+        .unwrap();
+    let stmt = conn.prepare("SELECT b FROM t WHERE a >= $1").unwrap();
+    for v in 0..100 {
+        let r = stmt.execute(&mut conn, &[Value::Integer(v)]).unwrap();
+        assert_eq!(r.rows.len(), (100 - v.max(1) + 1) as usize);
+    }
+    let live = bees(&mut conn, "statement %").len();
+    assert!((1..=16).contains(&live), "{live} scan bees kept for one statement");
+}
+
+#[test]
+fn a_unique_index_lookup_gets_no_scan_bee() {
+    let db = Database::open(":memory:").unwrap();
+    let mut conn = db.connect();
+    let values: Vec<String> = (1..=1000).map(|x| format!("({x}, {x})")).collect();
+    conn.execute_batch(&format!("CREATE TABLE k (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO k VALUES {}", values.join(", ")))
+        .unwrap();
+    let plan = conn.query("EXPLAIN SELECT v FROM k WHERE id = 7", &[]).unwrap();
+    let text: Vec<String> = plan.rows.iter().map(|r| r.get::<String>(0).unwrap()).collect();
+    let text = text.join("\n");
+    assert!(text.contains("Index Scan") && !text.contains("bee: scan"), "{text}");
+    assert_eq!(conn.query("SELECT v FROM k WHERE id = 7", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 7);
+}
+
+#[test]
 fn switches_and_code_limit() {
     let db = Database::open(":memory:").unwrap();
     let mut conn = db.connect();

@@ -195,17 +195,26 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Scan bees one prepared statement keeps (one per distinct parameter value).
+const MAX_STATEMENT_SCAN_BEES: usize = 16;
+
 /// Index scans expected to read fewer tuples than this get no scan bee.
 const MIN_INDEX_SCAN_BEE_TUPLES: u64 = 256;
 
 /// Tuples a scan is expected to read, for the maker policy: the relation's size for
-/// a heap scan; for an index scan, PostgreSQL's default selectivities (0.5% for an
+/// a heap scan; one tuple for equality on every column of a unique index; for other
+/// index scans, PostgreSQL's default selectivities (0.5% for an
 /// equality or a two-sided range, a third for a one-sided range), as BeeDB keeps no
 /// statistics yet. Without this, every index lookup of a large relation would pay
 /// for compiling a bee to read one tuple.
-fn expected_tuples(relation_size: u64, access: &crate::plan::Access) -> u64 {
+fn expected_tuples(table: &TableDef, relation_size: u64, access: &crate::plan::Access) -> u64 {
     match access {
         crate::plan::Access::Heap => relation_size,
+        crate::plan::Access::Index { index, eq, .. }
+            if table.indexes.get(*index).is_some_and(|i| i.unique && eq.len() == i.columns.len()) =>
+        {
+            1
+        }
         crate::plan::Access::Index { lower, upper, .. } => match (lower, upper) {
             (Some(_), None) | (None, Some(_)) => relation_size / 3,
             _ => (relation_size / 200).max(1),
@@ -226,7 +235,7 @@ fn scan_bees(
     }
     let relation_size = env.cache.relation_size(table.id as u64);
     let relation = relation_bees(env.cache, table, relation_size, s.maker)?;
-    let expected = expected_tuples(relation_size, access);
+    let expected = expected_tuples(table, relation_size, access);
     // An index lookup expected to read a handful of tuples is cheaper to filter
     // generically than to make a scan bee for (measured: making an instantiated scan
     // bee costs more instructions than a point query's whole execution).
@@ -268,6 +277,12 @@ fn scan_bees(
                                 .cache
                                 .scan(spec, BeeOwner::Statement(st.id), expected, s.maker)
                                 .map_err(internal)?;
+                            // A parameter's value is baked into the bee, so a statement
+                            // run with many values would keep a bee per value: keep
+                            // the last few only.
+                            if map.len() >= MAX_STATEMENT_SCAN_BEES {
+                                map.clear();
+                            }
                             map.insert(key, b.clone());
                             b
                         }
