@@ -303,10 +303,11 @@ const RELATIONS: [&str; 4] = ["tenk1", "tenk2", "onek", "bprime"];
 
 /// Changes an engine's indexes from `from` to `to`.
 pub(crate) fn set_config(engine: &mut dyn Engine, kind: EngineKind, from: Option<Config>, to: Config) -> LabResult<()> {
-    let has = |c: Option<Config>, column: &str| match (c, column) {
-        (Some(Config::Clustered | Config::Both), "unique2") => true,
-        (Some(Config::NonClustered | Config::Both), "unique1") => true,
-        _ => false,
+    let has = |c: Option<Config>, column: &str| {
+        matches!(
+            (c, column),
+            (Some(Config::Clustered | Config::Both), "unique2") | (Some(Config::NonClustered | Config::Both), "unique1")
+        )
     };
     for column in ["unique1", "unique2"] {
         let (before, after) = (has(from, column), has(Some(to), column));
