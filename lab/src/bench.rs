@@ -62,6 +62,26 @@ impl Ctx {
             .collect()
     }
 
+    /// A workload's report on this run's machine and engines.
+    pub fn report(
+        &self,
+        workload: &str,
+        parameters: Vec<(String, String)>,
+        items: Vec<(String, String)>,
+        results: Vec<Measurement>,
+    ) -> crate::report::Report {
+        crate::report::Report {
+            workload: workload.to_string(),
+            parameters,
+            machine: crate::machine::describe(),
+            engines: self.engine_infos(),
+            results,
+            notes: Vec::new(),
+            items,
+            profiles: Vec::new(),
+        }
+    }
+
     /// A fresh database named `name` for every engine taking part; an engine that
     /// cannot open one is noted and left out of this workload.
     pub fn open_all(&mut self, name: &str) -> Vec<Open> {

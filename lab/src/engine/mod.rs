@@ -300,6 +300,22 @@ fn remove_with_sidecars(path: &Path, suffixes: &[&str]) {
     }
 }
 
+/// `EXPLAIN ANALYZE sql` through `engine.run`, its rows joined as text (BeeDB and
+/// PostgreSQL both answer with one text column).
+pub(crate) fn explain_analyze_text(engine: &mut dyn Engine, sql: &str) -> LabResult<Option<String>> {
+    let outcome = engine.run(&format!("EXPLAIN ANALYZE {sql}"), &[])?;
+    let lines: Vec<String> = outcome
+        .rows
+        .iter()
+        .map(|r| match r.first() {
+            Some(Cell::Text(s)) => s.clone(),
+            Some(c) => c.to_string(),
+            None => String::new(),
+        })
+        .collect();
+    Ok(Some(lines.join("\n")))
+}
+
 /// Size of a file, 0 if it does not exist.
 pub fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)

@@ -795,17 +795,7 @@ impl Engine for PostgresEngine {
     }
 
     fn explain_analyze(&mut self, sql: &str) -> LabResult<Option<String>> {
-        let outcome = self.run(&format!("EXPLAIN ANALYZE {sql}"), &[])?;
-        let lines: Vec<String> = outcome
-            .rows
-            .iter()
-            .map(|r| match r.first() {
-                Some(Cell::Text(s)) => s.clone(),
-                Some(c) => c.to_string(),
-                None => String::new(),
-            })
-            .collect();
-        Ok(Some(lines.join("\n")))
+        super::explain_analyze_text(self, sql)
     }
 }
 

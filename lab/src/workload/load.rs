@@ -108,36 +108,25 @@ pub fn run(ctx: &mut Ctx, sf: f64) -> Report {
             }
         }
     }
-    for (e, kind) in kinds.iter().enumerate() {
-        if answers[e].is_none() {
-            continue;
-        }
-        for t in 0..=TABLE_NAMES.len() {
-            let item = if t < TABLE_NAMES.len() { TABLE_NAMES[t] } else { "all tables" };
-            results.push(Measurement {
-                item: item.into(),
-                engine: kind.name().into(),
-                value: verify::median(&seconds[e][t]),
-                unit: "s".into(),
-                verified: ok[e],
-                runs: seconds[e][t].clone(),
-            });
-        }
-    }
-    for (e, kind) in kinds.iter().enumerate() {
-        if answers[e].is_none() {
-            continue;
-        }
-        for t in 0..=TABLE_NAMES.len() {
-            let item = if t < TABLE_NAMES.len() { TABLE_NAMES[t] } else { "all tables" };
-            results.push(Measurement {
-                item: item.into(),
-                engine: kind.name().into(),
-                value: bytes[e][t],
-                unit: "bytes".into(),
-                verified: ok[e],
-                runs: Vec::new(),
-            });
+    for unit in ["s", "bytes"] {
+        for (e, kind) in kinds.iter().enumerate() {
+            if answers[e].is_none() {
+                continue;
+            }
+            for t in 0..=TABLE_NAMES.len() {
+                let (value, runs) = match unit {
+                    "s" => (verify::median(&seconds[e][t]), seconds[e][t].clone()),
+                    _ => (bytes[e][t], Vec::new()),
+                };
+                results.push(Measurement {
+                    item: if t < TABLE_NAMES.len() { TABLE_NAMES[t] } else { "all tables" }.into(),
+                    engine: kind.name().into(),
+                    value,
+                    unit: unit.into(),
+                    verified: ok[e],
+                    runs,
+                });
+            }
         }
     }
     report(ctx, sf, results)
@@ -150,14 +139,5 @@ fn bytecount(b: &[u8]) -> u64 {
 fn report(ctx: &Ctx, sf: f64, results: Vec<Measurement>) -> Report {
     let mut items: Vec<(String, String)> = TABLE_NAMES.iter().map(|t| (t.to_string(), String::new())).collect();
     items.push(("all tables".into(), "the eight tables, one after another".into()));
-    Report {
-        workload: "load".into(),
-        parameters: vec![("sf".into(), sf.to_string()), ("runs".into(), ctx.runs.max(1).to_string())],
-        machine: crate::machine::describe(),
-        engines: ctx.engine_infos(),
-        results,
-        notes: Vec::new(),
-        items,
-        profiles: Vec::new(),
-    }
+    ctx.report("load", vec![("sf".into(), sf.to_string()), ("runs".into(), ctx.runs.max(1).to_string())], items, results)
 }

@@ -316,14 +316,5 @@ pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
         ("runs".to_string(), ctx.runs.to_string()),
     ];
     parameters.insert(0, ("configurations".into(), options.shapes.iter().map(|s| s.name.clone()).collect::<Vec<_>>().join(",")));
-    Report {
-        workload: "tp1".into(),
-        parameters,
-        machine: crate::machine::describe(),
-        engines: ctx.engine_infos(),
-        results,
-        notes: Vec::new(),
-        items,
-        profiles: Vec::new(),
-    }
+    ctx.report("tp1", parameters, items, results)
 }

@@ -408,20 +408,14 @@ pub fn run(ctx: &mut Ctx, n: usize, seed: u64) -> Report {
     let number = |m: &Measurement| m.item.trim_start_matches('q').parse::<u32>().unwrap_or(0);
     results.sort_by_key(number);
 
-    Report {
-        workload: "wisconsin".into(),
-        parameters: vec![
+    let items = queries.iter().map(|q| (q.item(), format!("{} ({})", q.name, q.config.name()))).collect();
+    let mut report = ctx.report("wisconsin", vec![
             ("n".into(), n.to_string()),
             ("runs".into(), ctx.runs.to_string()),
             ("sync".into(), "normal".into()),
-        ],
-        machine: crate::machine::describe(),
-        engines: ctx.engine_infos(),
-        results,
-        notes: Vec::new(),
-        items: queries.iter().map(|q| (q.item(), format!("{} ({})", q.name, q.config.name()))).collect(),
-        profiles,
-    }
+        ], items, results);
+    report.profiles = profiles;
+    report
 }
 
 /// After each configuration's updates, every engine's `tenk1` must be the same.
