@@ -204,6 +204,47 @@ fn check_invariant(engine: &mut dyn Engine) -> LabResult<Result<(), String>> {
     }
 }
 
+/// What `k` clients of one engine did in `runs` timed runs.
+enum Clients {
+    Measured { runs: Vec<f64>, retries: u64 },
+    /// The engine cannot serve `k` clients of one database.
+    Unavailable(LabError),
+}
+
+/// Runs `k` clients (the workload's own connection and `k - 1` more) with the
+/// given durability for `runs` timed runs; `tick` after each run.
+fn measure(
+    engine: &mut dyn Engine,
+    shape: &Shape,
+    options: &Options,
+    durability: Durability,
+    k: usize,
+    runs: usize,
+    tick: &dyn Fn(),
+) -> LabResult<Clients> {
+    let mut others = Vec::with_capacity(k.saturating_sub(1));
+    for _ in 1..k {
+        match engine.connect_another() {
+            Ok(c) => others.push(c),
+            Err(e) => return Ok(Clients::Unavailable(e)),
+        }
+    }
+    let mut all: Vec<&mut dyn Engine> = Vec::with_capacity(k);
+    all.push(engine);
+    all.extend(others.iter_mut().map(|c| c.as_mut() as &mut dyn Engine));
+    for c in all.iter_mut() {
+        c.set_durability(durability)?;
+    }
+    let (mut tps, mut retries) = (Vec::with_capacity(runs), 0);
+    for r in 0..runs {
+        let res = timed_run(&mut all, shape, options.seconds, options.seed.wrapping_add(r as u64 * 1_000_003))?;
+        tps.push(res.tps);
+        retries += res.retries;
+        tick();
+    }
+    Ok(Clients::Measured { runs: tps, retries })
+}
+
 pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
     let mut results = Vec::new();
     let mut items = Vec::new();
@@ -231,58 +272,20 @@ pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
                     if !items.iter().any(|(i, _): &(String, String)| *i == item) {
                         items.push((item.clone(), format!("{} branches, {} tellers, {} accounts", shape.branches, shape.tellers, shape.accounts)));
                     }
-                    let mut clients: Vec<Box<dyn Engine>> = Vec::new();
-                    let mut problem = None;
-                    for i in 0..k {
-                        let c = if i == 0 { None } else { Some(engine.connect_another()) };
-                        match c {
-                            Some(Err(e)) => {
-                                problem = Some(e);
-                                break;
-                            }
-                            Some(Ok(c)) => clients.push(c),
-                            None => {}
-                        }
-                    }
-                    if let Some(e) = problem {
-                        ctx.note(format!("TP1 {item} on {kind}: not run ({e})"));
-                        continue;
-                    }
-                    // The first client is the workload's own connection.
-                    let mut all: Vec<&mut dyn Engine> = Vec::with_capacity(k);
-                    all.push(engine.as_mut());
-                    all.extend(clients.iter_mut().map(|c| c.as_mut() as &mut dyn Engine));
-                    let mut failed = None;
-                    for c in all.iter_mut() {
-                        if let Err(e) = c.set_durability(durability) {
-                            failed = Some(e);
-                        }
-                    }
-                    let mut runs = Vec::new();
-                    let mut retries = 0;
                     let bar = ctx.progress.phase(format!("TP1 {item} on {kind}"), ctx.runs as u64);
-                    if failed.is_none() {
-                        for r in 0..ctx.runs {
-                            match timed_run(&mut all, shape, options.seconds, options.seed.wrapping_add(r as u64 * 1_000_003)) {
-                                Ok(res) => {
-                                    runs.push(res.tps);
-                                    retries += res.retries;
-                                }
-                                Err(e) => {
-                                    failed = Some(e);
-                                    break;
-                                }
-                            }
-                            bar.inc(1);
-                        }
-                    }
+                    let outcome = measure(engine.as_mut(), shape, options, durability, k, ctx.runs, &|| bar.inc(1));
                     bar.finish_and_clear();
-                    drop(all);
-                    drop(clients);
-                    if let Some(e) = failed {
-                        ctx.fail(format!("TP1 {item} on {kind}: {e}"));
-                        continue;
-                    }
+                    let (runs, retries) = match outcome {
+                        Ok(Clients::Measured { runs, retries }) => (runs, retries),
+                        Ok(Clients::Unavailable(e)) => {
+                            ctx.note(format!("TP1 {item} on {kind}: not run ({e})"));
+                            continue;
+                        }
+                        Err(e) => {
+                            ctx.fail(format!("TP1 {item} on {kind}: {e}"));
+                            continue;
+                        }
+                    };
                     if retries > 0 {
                         ctx.note(format!("TP1 {item} on {kind}: {retries} transactions retried (serialization failures or busy)"));
                     }
@@ -310,11 +313,11 @@ pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
             results.extend(measured);
         }
     }
-    let mut parameters = vec![
+    let parameters = vec![
+        ("configurations".to_string(), options.shapes.iter().map(|s| s.name.clone()).collect::<Vec<_>>().join(",")),
         ("clients".to_string(), options.clients.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")),
         ("seconds".to_string(), options.seconds.to_string()),
         ("runs".to_string(), ctx.runs.to_string()),
     ];
-    parameters.insert(0, ("configurations".into(), options.shapes.iter().map(|s| s.name.clone()).collect::<Vec<_>>().join(",")));
     ctx.report("tp1", parameters, items, results)
 }
