@@ -4,7 +4,8 @@
 //! - [`parser`]: `sqlparser` (PostgreSQL dialect) and the glue for positions in errors;
 //! - [`catalog`]: tables, columns, indexes and views, stored in the database file;
 //! - `binder`: names and types resolved, implicit casts inserted → a logical plan;
-//! - `planner`: access paths (index or heap scan), join and aggregate operators;
+//! - `optimizer`: logical rewrites and physical choices (access paths, join order and
+//!   methods), one file per rule as it grows;
 //! - [`expr`] and [`vector`]: bound expressions, column vectors and the generic
 //!   vectorized evaluator;
 //! - `exec`: the push-based operators;
@@ -21,7 +22,7 @@ pub mod exec;
 pub mod expr;
 pub mod parser;
 pub mod plan;
-mod planner;
+mod optimizer;
 pub mod bees;
 pub mod session;
 pub mod types;

@@ -34,7 +34,7 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::expr::{Expr, ExprKind};
 use crate::plan::{BoundQuery, Node, Plan};
-use crate::planner::and_all;
+use crate::optimizer::and_all;
 use crate::types::Value;
 
 /// The bee settings of a session.

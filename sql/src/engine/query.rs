@@ -7,7 +7,7 @@ use crate::binder::Binder;
 use crate::error::{Error, Result};
 use crate::exec::{self, ExecContext, Profile};
 use crate::plan::{BoundQuery, Plan, Subplan, explain};
-use crate::planner;
+use crate::optimizer;
 use crate::session::{Column, QueryResult, Row};
 use crate::types::{DataType, Value};
 
@@ -26,11 +26,11 @@ pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Valu
 /// The optimized plan, without bees (for callers that run it on the generic path).
 pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
     BoundQuery {
-        plan: planner::optimize(plan),
+        plan: optimizer::optimize(plan),
         subqueries: subqueries
             .into_iter()
             .map(|s| Subplan {
-                plan: planner::optimize(s.plan),
+                plan: optimizer::optimize(s.plan),
                 ..s
             })
             .collect(),

@@ -1,4 +1,4 @@
-//! The planner: rule-based rewrites of a bound plan before execution.
+//! The optimizer: rule-based rewrites of a bound plan before execution.
 //!
 //! 1. Predicates move down: a filter's conjuncts go below joins to the side they
 //!    read (for inner joins, and to the preserved side's opposite only when safe), and
