@@ -56,6 +56,33 @@ pub fn contains_aggregate(e: &ast::Expr) -> bool {
     found
 }
 
+/// The plain arguments of a call (`f(a, b)`), for looking at their columns.
+fn plain_args(f: &ast::Function) -> Vec<&ast::Expr> {
+    match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x),
+                _ => None,
+            })
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// The column references in `e` outside subqueries, as (qualifier, name).
+fn column_refs(e: &ast::Expr, out: &mut Vec<(Option<String>, String)>) {
+    visit(e, &mut |x| match x {
+        ast::Expr::Identifier(i) => out.push((None, ident(i))),
+        ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            let n = parts.len();
+            out.push((Some(ident(&parts[n - 2])), ident(&parts[n - 1])));
+        }
+        _ => {}
+    });
+}
+
 /// Calls `f` on `e` and its sub-expressions, not descending into subqueries.
 fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     f(e);
@@ -201,6 +228,68 @@ fn number_literal(text: &str) -> Result<Value> {
 }
 
 impl Binder<'_> {
+    /// The FROM scope of query level `level` (under an aggregation: the scope its
+    /// aggregate arguments see).
+    fn from_scope_at(&self, level: usize) -> &Scope {
+        if let Some(a) = &self.agg
+            && a.level == level
+        {
+            return &a.from_scope;
+        }
+        for a in self.outer_aggs.iter().flatten() {
+            if a.level == level {
+                return &a.from_scope;
+            }
+        }
+        &self.frames[level].scope
+    }
+
+    /// The query level an aggregate over `args` belongs to, as in SQL: the innermost
+    /// level any column of its arguments comes from; the current level when the
+    /// arguments have no columns.
+    fn agg_level(&self, args: &[&ast::Expr]) -> usize {
+        let top = self.frames.len() - 1;
+        let mut refs = Vec::new();
+        for a in args {
+            column_refs(a, &mut refs);
+        }
+        let mut best: Option<usize> = None;
+        for (t, n) in &refs {
+            let mut level = top;
+            loop {
+                if matches!(self.from_scope_at(level).resolve(t.as_deref(), n), Ok(Some(_))) {
+                    best = best.max(Some(level));
+                    break;
+                }
+                if level == 0 || self.frames[level].barrier {
+                    break;
+                }
+                level -= 1;
+            }
+            if best == Some(top) {
+                break;
+            }
+        }
+        best.unwrap_or(top)
+    }
+
+    /// Whether `e` calls an aggregate that belongs to the current level (not one over
+    /// only outer columns, not one inside a subquery).
+    pub(super) fn has_own_aggregate(&self, e: &ast::Expr) -> bool {
+        let top = self.frames.len() - 1;
+        let mut found = false;
+        visit(e, &mut |x| {
+            if let ast::Expr::Function(f) = x
+                && f.over.is_none()
+                && aggregate_func(&func_name(f)).is_some()
+                && self.agg_level(&plain_args(f)) == top
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
     fn in_agg_level(&self) -> bool {
         self.agg
             .as_ref()
@@ -549,7 +638,7 @@ impl Binder<'_> {
                 self.call_scalar(name, &[expr], clause)
             }
             E::Exists { subquery, negated } => {
-                let (id, correlated, _) = self.bind_subquery(subquery)?;
+                let (id, correlated, _) = self.bind_subquery(subquery, clause)?;
                 let s = Expr::new(
                     ExprKind::Subquery(Box::new(SubqueryExpr {
                         id,
@@ -565,7 +654,7 @@ impl Binder<'_> {
                 })
             }
             E::Subquery(q) => {
-                let (id, correlated, plan) = self.bind_subquery(q)?;
+                let (id, correlated, plan) = self.bind_subquery(q, clause)?;
                 if plan.schema.len() != 1 {
                     return Err(Error::semantic("42601", "subquery must return only one column"));
                 }
@@ -584,7 +673,7 @@ impl Binder<'_> {
                 negated,
             } => {
                 let x = self.bind_expr(expr, clause)?;
-                self.bind_quantified(x, expr, subquery, None, false, *negated)
+                self.bind_quantified(x, expr, subquery, None, false, *negated, clause)
             }
             E::AnyOp {
                 left,
@@ -603,7 +692,7 @@ impl Binder<'_> {
                     return Err(Error::not_supported("ANY/ALL over an array"));
                 };
                 let x = self.bind_expr(left, clause)?;
-                self.bind_quantified(x, left, q, Some(op), matches!(e, E::AllOp { .. }), false)
+                self.bind_quantified(x, left, q, Some(op), matches!(e, E::AllOp { .. }), false, clause)
             }
             other => Err(Error::not_supported(format!("expression {other}"))),
         }
@@ -612,6 +701,22 @@ impl Binder<'_> {
     fn bind_column(&mut self, table: Option<&str>, name: &str, e: &ast::Expr) -> Result<Expr> {
         if let Some(b) = self.resolve_column(table, name)? {
             return Ok(b);
+        }
+        let top = self.frames.len() - 1;
+        for a in self.outer_aggs.iter().flatten() {
+            if a.level < top
+                && let Ok(Some(c)) = a.from_scope.resolve(table, name)
+            {
+                let full = match table.or(c.table.as_deref()) {
+                    Some(t) => format!("{t}.{name}"),
+                    None => name.to_string(),
+                };
+                return Err(Error::semantic(
+                    "42803",
+                    format!("subquery uses ungrouped column \"{full}\" from outer query"),
+                )
+                .at(self.pos(e)));
+            }
         }
         if let Some(state) = &self.agg
             && state.level == self.frames.len() - 1 && state.from_scope.resolve(table, name)?.is_some() {
@@ -1028,8 +1133,9 @@ impl Binder<'_> {
         op: Option<CmpOp>,
         all: bool,
         negated: bool,
+        clause: &'static str,
     ) -> Result<Expr> {
-        let (id, correlated, plan) = self.bind_subquery(q)?;
+        let (id, correlated, plan) = self.bind_subquery(q, clause)?;
         if plan.schema.len() != 1 {
             return Err(Error::semantic(
                 "42601",
@@ -1201,8 +1307,40 @@ impl Binder<'_> {
         self.call_scalar(&name, &args, clause)
     }
 
+    /// "function f(types) does not exist" for a name no function has. Above an
+    /// aggregation the arguments are typed over the FROM columns, so an ungrouped
+    /// argument does not hide the real error.
+    fn unknown_function(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Error {
+        let state = if self.in_agg_level() { self.agg.take() } else { None };
+        let saved = state.as_ref().map(|s| self.set_scope(s.from_scope.clone()));
+        let mut types = Vec::new();
+        let mut failed = None;
+        for a in args {
+            match self.bind_expr(a, clause) {
+                Ok(_) if is_unknown(a) => types.push("unknown".to_string()),
+                Ok(b) => types.push(b.ty.to_string()),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(s) = saved {
+            self.set_scope(s);
+        }
+        if state.is_some() {
+            self.agg = state;
+        }
+        failed.unwrap_or_else(|| {
+            Error::undefined_function(format!("function {name}({}) does not exist", types.join(", ")))
+        })
+    }
+
     /// Binds a call of the scalar function `name`.
     fn call_scalar(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Result<Expr> {
+        if matches!(crate::expr::Func::resolve(name, &[]), Ok(None)) {
+            return Err(self.unknown_function(name, args, clause));
+        }
         let bound: Vec<Expr> = args
             .iter()
             .map(|a| self.bind_expr(a, clause))
@@ -1277,6 +1415,13 @@ impl Binder<'_> {
         e: &ast::Expr,
         clause: &'static str,
     ) -> Result<Expr> {
+        let nested = self.agg.as_ref().is_some_and(|a| a.level == usize::MAX);
+        if !star && !args.is_empty() && !nested {
+            let level = self.agg_level(args);
+            if level < self.frames.len() - 1 {
+                return self.bind_outer_aggregate(level, func, name, args, distinct, e);
+            }
+        }
         if !self.in_agg_level() {
             let msg = if self.agg.is_some() && self.agg.as_ref().is_some_and(|a| a.level == usize::MAX) {
                 "aggregate function calls cannot be nested".to_string()
@@ -1285,6 +1430,53 @@ impl Binder<'_> {
             };
             return Err(Error::semantic("42803", msg).at(self.pos(e)));
         }
+        self.bind_aggregate_here(func, name, args, distinct, star, e)
+    }
+
+    /// An aggregate whose arguments use only columns of the enclosing level `level`:
+    /// it is computed by that level's aggregation and arrives here as an outer
+    /// reference. A level that does not aggregate yet binds its output again as an
+    /// aggregation (`outer_agg_request`).
+    fn bind_outer_aggregate(
+        &mut self,
+        level: usize,
+        func: AggFunc,
+        name: &str,
+        args: &[&ast::Expr],
+        distinct: bool,
+        e: &ast::Expr,
+    ) -> Result<Expr> {
+        let slot = self
+            .outer_aggs
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.level == level));
+        let Some(slot) = slot else {
+            let clause = self.frames[level + 1].clause;
+            if matches!(clause, "SELECT" | "ORDER BY") {
+                self.outer_agg_request = Some(level);
+            }
+            return Err(Error::semantic("42803", format!("aggregate functions are not allowed in {clause}")).at(self.pos(e)));
+        };
+        let state = self.outer_aggs[slot].take();
+        let inner_frames = self.frames.split_off(level + 1);
+        let inner_agg = std::mem::replace(&mut self.agg, state);
+        let r = self.bind_aggregate_here(func, name, args, distinct, false, e);
+        self.outer_aggs[slot] = std::mem::replace(&mut self.agg, inner_agg);
+        self.frames.extend(inner_frames);
+        let b = r?;
+        Ok(self.lift(b, level))
+    }
+
+    /// An aggregate of the aggregation in `self.agg`, which is at the current level.
+    fn bind_aggregate_here(
+        &mut self,
+        func: AggFunc,
+        name: &str,
+        args: &[&ast::Expr],
+        distinct: bool,
+        star: bool,
+        e: &ast::Expr,
+    ) -> Result<Expr> {
         let (func, arg) = match (func, star, args.len()) {
             (AggFunc::Count, true, 0) => (AggFunc::CountStar, None),
             (_, false, 1) => {

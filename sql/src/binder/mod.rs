@@ -30,6 +30,14 @@ use crate::types::{DataType, Value};
 
 use scope::Scope;
 
+/// What a binding attempt may have added, to undo it before binding again.
+struct BindSnapshot {
+    subqueries: usize,
+    param_types: Vec<Option<DataType>>,
+    next_question: usize,
+    outer_refs: Vec<usize>,
+}
+
 /// One query nesting level (the top level or a subquery in an expression).
 struct Frame {
     scope: Scope,
@@ -38,12 +46,19 @@ struct Frame {
     outer_refs: Vec<Expr>,
     /// A frame that may not look outward (a view's body).
     barrier: bool,
+    /// The clause of the enclosing level this subquery appears in ("SELECT",
+    /// "WHERE", …): an aggregate over only enclosing columns belongs to that level,
+    /// which decides whether it is allowed there.
+    clause: &'static str,
 }
 
 /// A bound CTE: its plan and column names.
 #[derive(Clone)]
 struct CteDef {
     plan: Plan,
+    /// The frame level the CTE was bound at: its correlated parameters refer to that
+    /// level's outer references.
+    level: usize,
 }
 
 pub struct Binder<'a> {
@@ -63,6 +78,12 @@ pub struct Binder<'a> {
     view_depth: usize,
     /// Set while binding the expressions above an aggregation.
     agg: Option<expr::AggState>,
+    /// The aggregation states of the enclosing SELECTs (innermost last), suspended
+    /// while a nested SELECT binds: an aggregate over only their columns joins them.
+    outer_aggs: Vec<Option<expr::AggState>>,
+    /// Set when an aggregate in a subquery turned out to belong to the non-aggregating
+    /// SELECT at this level: that SELECT binds its output again as an aggregation.
+    outer_agg_request: Option<usize>,
 }
 
 impl<'a> Binder<'a> {
@@ -78,11 +99,14 @@ impl<'a> Binder<'a> {
                 scope: Scope::default(),
                 outer_refs: Vec::new(),
                 barrier: false,
+                clause: "",
             }],
             ctes: Vec::new(),
             next_question: 0,
             view_depth: 0,
             agg: None,
+            outer_aggs: Vec::new(),
+            outer_agg_request: None,
         }
     }
 
@@ -117,6 +141,12 @@ impl<'a> Binder<'a> {
         let Some(outer) = self.resolve_at(level - 1, table, name)? else {
             return Ok(None);
         };
+        Ok(Some(self.outer_ref(level, outer)))
+    }
+
+    /// `outer`, an expression of level `level - 1`, as seen from level `level`: a
+    /// parameter bound to it.
+    fn outer_ref(&mut self, level: usize, outer: Expr) -> Expr {
         let frame = &mut self.frames[level];
         let k = match frame.outer_refs.iter().position(|e| *e == outer) {
             Some(k) => k,
@@ -125,7 +155,35 @@ impl<'a> Binder<'a> {
                 frame.outer_refs.len() - 1
             }
         };
-        Ok(Some(Expr::new(ExprKind::Param(self.param_count + k), outer.ty)))
+        Expr::new(ExprKind::Param(self.param_count + k), outer.ty)
+    }
+
+    /// `e`, an expression of level `from`, as seen from the current (deeper) level.
+    fn lift(&mut self, mut e: Expr, from: usize) -> Expr {
+        let top = self.frames.len() - 1;
+        for level in from + 1..=top {
+            e = self.outer_ref(level, e);
+        }
+        e
+    }
+
+    /// The state a retried binding must start from (see `outer_agg_request`).
+    fn snapshot(&self) -> BindSnapshot {
+        BindSnapshot {
+            subqueries: self.subqueries.len(),
+            param_types: self.param_types.clone(),
+            next_question: self.next_question,
+            outer_refs: self.frames.iter().map(|f| f.outer_refs.len()).collect(),
+        }
+    }
+
+    fn restore(&mut self, s: BindSnapshot) {
+        self.subqueries.truncate(s.subqueries);
+        self.param_types = s.param_types;
+        self.next_question = s.next_question;
+        for (f, n) in self.frames.iter_mut().zip(s.outer_refs) {
+            f.outer_refs.truncate(n);
+        }
     }
 
     fn resolve_column(&mut self, table: Option<&str>, name: &str) -> Result<Option<Expr>> {
@@ -133,12 +191,13 @@ impl<'a> Binder<'a> {
         self.resolve_at(top, table, name)
     }
 
-    /// Binds `q` as a subquery of the current level.
-    fn bind_subquery(&mut self, q: &ast::Query) -> Result<(usize, Vec<Expr>, Plan)> {
+    /// Binds `q` as a subquery of the current level, appearing in its `clause`.
+    fn bind_subquery(&mut self, q: &ast::Query, clause: &'static str) -> Result<(usize, Vec<Expr>, Plan)> {
         self.frames.push(Frame {
             scope: Scope::default(),
             outer_refs: Vec::new(),
             barrier: false,
+            clause,
         });
         let saved_ctes = self.ctes.len();
         let result = self.bind_query(q);

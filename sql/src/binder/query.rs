@@ -72,7 +72,7 @@ impl Binder<'_> {
                 self.ctes
                     .last_mut()
                     .expect("pushed")
-                    .insert(name, CteDef { plan });
+                    .insert(name, CteDef { plan, level: self.frames.len() - 1 });
             }
             true
         } else {
@@ -291,7 +291,7 @@ impl Binder<'_> {
                 )
                 .at(self.pos(&o.expr))
             })?;
-            keys.push(sort_key(Expr::column(idx, plan.schema[idx].ty), &o.options));
+            keys.push(sort_key(Expr::column(idx, plan.schema[idx].ty), &o.options).map_err(|e| e.at(self.pos(&o.expr)))?);
         }
         let schema = plan.schema.clone();
         Ok(Plan::new(
@@ -310,18 +310,19 @@ impl Binder<'_> {
         // FROM
         // A SELECT nested in an aggregated query has its own aggregation state.
         let outer_agg = self.agg.take();
+        self.outer_aggs.push(outer_agg);
         let from = self.bind_from(&s.from);
         let (mut plan, scope) = match from {
             Ok(x) => x,
             Err(e) => {
-                self.agg = outer_agg;
+                self.agg = self.outer_aggs.pop().expect("pushed");
                 return Err(e);
             }
         };
         let saved = self.set_scope(scope.clone());
         let r = self.bind_select_rest(s, order, &mut plan, scope);
         self.set_scope(saved);
-        self.agg = outer_agg;
+        self.agg = self.outer_aggs.pop().expect("pushed");
         r?;
         Ok(plan)
     }
@@ -400,9 +401,24 @@ impl Binder<'_> {
         };
         let aggregating = !group_by.is_empty()
             || s.having.is_some()
-            || items.iter().any(|i| matches!(i, Item::Expr(e, _) if contains_aggregate(e)))
-            || order.iter().any(|o| contains_aggregate(&o.expr));
-        if aggregating {
+            || items.iter().any(|i| matches!(i, Item::Expr(e, _) if self.has_own_aggregate(e)))
+            || order.iter().any(|o| self.has_own_aggregate(&o.expr));
+        if !aggregating {
+            let snapshot = self.snapshot();
+            match self.bind_output(items_to_vec(&items), s, order, false) {
+                Ok((exprs, names, _, keys, hidden)) => {
+                    return self.finish_select(plan, exprs, names, keys, hidden, s);
+                }
+                // An aggregate in a subquery belongs to this level (`select (select
+                // max(o.a)) from t o`): bind the output again as an aggregation.
+                Err(_) if self.outer_agg_request == Some(self.frames.len() - 1) => {
+                    self.outer_agg_request = None;
+                    self.restore(snapshot);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        {
             // Groups: an output alias or position, else an expression over FROM.
             let mut groups = Vec::new();
             for g in &group_by {
@@ -495,9 +511,6 @@ impl Binder<'_> {
                     Plan::new(Node::Filter { input: Box::new(p), predicate: h }, schema)
                 });
             }
-            self.finish_select(plan, exprs, names, keys, hidden, s)?;
-        } else {
-            let (exprs, names, _, keys, hidden) = self.bind_output(items_to_vec(&items), s, order, false)?;
             self.finish_select(plan, exprs, names, keys, hidden, s)?;
         }
         return Ok(());
@@ -623,7 +636,7 @@ impl Binder<'_> {
                     }
                 }
             };
-            keys.push(sort_key(Expr::column(idx, exprs[idx].ty), &o.options));
+            keys.push(sort_key(Expr::column(idx, exprs[idx].ty), &o.options).map_err(|e| e.at(self.pos(&o.expr)))?);
         }
         let hidden = exprs.len() - visible;
         Ok((exprs, names, having, keys, hidden))
@@ -786,7 +799,14 @@ impl Binder<'_> {
     fn relation_plan(&mut self, n: &str, at: &ast::ObjectName) -> Result<(Plan, String)> {
         let short = n.rsplit('.').next().unwrap_or(n).to_string();
         if let Some(cte) = self.lookup_cte(n) {
-            return Ok((cte.plan.clone(), short));
+            let (mut plan, level) = (cte.plan.clone(), cte.level);
+            if level + 1 < self.frames.len() {
+                // Referenced from a deeper level: the CTE's correlated parameters are
+                // its own level's; pass them down as this level's.
+                let pc = self.param_count;
+                plan.for_each_expr_mut(&mut |e| self.lift_params(e, level, pc));
+            }
+            return Ok((plan, short));
         }
         if let Some(t) = self.catalog.table(n) {
             let columns: Vec<usize> = (0..t.columns.len()).collect();
@@ -815,6 +835,18 @@ impl Binder<'_> {
         Err(Error::undefined_table(n).at(self.pos(at)))
     }
 
+    /// Rewrites the correlated parameters in `e` (numbered from `param_count`) from
+    /// level `from` to the current level.
+    fn lift_params(&mut self, e: &mut Expr, from: usize, param_count: usize) {
+        if let ExprKind::Param(i) = e.kind
+            && i >= param_count
+        {
+            *e = self.lift(e.clone(), from);
+            return;
+        }
+        for_each_child_mut(e, &mut |c| self.lift_params(c, from, param_count));
+    }
+
     fn bind_view(&mut self, v: &crate::catalog::ViewDef) -> Result<Plan> {
         if self.view_depth > 32 {
             return Err(Error::semantic("42P17", format!("infinite recursion detected in rules for relation \"{}\"", v.name)));
@@ -832,6 +864,7 @@ impl Binder<'_> {
             scope: Scope::default(),
             outer_refs: Vec::new(),
             barrier: true,
+            clause: "",
         });
         self.view_depth += 1;
         let saved_ctes = std::mem::take(&mut self.ctes);
@@ -1116,11 +1149,30 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
     (plan, ls)
 }
 
-fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> SortKey {
-    let desc = matches!(o.sort, Some(ast::OrderBySort::Desc));
-    SortKey {
+/// A sort key from ORDER BY's options. `USING <` / `USING >` are ascending and
+/// descending (as PostgreSQL's btree ordering operators); other operators are errors.
+fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> Result<SortKey> {
+    let desc = match &o.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(ast::OrderBySort::Using(op)) => {
+            // `OPERATOR(pg_catalog.>)` names the operator with a schema.
+            let name = op.0.last().map(|p| p.to_string()).unwrap_or_default();
+            match name.as_str() {
+                "<" => false,
+                ">" => true,
+                _ => {
+                    return Err(Error::semantic(
+                        "42809",
+                        format!("operator {name} is not a valid ordering operator"),
+                    ));
+                }
+            }
+        }
+    };
+    Ok(SortKey {
         expr,
         desc,
         nulls_first: o.nulls_first.unwrap_or(desc),
-    }
+    })
 }

@@ -171,6 +171,40 @@ impl Plan {
         }
     }
 
+    /// Calls `f` on every expression of this node and of its inputs (the top-level
+    /// expressions; `f` descends into them itself).
+    pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        match &mut self.node {
+            Node::TableScan { filter, access, .. } => {
+                filter.iter_mut().for_each(&mut *f);
+                if let Access::Index { eq, lower, upper, .. } = access {
+                    eq.iter_mut().for_each(&mut *f);
+                    for (b, _) in lower.iter_mut().chain(upper.iter_mut()) {
+                        f(b);
+                    }
+                }
+            }
+            Node::Values { rows } => rows.iter_mut().flatten().for_each(&mut *f),
+            Node::Filter { predicate, .. } => f(predicate),
+            Node::Project { exprs, .. } => exprs.iter_mut().for_each(&mut *f),
+            Node::Join { on, left_keys, right_keys, .. } => {
+                on.iter_mut()
+                    .chain(left_keys.iter_mut())
+                    .chain(right_keys.iter_mut())
+                    .for_each(&mut *f);
+            }
+            Node::Aggregate { groups, aggs, .. } => {
+                groups.iter_mut().for_each(&mut *f);
+                aggs.iter_mut().filter_map(|a| a.arg.as_mut()).for_each(&mut *f);
+            }
+            Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
+            Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
+        }
+        for c in self.children_mut() {
+            c.for_each_expr_mut(f);
+        }
+    }
+
     pub fn children_mut(&mut self) -> Vec<&mut Plan> {
         match &mut self.node {
             Node::TableScan { .. } | Node::Values { .. } => vec![],
