@@ -254,6 +254,9 @@ pub fn copy(
         }
         xdml::insert_row_with(w, &table, &row, former.as_mut()).map_err(context)?;
         count += 1;
+        if count % super::dml::CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
+        }
     }
     ctx.note_inserts(&table, count);
     Ok(affected(format!("COPY {count}"), count))

@@ -72,6 +72,7 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
         subqueries: &bq.subqueries,
         memory_limit: ctx.memory_limit,
         profile,
+        interrupt: &ctx.interrupt,
     };
     exec::collect(&bq.plan, &ectx)
 }
