@@ -214,6 +214,7 @@ impl Ctx<'_> {
 fn writes(ast: &Statement) -> bool {
     match ast {
         Statement::Query(_) | Statement::ShowVariable { .. } => false,
+        Statement::Copy { to: true, .. } => false,
         Statement::Explain { statement, analyze, .. } => *analyze && writes(statement),
         _ => true,
     }
