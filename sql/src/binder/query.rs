@@ -1110,6 +1110,7 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
             on,
             left_keys: vec![],
             right_keys: vec![],
+            method: crate::plan::JoinMethod::NestedLoop,
         },
         schema,
     );

@@ -387,6 +387,7 @@ pub fn copy(
         }
     }
     ctx.note_inserts(&table, count);
+    ctx.store_relation_size(&table);
     Ok(affected(format!("COPY {count}"), count))
 }
 

@@ -427,7 +427,16 @@ impl<'a> Exec<'a> {
                 on,
                 left_keys,
                 right_keys,
-            } => join::join(
+                method,
+            } => {
+                // Today's join operator builds on the right input (the optimizer never
+                // asks for the left) and hashes exactly when there are keys.
+                if matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left }) {
+                    return Err(crate::error::Error::not_supported(
+                        "a hash join building on its left input is not supported",
+                    ));
+                }
+                join::join(
                 self,
                 plan,
                 id,
@@ -440,7 +449,8 @@ impl<'a> Exec<'a> {
                     right_keys,
                 },
                 out,
-            ),
+            )
+            }
             Node::Aggregate {
                 input,
                 groups,

@@ -9,15 +9,35 @@ use crate::expr::{Expr, ExprKind};
 /// [`Profile`] keys them; with a profile each line ends with
 /// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs).
 pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
+    explain_with(plan, profile, &Options::default())
+}
+
+/// What EXPLAIN prints besides the plan's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Each node's estimated rows and cost, `(rows=R cost=C)` (`EXPLAIN (COSTS OFF)`
+    /// hides them, as in PostgreSQL, so plan shapes can be compared as text).
+    pub costs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { costs: true }
+    }
+}
+
+/// [`explain`] with `options`.
+pub fn explain_with(plan: &Plan, profile: Option<&Profile>, options: &Options) -> Vec<String> {
     let mut lines = Vec::new();
     let mut id = 0;
-    walk(plan, profile, 0, &mut id, &mut lines);
+    walk(plan, profile, options, 0, &mut id, &mut lines);
     lines
 }
 
 fn walk(
     plan: &Plan,
     profile: Option<&Profile>,
+    options: &Options,
     depth: usize,
     id: &mut usize,
     lines: &mut Vec<String>,
@@ -30,6 +50,11 @@ fn walk(
         line.push_str("->  ");
     }
     line.push_str(&describe(plan));
+    if options.costs
+        && let Some(est) = plan.est
+    {
+        line.push_str(&format!("  (rows={:.0} cost={:.2})", est.rows.max(1.0), est.cost));
+    }
     if let Some(p) = profile {
         match p.node(my_id) {
             Some(n) => line.push_str(&format!(
@@ -43,7 +68,7 @@ fn walk(
     }
     lines.push(line);
     for c in plan.children() {
-        walk(c, profile, depth + 1, id, lines);
+        walk(c, profile, options, depth + 1, id, lines);
     }
 }
 
@@ -169,6 +194,7 @@ fn describe(plan: &Plan) -> String {
             on,
             left_keys,
             right_keys,
+            method,
         } => {
             let k = match kind {
                 JoinKind::Inner => "inner",
@@ -178,7 +204,7 @@ fn describe(plan: &Plan) -> String {
                 JoinKind::Semi => "semi",
                 JoinKind::Anti => "anti",
             };
-            let mut s = if left_keys.is_empty() {
+            let mut s = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
                 format!("Nested Loop ({k})")
             } else {
                 let ln: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
@@ -190,7 +216,11 @@ fn describe(plan: &Plan) -> String {
                     .zip(right_keys)
                     .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
                     .collect();
-                format!("Hash Join ({k})  keys: {}", keys.join(", "))
+                let build = match method {
+                    super::JoinMethod::Hash { build: super::JoinSide::Left } => "  build: left",
+                    _ => "",
+                };
+                format!("Hash Join ({k})  keys: {}{build}", keys.join(", "))
             };
             if let Some(on) = on {
                 s.push_str(&format!("  on: {}", e(on)));
