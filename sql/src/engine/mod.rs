@@ -397,11 +397,20 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
             legacy_options,
             ..
         } => copy::copy(ctx, source, *to, target, options, legacy_options),
-        other => Err(Error::not_supported(format!(
-            "statement {}",
-            other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
-        ))),
+        other => Err(Error::not_supported(format!("{} is not supported", statement_name(other)))),
     }
+}
+
+/// The leading keywords of a statement, to name it in an error (`VACUUM`,
+/// `CREATE SEQUENCE`).
+fn statement_name(ast: &Statement) -> String {
+    let text = ast.to_string();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let n = match words.first().map(|w| w.to_ascii_uppercase()) {
+        Some(w) if matches!(w.as_str(), "CREATE" | "DROP" | "ALTER") => 2,
+        _ => 1,
+    };
+    words.iter().take(n).map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join(" ")
 }
 
 fn setting_value(values: &[ast::Expr]) -> Result<String> {

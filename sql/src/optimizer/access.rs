@@ -3,16 +3,34 @@
 //! through that index; the index with the most constrained columns wins, a unique
 //! index fully constrained by equalities above all.
 
+use std::cmp::Ordering;
+
 use super::{conjuncts, map_children};
 use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{Access, Node, Plan};
+
+/// Of two bounds on one side of a range, the one that admits fewer values: for lower
+/// bounds (`wins` = Greater) the larger, for upper bounds the smaller; at equal values
+/// the exclusive one. Bounds that are not both literals (parameters) keep the first:
+/// the filter still checks both, so either is correct, only less narrow.
+fn tighter(old: Option<(Expr, bool)>, new: (Expr, bool), wins: Ordering) -> Option<(Expr, bool)> {
+    let Some(old) = old else { return Some(new) };
+    let (ExprKind::Literal(a), ExprKind::Literal(b)) = (&old.0.kind, &new.0.kind) else {
+        return Some(old);
+    };
+    match b.cmp_sql(a) {
+        Some(o) if o == wins => Some(new),
+        Some(Ordering::Equal) if old.1 && !new.1 => Some(new),
+        _ => Some(old),
+    }
+}
 
 /// Whether `e` is a constant for the scan (literals and parameters).
 fn is_bound(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Param(_) => true,
         ExprKind::Column(_) | ExprKind::Subquery(_) => false,
-        _ => e.children().iter().all(|c| is_bound(c)),
+        _ => e.children().iter().all(|c| super::deep(|| is_bound(c))),
     }
 }
 
@@ -69,10 +87,10 @@ pub fn choose_access(plan: Plan) -> Plan {
                     continue;
                 }
                 match op {
-                    CmpOp::Gt => lower = Some((v.clone(), false)),
-                    CmpOp::GtEq => lower = Some((v.clone(), true)),
-                    CmpOp::Lt => upper = Some((v.clone(), false)),
-                    CmpOp::LtEq => upper = Some((v.clone(), true)),
+                    CmpOp::Gt => lower = tighter(lower, (v.clone(), false), Ordering::Greater),
+                    CmpOp::GtEq => lower = tighter(lower, (v.clone(), true), Ordering::Greater),
+                    CmpOp::Lt => upper = tighter(upper, (v.clone(), false), Ordering::Less),
+                    CmpOp::LtEq => upper = tighter(upper, (v.clone(), true), Ordering::Less),
                     _ => {}
                 }
             }

@@ -89,7 +89,7 @@ fn is_constant(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Param(_) => true,
         ExprKind::Column(_) | ExprKind::Subquery(_) => false,
-        _ => e.children().iter().all(|c| is_constant(c)),
+        _ => e.children().iter().all(|c| super::deep(|| is_constant(c))),
     }
 }
 
@@ -98,9 +98,9 @@ pub fn selectivity(e: &Expr, input: &Plan, stats: &dyn Stats) -> f64 {
     let s = match &e.kind {
         ExprKind::Literal(Value::Boolean(true)) => 1.0,
         ExprKind::Literal(_) => 0.0,
-        ExprKind::And(v) => v.iter().map(|c| selectivity(c, input, stats)).product(),
-        ExprKind::Or(v) => 1.0 - v.iter().map(|c| 1.0 - selectivity(c, input, stats)).product::<f64>(),
-        ExprKind::Not(x) => 1.0 - selectivity(x, input, stats),
+        ExprKind::And(v) => v.iter().map(|c| super::deep(|| selectivity(c, input, stats))).product(),
+        ExprKind::Or(v) => 1.0 - v.iter().map(|c| 1.0 - super::deep(|| selectivity(c, input, stats))).product::<f64>(),
+        ExprKind::Not(x) => 1.0 - super::deep(|| selectivity(x, input, stats)),
         ExprKind::Compare { op, left, right } => {
             let column = match (&left.kind, &right.kind) {
                 (ExprKind::Column(c), _) if is_constant(right) => Some(*c),
@@ -230,6 +230,6 @@ pub fn rows(plan: &Plan, stats: &dyn Stats) -> f64 {
     if let Some(e) = plan.est {
         return e.rows;
     }
-    let inputs: Vec<f64> = plan.children().iter().map(|c| rows(c, stats)).collect();
+    let inputs: Vec<f64> = plan.children().iter().map(|c| super::deep(|| rows(c, stats))).collect();
     node_rows(plan, &inputs, stats)
 }

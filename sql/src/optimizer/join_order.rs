@@ -9,7 +9,7 @@
 //! pushdown and the physical pass take it from there. The result does not depend on
 //! the order of the relations in FROM, except between plans of equal estimated cost.
 
-use super::{Stats, and_all, cardinality, columns_of, conjuncts, cost, filter, map_children, remap};
+use super::{Stats, and_all, deep, cardinality, columns_of, conjuncts, cost, filter, map_children, remap};
 use crate::binder::query_util::shift_columns;
 use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{JoinKind, JoinMethod, Node, Plan};
@@ -37,7 +37,7 @@ fn flatten_inner(plan: Plan, offset: usize, rels: &mut Vec<Plan>, conds: &mut Ve
                 p = shift_columns(&p, offset);
             }
             conjuncts(p, conds);
-            flatten_inner(*input, offset, rels, conds, stats);
+            deep(|| flatten_inner(*input, offset, rels, conds, stats));
         }
         Node::Join { left, right, on, left_keys, right_keys, .. } => {
             let nleft = left.schema.len();
@@ -57,8 +57,8 @@ fn flatten_inner(plan: Plan, offset: usize, rels: &mut Vec<Plan>, conds: &mut Ve
                 );
                 conds.push(eq);
             }
-            flatten_inner(*left, offset, rels, conds, stats);
-            flatten_inner(*right, offset + nleft, rels, conds, stats);
+            deep(|| flatten_inner(*left, offset, rels, conds, stats));
+            deep(|| flatten_inner(*right, offset + nleft, rels, conds, stats));
         }
         _ => unreachable!("checked above"),
     }

@@ -12,8 +12,8 @@
 //!    across a join's sides become its hash keys.
 //! 3. `access.rs` — a scan whose filter constrains the leading columns of an index
 //!    reads through that index.
-//! 4. `physical.rs` — every join gets its method (hash or nested loop); outer joins put
-//!    their smaller input on the build side; every node gets its estimates
+//! 4. `physical.rs` — every join gets its method (hash or nested loop); a join whose
+//!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
 //!
 //! Estimates use the relation sizes [`Stats`] provides; where it knows none, a
@@ -44,7 +44,8 @@ pub struct Rules {
     pub filter_pushdown: bool,
     /// `optimizer_index_access`: scans read through an index where one applies.
     pub index_access: bool,
-    /// `optimizer_build_side`: an outer join's smaller input becomes the build side.
+    /// `optimizer_build_side`: a join's smaller input becomes the build side (inputs
+    /// swapped; semi and anti joins excepted).
     pub build_side: bool,
 }
 
@@ -74,6 +75,13 @@ impl Stats for NoStats {
     }
 }
 
+/// Runs `f` on a fresh stack segment when the current one runs low: every pass
+/// recurses over the plan and its expressions, whose depth the input decides (a chain
+/// of 5,000 UNIONs is a plan 5,000 deep).
+pub(crate) fn deep<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, f)
+}
+
 /// Applies the rules `rules` allows to `plan` (one query block tree; subplans are
 /// optimized separately by the caller).
 pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
@@ -97,12 +105,12 @@ pub(crate) fn remap(e: &mut Expr, map: &[usize]) {
         *i = map[*i];
         return;
     }
-    for_each_child_mut(e, &mut |c| remap(c, map));
+    for_each_child_mut(e, &mut |c| deep(|| remap(c, map)));
 }
 
 pub(crate) fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     match e.kind {
-        ExprKind::And(v) => v.into_iter().for_each(|c| conjuncts(c, out)),
+        ExprKind::And(v) => v.into_iter().for_each(|c| deep(|| conjuncts(c, out))),
         ExprKind::Or(branches) => factor_or(branches, out),
         kind => out.push(Expr::new(kind, e.ty)),
     }
@@ -153,12 +161,22 @@ pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
 /// Whether evaluating `e` could have side effects on correctness if moved (subqueries
 /// are kept in place: they may be correlated or expensive).
 pub(crate) fn movable(e: &Expr) -> bool {
-    !matches!(e.kind, ExprKind::Subquery(_)) && e.children().iter().all(|c| movable(c))
+    !matches!(e.kind, ExprKind::Subquery(_)) && e.children().iter().all(|c| deep(|| movable(c)))
 }
 
 pub(crate) fn columns_of(e: &Expr) -> Vec<usize> {
+    fn go(e: &Expr, out: &mut Vec<usize>) {
+        if let ExprKind::Column(i) = e.kind
+            && !out.contains(&i)
+        {
+            out.push(i);
+        }
+        for c in e.children() {
+            deep(|| go(c, out));
+        }
+    }
     let mut v = Vec::new();
-    e.columns_used(&mut v);
+    go(e, &mut v);
     v
 }
 
@@ -169,7 +187,7 @@ pub(crate) fn unshift(e: &Expr, by: usize) -> Expr {
             *i -= by;
             return;
         }
-        for_each_child_mut(e, &mut |c| go(c, by));
+        for_each_child_mut(e, &mut |c| deep(|| go(c, by)));
     }
     go(&mut e, by);
     e
@@ -193,7 +211,7 @@ pub(crate) fn filter(input: Plan, preds: Vec<Expr>) -> Plan {
 
 pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan {
     let Plan { node, schema, est } = plan;
-    let mut b = |p: Box<Plan>| Box::new(f(*p));
+    let mut b = |p: Box<Plan>| Box::new(deep(|| f(*p)));
     let node = match node {
         Node::Filter { input, predicate } => Node::Filter { input: b(input), predicate },
         Node::Project { input, exprs } => Node::Project { input: b(input), exprs },
@@ -216,3 +234,6 @@ pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan 
     Plan { node, schema, est }
 }
 
+
+#[cfg(test)]
+mod tests;

@@ -81,12 +81,7 @@ fn smaller_on_right(plan: Plan, stats: &dyn Stats) -> Plan {
         Node::Join { left: right, right: left, kind, on, left_keys: right_keys, right_keys: left_keys, method },
         swapped_schema,
     );
-    let join = estimate_tree(join, stats);
+    let join = estimate(join, stats);
     let exprs: Vec<Expr> = (0..nl + nr).map(|old| Expr::column(map[old], schema[old].ty)).collect();
     Plan::new(Node::Project { input: Box::new(join), exprs }, schema)
-}
-
-/// Sets the estimates of `plan` itself (its inputs have theirs).
-fn estimate_tree(plan: Plan, stats: &dyn Stats) -> Plan {
-    estimate(plan, stats)
 }

@@ -4,7 +4,7 @@
 //! Equalities between the two sides of a join become its hash keys whether or not
 //! the rule is on (the keys are what makes a hash join possible at all).
 
-use super::{and_all, columns_of, conjuncts, filter, map_children, movable, unshift};
+use super::{and_all, columns_of, conjuncts, deep, filter, map_children, movable, unshift};
 use crate::binder::query_util::for_each_child_mut;
 use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{JoinKind, Node, Plan};
@@ -81,7 +81,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
         Node::Filter { input, predicate } => {
             let mut all = preds;
             conjuncts(predicate, &mut all);
-            push_into(*input, all)
+            deep(|| push_into(*input, all))
         }
         Node::TableScan {
             table,
@@ -179,8 +179,8 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                 }
                 residual.push(p);
             }
-            let left = push_into(*left, to_left);
-            let right = push_into(*right, to_right);
+            let left = deep(|| push_into(*left, to_left));
+            let right = deep(|| push_into(*right, to_right));
             let join = Plan::new(
                 Node::Join {
                     left: Box::new(left),
@@ -205,7 +205,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                     _ => keep.push(p),
                 }
             }
-            let input = push_into(*input, below);
+            let input = deep(|| push_into(*input, below));
             filter(
                 Plan::new(
                     Node::Project {
@@ -238,7 +238,7 @@ fn substitute(p: &Expr, exprs: &[Expr]) -> Option<Expr> {
             }
             return;
         }
-        for_each_child_mut(e, &mut |c| go(c, exprs, ok));
+        for_each_child_mut(e, &mut |c| deep(|| go(c, exprs, ok)));
     }
     go(&mut q, exprs, &mut ok);
     ok.then_some(q)

@@ -68,7 +68,8 @@ fn walk(
     }
     lines.push(line);
     for c in plan.children() {
-        walk(c, profile, options, depth + 1, id, lines);
+        // Deep plans (long UNION chains) recurse on fresh stack segments.
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || walk(c, profile, options, depth + 1, id, lines));
     }
 }
 
@@ -300,7 +301,7 @@ fn describe(plan: &Plan) -> String {
 
 /// A short SQL-like rendering of an expression, naming columns by `names`.
 pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
-    let f = |x: &Expr| fmt_expr(x, names);
+    let f = |x: &Expr| stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || fmt_expr(x, names));
     match &e.kind {
         ExprKind::Column(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
         ExprKind::Literal(v) => {

@@ -16,7 +16,7 @@
 //! | `optimizer_join_order` | `on`, `off`: inner joins ordered by estimated cost | `on` |
 //! | `optimizer_filter_pushdown` | `on`, `off`: filters pushed below joins and into scans | `on` |
 //! | `optimizer_index_access` | `on`, `off`: scans read through an index where one applies | `on` |
-//! | `optimizer_build_side` | `on`, `off`: an outer join builds on its smaller input | `on` |
+//! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
