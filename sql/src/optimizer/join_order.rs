@@ -98,7 +98,7 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     if rels.len() > 63 {
         // Beyond a bitmask's reach: keep the FROM order.
         let tree = left_deep(rels);
-        return filter(tree, exprs);
+        return with_rows(filter(tree, exprs), stats);
     }
     let n = rels.len();
     let mut starts = Vec::with_capacity(n);
@@ -174,11 +174,23 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
         remap(e, &map);
     }
     let tree = filter(tree, rest);
-    if map.iter().enumerate().all(|(i, &m)| i == m) {
-        return tree;
-    }
-    let exprs = (0..off).map(|old| Expr::column(map[old], schema[old].ty)).collect();
-    Plan::new(Node::Project { input: Box::new(tree), exprs }, schema)
+    let tree = if map.iter().enumerate().all(|(i, &m)| i == m) {
+        tree
+    } else {
+        let exprs = (0..off).map(|old| Expr::column(map[old], schema[old].ty)).collect();
+        Plan::new(Node::Project { input: Box::new(tree), exprs }, schema)
+    };
+    with_rows(tree, stats)
+}
+
+/// `plan` with its estimated rows noted, so the join tree around it (an enclosing
+/// query's join order) reads them instead of estimating the subtree again: without
+/// this, nested join trees cost time quadratic in their depth. The physical pass
+/// sets every node's final estimates.
+fn with_rows(mut plan: Plan, stats: &dyn Stats) -> Plan {
+    let rows = cardinality::rows(&plan, stats);
+    plan.est = Some(crate::plan::Estimate { rows, cost: 0.0 });
+    plan
 }
 
 /// The relations of `set` in the order the tree lists them.
