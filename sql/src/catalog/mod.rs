@@ -317,6 +317,9 @@ mod tests {
                 },
             ];
             let t = TableDef::new(c.next_id, "t".into(), cols, heap.first_page, vec![]).unwrap();
+            c.stats.insert(t.id, TableStats { rows: 6_001_215 });
+            // A dropped table's statistics are not saved.
+            c.stats.insert(t.id + 100, TableStats { rows: 5 });
             c.next_id += 1;
             c.tables.insert("t".into(), Arc::new(t));
             c.views.insert(
@@ -338,6 +341,8 @@ mod tests {
         assert_eq!(t.columns[1].ty, DataType::decimal(12, 2).unwrap());
         assert_eq!(t.columns[1].default.as_deref(), Some("0"));
         assert_eq!(c.view("v").unwrap().columns, vec!["x".to_string()]);
+        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215 }));
+        assert_eq!(c.stats.len(), 1);
         assert_eq!(c.next_id, 1);
     }
 }
