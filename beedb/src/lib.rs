@@ -6,5 +6,5 @@
 
 pub use beedb_sql::{
     Column, Connection, DataType, Database, DatabaseOptions, Error, ErrorKind, FromValue,
-    QueryResult, Result, Row, Settings, Statement, Value, types,
+    InterruptHandle, QueryResult, Result, Row, Settings, Statement, Value, types,
 };

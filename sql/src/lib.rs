@@ -30,7 +30,7 @@ pub mod vector;
 
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
-    Column, Connection, Database, DatabaseOptions, FromValue, QueryResult, Row, Settings,
-    Statement,
+    Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,
+    Settings, Statement,
 };
 pub use types::{DataType, Value};
