@@ -25,6 +25,7 @@ pub mod plan;
 mod optimizer;
 pub mod bees;
 pub mod session;
+pub mod stack;
 pub mod types;
 pub mod vector;
 

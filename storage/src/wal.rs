@@ -155,10 +155,10 @@ struct FrameInfo {
     page_count: u32,
     stride: u64,
 }
-/// At a reset, a WAL grown larger than this (by a big transaction) is truncated back;
-/// smaller ones keep their size, because overwriting allocated blocks is several times
-/// cheaper than extending a file.
-const WAL_KEEP_BYTES: u64 = 64 << 20;
+/// The default of `StoreOptions::wal_size_limit`: at a reset, a WAL grown larger than
+/// this (by a big transaction) is truncated back; smaller ones keep their size,
+/// because overwriting allocated blocks is several times cheaper than extending a file.
+pub const DEFAULT_WAL_SIZE_LIMIT: u64 = 64 << 20;
 
 /// Writes and syncs the WAL header that starts generation `salt` at LSN `base`.
 fn write_header(
@@ -702,7 +702,10 @@ impl Wal {
     /// Empties the WAL once everything in it is in the database file: truncates and
     /// syncs the file, and forgets the index. The caller holds the write lock and has
     /// checked that no reader can still need a WAL frame. LSNs keep increasing.
-    pub fn reset(&self) -> Result<()> {
+    /// A file longer than `size_limit` bytes is truncated to it first (like SQLite's
+    /// `journal_size_limit`); the limit is never below the header's sector.
+    pub fn reset(&self, size_limit: u64) -> Result<()> {
+        let size_limit = size_limit.max(FIRST_FRAME_OFFSET);
         let _generation = self.generation.write();
         let mut append = self.append.lock();
         let mut index = self.index.write();
@@ -710,11 +713,6 @@ impl Wal {
             .file
             .len()
             .map_err(|e| Error::io("reading WAL length", e))?;
-        if len > WAL_KEEP_BYTES {
-            self.file
-                .set_len(WAL_KEEP_BYTES)
-                .map_err(|e| Error::io("truncating the WAL", e))?;
-        }
         // A new salt makes every frame of the old generation stale at once; the header
         // is one sector, so it is written whole or not at all.
         let salt = append.salt.wrapping_add(1);
@@ -725,6 +723,15 @@ impl Wal {
             salt,
             append.next_lsn,
         )?;
+        // Truncate only once the new header is synced: a truncation that reached the
+        // disk before it would leave the old generation's first frames valid and its
+        // later ones gone, and recovery would replay those old page versions over the
+        // newer ones the checkpoint wrote. (The crash tests found this.)
+        if len > size_limit {
+            self.file
+                .set_len(size_limit)
+                .map_err(|e| Error::io("truncating the WAL", e))?;
+        }
         append.salt = salt;
         append.next_offset = FIRST_FRAME_OFFSET;
         index.versions.clear();

@@ -423,3 +423,48 @@ fn concurrent_full_commits_share_syncs() {
         assert_eq!(value(&r, p), 25);
     }
 }
+
+/// After a checkpoint empties the WAL, a WAL grown past `wal_size_limit` by a big
+/// transaction shrinks back to the limit (SQLite's `journal_size_limit`); one under the
+/// limit keeps its size.
+#[test]
+fn the_wal_shrinks_back_to_its_size_limit_after_a_checkpoint() {
+    let fs = MemFileSystem::new();
+    let limit = 64 << 10;
+    let store = open(
+        &fs,
+        StoreOptions {
+            wal_size_limit: limit,
+            checkpoint_frames: u64::MAX,
+            background_checkpoint: false,
+            ..opts()
+        },
+    );
+    let wal_len = || {
+        let f = fs
+            .open(Path::new("db-wal"), OpenOptions { create: false, lock_exclusive: false })
+            .unwrap();
+        f.len().unwrap()
+    };
+    let w = store.begin_write().unwrap();
+    let ids: Vec<PageId> = (0..300).map(|i| new_page(&w, i)).collect();
+    for &id in &ids {
+        // Full pages: a WAL frame leaves out a page's free space.
+        let mut g = w.write_page(id).unwrap();
+        g[PAGE_HEADER_SIZE + 8..].fill(0xAB);
+    }
+    w.commit().unwrap();
+    let grown = wal_len();
+    assert!(grown > 4 * limit, "the big transaction grew the WAL to {grown} bytes");
+    store.checkpoint().unwrap();
+    assert_eq!(wal_len(), limit, "shrunk back to the limit");
+    // A small transaction afterwards reuses the file; the data is all there.
+    let w = store.begin_write().unwrap();
+    set_value(&w, ids[0], 42);
+    w.commit().unwrap();
+    store.checkpoint().unwrap();
+    assert_eq!(wal_len(), limit);
+    let r = store.begin_read();
+    assert_eq!(value(&r, ids[0]), 42);
+    assert_eq!(value(&r, ids[299]), 299);
+}

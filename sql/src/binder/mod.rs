@@ -60,7 +60,8 @@ pub struct Binder<'a> {
     ctes: Vec<HashMap<String, CteDef>>,
     /// Next `?` placeholder number.
     next_question: usize,
-    view_depth: usize,
+    /// Names of the views being expanded, outermost first.
+    views: Vec<String>,
     /// Set while binding the expressions above an aggregation.
     agg: Option<expr::AggState>,
 }
@@ -81,7 +82,7 @@ impl<'a> Binder<'a> {
             }],
             ctes: Vec::new(),
             next_question: 0,
-            view_depth: 0,
+            views: Vec::new(),
             agg: None,
         }
     }
