@@ -20,6 +20,23 @@ fn beedb() -> Command {
 // ---------------------------------------------------------------------------------
 // -c
 
+/// An argument that is not UTF-8 (`beedb $'x\xff.db'`) is a usage error, not a panic.
+#[test]
+fn a_non_utf8_argument_is_an_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec![dir.path().join(std::ffi::OsStr::from_bytes(b"x\xff.db")).into_os_string()],
+        vec!["-c".into(), std::ffi::OsStr::from_bytes(b"SELECT '\xff'").to_os_string()],
+    ] {
+        let out = beedb().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains("is not valid UTF-8"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 #[test]
 fn command_with_syntax_error_fails_with_a_caret() {
     let dir = tempfile::tempdir().unwrap();

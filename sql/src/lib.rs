@@ -29,6 +29,7 @@ pub mod stack;
 pub mod types;
 pub mod vector;
 
+pub use engine::copy::MAX_COPY_LINE_BYTES;
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,

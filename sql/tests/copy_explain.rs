@@ -81,3 +81,34 @@ fn explain_shows_access_paths_and_analyze_counts_rows() {
     assert!(p.contains("actual rows=3"), "{p}");
     assert!(p.contains("Execution Time"), "{p}");
 }
+
+/// A line longer than COPY's maximum, or input without line ends (`/dev/zero`), is an
+/// error naming the line after reading at most the maximum, not a line buffer that
+/// grows until the process dies (issue 16).
+#[test]
+fn copy_lines_past_the_maximum_are_an_error() {
+    use beedb_sql::MAX_COPY_LINE_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.txt");
+    let mut text = b"1|short\n2|".to_vec();
+    text.resize(text.len() + MAX_COPY_LINE_BYTES + 10, b'x');
+    text.extend_from_slice(b"\n3|short\n");
+    std::fs::write(&long, &text).unwrap();
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (id INTEGER, s TEXT)").unwrap();
+    let e = c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", long.display()), &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "54000", "{e}");
+    assert!(e.message.contains("line 2 of file") && e.message.contains("longer than COPY's maximum"), "{e}");
+    let e = c.execute("COPY t FROM '/dev/zero'", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "54000", "{e}");
+    assert!(e.message.contains("line 1 of file \"/dev/zero\""), "{e}");
+    // A line at the maximum is read.
+    let edge = dir.path().join("edge.txt");
+    let mut text = b"4|".to_vec();
+    text.resize(MAX_COPY_LINE_BYTES, b'y');
+    text.extend_from_slice(b"\r\n");
+    std::fs::write(&edge, &text).unwrap();
+    c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", edge.display()), &[]).unwrap();
+    assert_eq!(rows(&mut c, "SELECT length(s) FROM t")[0][0], Value::Integer(MAX_COPY_LINE_BYTES as i32 - 2));
+}

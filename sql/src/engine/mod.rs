@@ -15,7 +15,7 @@
 //! Schema changes work on the transaction's own copy of the catalog, written to the
 //! catalog heap and installed for every connection when the transaction commits.
 
-mod copy;
+pub(crate) mod copy;
 mod ddl;
 mod dml;
 mod query;
