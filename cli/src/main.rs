@@ -45,7 +45,7 @@ fn main() -> ExitCode {
     };
 
     let path = args.database.as_deref().unwrap_or(MEMORY);
-    let mut shell = match Shell::open(path, Box::new(io::stdout()), Box::new(io::stderr())) {
+    let mut shell = match Shell::open_with(path, args.read_only, Box::new(io::stdout()), Box::new(io::stderr())) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ERROR:  could not open \"{path}\": {}", e.message);

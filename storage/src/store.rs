@@ -117,6 +117,11 @@ pub struct StoreOptions {
     /// truncated back to it (SQLite's `journal_size_limit`); shorter ones are reused as
     /// they are, which is cheaper than growing the file again.
     pub wal_size_limit: u64,
+    /// Open without writing anything: no recovery checkpoint, no write transactions
+    /// (they fail with `Error::Closed`), no checkpoints, no WAL created. Recovered
+    /// commits are read from the WAL in place. This is how a database is read while
+    /// its disk is full.
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -131,6 +136,7 @@ impl Default for StoreOptions {
             create: true,
             background_checkpoint: true,
             wal_size_limit: crate::wal::DEFAULT_WAL_SIZE_LIMIT,
+            read_only: false,
         }
     }
 }
@@ -211,6 +217,7 @@ fn find_wal(
     path: &Path,
     db_file: &dyn StorageFile,
     page_size: usize,
+    read_only: bool,
 ) -> Result<PathBuf> {
     let ours = wal_path(path);
     let mut page0 = vec![0u8; page_size];
@@ -226,6 +233,7 @@ fn find_wal(
     match recorded {
         Some(recorded) if recorded == ours => Ok(ours),
         Some(recorded) if fs.exists(&recorded) => Ok(recorded),
+        _ if read_only => Ok(ours),
         _ => {
             if header::set_wal_path(&mut page0, ours.as_os_str().as_encoded_bytes()) {
                 seal_page(&mut page0);
@@ -277,7 +285,7 @@ impl Store {
         let path = &fs
             .canonical_path(path)
             .map_err(|e| Error::io(format!("resolving {}", path.display()), e))?;
-        if !options.create && !fs.exists(path) {
+        if (options.read_only || !options.create) && !fs.exists(path) {
             return Err(Error::io(
                 format!("opening {}", path.display()),
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file"),
@@ -304,6 +312,12 @@ impl Store {
             .len()
             .map_err(|e| Error::io("reading the database file length", e))?;
         let mut report = OpenReport::default();
+        if len == 0 && options.read_only {
+            return Err(Error::InvalidArgument(format!(
+                "{} is empty: a database opened read-only cannot be created",
+                path.display()
+            )));
+        }
         let (page_size, database_id, wal_file) = if len == 0 {
             // A new database: write and sync the header page before anything else.
             let page_size = options.page_size;
@@ -353,11 +367,16 @@ impl Store {
             page::validate_page_size(page_size).map_err(|_| {
                 Error::corrupt(PageId::HEADER, format!("invalid page size {page_size}"))
             })?;
-            let wal = find_wal(fs, path, &*db_file, page_size)?;
+            let wal = find_wal(fs, path, &*db_file, page_size, options.read_only)?;
             (page_size, header::database_id(&id), wal)
         };
 
-        let (wal, recovered) = Wal::open(fs, &wal_file, page_size, database_id, Lsn(1))?;
+        let (wal, recovered) = if options.read_only && !fs.exists(&wal_file) {
+            // Nothing to recover, and nothing may be created: an empty WAL in memory.
+            Wal::open(&MemFileSystem::new(), &wal_file, page_size, database_id, Lsn(1), false)?
+        } else {
+            Wal::open(fs, &wal_file, page_size, database_id, Lsn(1), options.read_only)?
+        };
         report.recovered_txns = recovered.committed_txns;
         report.discarded_frames = recovered.uncommitted_frames;
         let committed = wal.next_lsn().0 - 1;
@@ -380,8 +399,7 @@ impl Store {
             next_txn: AtomicU64::new(recovered.max_txn.0 + 1),
             poisoned: Mutex::new(None),
             checkpoint_lock: Mutex::new(()),
-            checkpointer: options
-                .background_checkpoint
+            checkpointer: (options.background_checkpoint && !options.read_only)
                 .then(|| Arc::new(CheckpointSignal::default())),
             stats: StoreStats::default(),
         });
@@ -404,7 +422,7 @@ impl Store {
             }),
         };
         store.check_not_truncated()?;
-        if recovered.frames_in_file > 0 {
+        if recovered.frames_in_file > 0 && !options.read_only {
             // Fold the recovered log into the database file and start a new WAL
             // generation, even if no frame was valid: frames the crashed session wrote
             // past the first invalid one carry the old salt, so none of them can ever
@@ -498,6 +516,9 @@ impl Store {
     }
 
     pub fn begin_write_timeout(&self, timeout: Duration) -> Result<WriteTxn> {
+        if self.inner.options.read().read_only {
+            return Err(Error::Closed("the database is open read-only"));
+        }
         self.inner.check_poison()?;
         self.inner.acquire_writer(timeout)?;
         if let Err(e) = self.inner.check_poison() {
@@ -517,6 +538,9 @@ impl Store {
     /// Copies committed WAL frames into the database file and resets the WAL if no
     /// reader still needs it. Waits for the write lock.
     pub fn checkpoint(&self) -> Result<()> {
+        if self.inner.options.read().read_only {
+            return Ok(()); // nothing was written, so nothing to fold in
+        }
         let timeout = self.inner.options.read().writer_timeout;
         self.inner.acquire_writer(timeout)?;
         let r = {
@@ -849,7 +873,10 @@ impl Drop for StoreCore {
     fn drop(&mut self) {
         // A clean close leaves an empty WAL. Errors cannot be reported from here; the
         // WAL still holds everything, and the next open recovers it.
-        if self.poisoned.lock().is_none() && self.wal.frame_count() > 0 {
+        if self.poisoned.lock().is_none()
+            && self.wal.frame_count() > 0
+            && !self.options.read().read_only
+        {
             let _ = self.checkpoint_locked();
         }
     }

@@ -266,12 +266,13 @@ impl Wal {
         page_size: usize,
         database_id: u64,
         first_lsn: Lsn,
+        read_only: bool,
     ) -> Result<(Wal, RecoveredLog)> {
         let file = fs
             .open(
                 path,
                 OpenOptions {
-                    create: true,
+                    create: !read_only,
                     lock_exclusive: false,
                 },
             )
@@ -315,7 +316,9 @@ impl Wal {
         } else {
             // New, or a creation that crashed before the header was synced.
             let salt = database_id.rotate_left(17) ^ 0x5A17;
-            write_header(&*file, page_size, database_id, salt, first_lsn)?;
+            if !read_only {
+                write_header(&*file, page_size, database_id, salt, first_lsn)?;
+            }
             (salt, first_lsn)
         };
         let wal = Wal {
@@ -787,7 +790,7 @@ mod tests {
             page(3, &[(16, 500, 3), (4000, 96, 4)]),
         ];
         let lsns = {
-            let (wal, _) = Wal::open(&fs, path, 4096, 42, Lsn(1)).unwrap();
+            let (wal, _) = Wal::open(&fs, path, 4096, 42, Lsn(1), false).unwrap();
             let writes: Vec<FrameWrite<'_>> = pages
                 .iter()
                 .enumerate()
@@ -804,7 +807,7 @@ mod tests {
             }
             lsns
         };
-        let (wal, rec) = Wal::open(&fs, path, 4096, 42, Lsn(1)).unwrap();
+        let (wal, rec) = Wal::open(&fs, path, 4096, 42, Lsn(1), false).unwrap();
         assert_eq!(rec.committed_txns, 1);
         assert_eq!(rec.page_count, Some(4));
         let mut buf = vec![0u8; 4096];

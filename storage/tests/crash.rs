@@ -245,6 +245,7 @@ fn options(rng: &mut StdRng, mode: Synchronous) -> StoreOptions {
         // Half the runs truncate the WAL at every reset (a crash may then hit a
         // truncation too).
         wal_size_limit: if rng.random_bool(0.5) { 4096 } else { 64 << 20 },
+        read_only: false,
     }
 }
 

@@ -59,8 +59,22 @@ pub struct Shell {
 
 impl Shell {
     /// Opens `path` (or an in-memory database for `:memory:`).
+    #[cfg(test)]
     pub fn open(path: &str, out: Box<dyn Write>, err: Box<dyn Write>) -> Result<Shell, Error> {
-        let db = Database::open(path)?;
+        Shell::open_with(path, false, out, err)
+    }
+
+    /// [`Shell::open`], read-only when `read_only` (nothing is written to the file,
+    /// which must exist; works while its disk is full).
+    pub fn open_with(
+        path: &str,
+        read_only: bool,
+        out: Box<dyn Write>,
+        err: Box<dyn Write>,
+    ) -> Result<Shell, Error> {
+        let mut options = beedb::DatabaseOptions::default();
+        options.storage.read_only = read_only;
+        let db = Database::open_with(path, options)?;
         Ok(Shell {
             conn: db.connect(),
             path: path.to_string(),
