@@ -273,6 +273,11 @@ class Connection:
         except _beedb.RawError as e:
             raise _translate(e, sql) from None
 
+    def interrupt(self):
+        """Stops the statement this connection is running, from any thread (as
+        sqlite3's interrupt): it raises OperationalError (SQLSTATE 57014)."""
+        self._raw.interrupt()
+
     @property
     def in_transaction(self):
         self._check()

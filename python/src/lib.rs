@@ -47,6 +47,9 @@ struct RawConnection {
     session: Arc<Mutex<Option<beedb::Connection>>>,
     /// The key of this connection's database in [`OPEN`] (`None`: in memory).
     file: Option<PathBuf>,
+    /// Stops the running statement; taken at connect so `interrupt()` needs no lock
+    /// (the running statement holds it).
+    interrupt: beedb::InterruptHandle,
 }
 
 /// The database files this process has open, with the number of Python connections
@@ -119,8 +122,10 @@ impl RawConnection {
     fn new(py: Python<'_>, path: &str) -> PyResult<RawConnection> {
         let path = path.to_string();
         let (db, file) = py.detach(move || open_database(&path)).map_err(engine_error)?;
+        let conn = db.connect();
         Ok(RawConnection {
-            session: Arc::new(Mutex::new(Some(db.connect()))),
+            interrupt: conn.interrupt_handle(),
+            session: Arc::new(Mutex::new(Some(conn))),
             file,
         })
     }
@@ -166,6 +171,12 @@ impl RawConnection {
             total += r.rows_affected;
         }
         Ok(total)
+    }
+
+    /// Asks the statement running on this connection (in any thread) to stop: it
+    /// fails with SQLSTATE 57014.
+    fn interrupt(&self) {
+        self.interrupt.interrupt();
     }
 
     /// Whether a transaction block is open.

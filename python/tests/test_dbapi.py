@@ -282,3 +282,27 @@ def test_gil_released_while_engine_works():
     quarter = (end - start) / 4
     inside = [x for x in ticks if start + quarter < x < end - quarter]
     assert inside, "no Python thread ran while the engine worked"
+
+
+def test_interrupt_from_another_thread():
+    conn = beedb.connect(":memory:", autocommit=True, check_same_thread=False)
+    conn.execute("CREATE TABLE big (x INTEGER)")
+    conn.executemany("INSERT INTO big VALUES (?)", ((i,) for i in range(2000)))
+    outcome = []
+
+    def run():
+        try:
+            conn.execute("SELECT count(*) FROM big a, big b, big c WHERE a.x + b.x + c.x >= 0")
+            outcome.append("finished")
+        except beedb.OperationalError as e:
+            outcome.append(e.sqlstate)
+
+    t = threading.Thread(target=run)
+    t.start()
+    # Interrupt until the statement has stopped (one sent before it starts is reset
+    # when it starts); 8e9 rows would take far longer than any run of this test.
+    while t.is_alive():
+        conn.interrupt()
+        t.join(0.01)
+    assert outcome == ["57014"]
+    assert conn.execute("SELECT 1").fetchone() == (1,)
