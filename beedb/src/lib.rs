@@ -1,10 +1,10 @@
-//! BeeDB: an embedded relational database in one file. This crate is the front door:
-//! it re-exports the engine's API ([`Database`], [`Connection`], [`Statement`]) and
-//! holds the shell (`beedb`) and the sqllogictest runner (`beedb-slt`).
+//! BeeDB: an embedded relational database in one file. This crate is the library that
+//! applications depend on: it re-exports the engine's public API ([`Database`],
+//! [`Connection`], [`Statement`], rows, values and errors) from `beedb-sql`, and nothing
+//! else — the shell, the lab and the test runners are in `beedb-cli`, so embedding BeeDB
+//! compiles only the engine.
 
 pub use beedb_sql::{
     Column, Connection, DataType, Database, DatabaseOptions, Error, ErrorKind, FromValue,
     InterruptHandle, QueryResult, Result, Row, Settings, Statement, Value, types,
 };
-
-pub mod slt;

@@ -315,7 +315,7 @@ impl BeeCache {
         choice: MakerChoice,
     ) -> Result<Arc<ScanBee>, String> {
         let policy = self.policy(choice);
-        let nodes = spec.predicate.as_ref().map_or(0, |p| p.size());
+        let nodes = spec.predicate.as_ref().map_or(0, |p| p.code_nodes());
         let outputs = spec.outputs.len();
         let key = format!("{choice}|{}", spec.key());
         if owner == BeeOwner::Query {
@@ -360,7 +360,7 @@ impl BeeCache {
         }
         let spec = bee.spec();
         let kind = if spec.is_deform() { BeeKind::Deform } else { BeeKind::Scan };
-        let nodes = spec.predicate.as_ref().map_or(0, |p| p.size());
+        let nodes = spec.predicate.as_ref().map_or(0, |p| p.code_nodes());
         let (want, _) = self
             .policy(choice)
             .choose(kind, expected_tuples, spec.outputs.len(), nodes);

@@ -17,7 +17,7 @@ use beedb_storage::tuple::{AttrPlacement, TUPLE_HEADER_SIZE};
 
 use crate::abi::{ByteRef, ColumnOut, FormArgs, RunArgs};
 use crate::generic::{sql_float_cmp, sql_float32_cmp, var_walk_len};
-use crate::spec::{CmpOp, Const, Pred, RelationSpec, ScanSpec, ValueKind};
+use crate::spec::{CmpOp, Const, IN_LIST_INLINE_MAX, Pred, RelationSpec, ScanSpec, ValueKind};
 
 /// One variable attribute found by the walk: `start`, `len`, and its state.
 #[derive(Clone, Copy, Default)]
@@ -229,7 +229,20 @@ impl<L: Load> PredKernel for InFixed<L> {
             return UNKNOWN;
         }
         let x = L::load(&v.t[self.offset..self.offset + L::WIDTH]);
-        self.ks.iter().any(|&k| L::cmp(x, k) == Ordering::Equal) as Tri
+        if self.ks.len() <= IN_LIST_INLINE_MAX {
+            self.ks.iter().any(|&k| L::cmp(x, k) == Ordering::Equal) as Tri
+        } else {
+            self.ks.binary_search_by(|&k| L::cmp(k, x)).is_ok() as Tri
+        }
+    }
+}
+
+impl<L: Load> InFixed<L> {
+    /// The members sorted in `L`'s (SQL's) order without repeats, for binary search.
+    fn new(offset: usize, null: Option<(usize, u8)>, mut ks: Vec<L::T>) -> InFixed<L> {
+        ks.sort_by(|&a, &b| L::cmp(a, b));
+        ks.dedup_by(|a, b| L::cmp(*a, *b) == Ordering::Equal);
+        InFixed { offset, null, ks }
     }
 }
 
@@ -257,13 +270,33 @@ impl<O: Op> PredKernel for CmpVar<O> {
 
 struct InVar {
     index: usize,
+    /// Short lists: compared one by one.
     ks: Vec<Vec<u8>>,
+    /// Long lists (more than [`IN_LIST_INLINE_MAX`]): a hash set instead.
+    set: Option<std::collections::HashSet<Vec<u8>>>,
+}
+
+impl InVar {
+    fn new(index: usize, ks: Vec<Vec<u8>>) -> InVar {
+        if ks.len() > IN_LIST_INLINE_MAX {
+            InVar {
+                index,
+                ks: Vec::new(),
+                set: Some(ks.into_iter().collect()),
+            }
+        } else {
+            InVar { index, ks, set: None }
+        }
+    }
 }
 
 impl PredKernel for InVar {
     fn eval(&self, v: &View<'_, '_>) -> Tri {
         match var_bytes(v, self.index) {
-            Some(b) => self.ks.iter().any(|k| k[..] == *b) as Tri,
+            Some(b) => match &self.set {
+                Some(set) => set.contains(b) as Tri,
+                None => self.ks.iter().any(|k| k[..] == *b) as Tri,
+            },
             None => UNKNOWN,
         }
     }
@@ -427,11 +460,7 @@ fn bind(rel: &RelationSpec, p: &Pred) -> Box<dyn PredKernel> {
                 values: &[Const],
                 f: impl Fn(&Const) -> L::T,
             ) -> Box<dyn PredKernel> {
-                Box::new(InFixed::<L> {
-                    offset,
-                    null,
-                    ks: values.iter().map(f).collect(),
-                })
+                Box::new(InFixed::<L>::new(offset, null, values.iter().map(f).collect()))
             }
             macro_rules! lst {
                 ($l:ty, $pat:pat => $e:expr) => {
@@ -442,16 +471,16 @@ fn bind(rel: &RelationSpec, p: &Pred) -> Box<dyn PredKernel> {
                 };
             }
             match rel.kind(a) {
-                ValueKind::Bytes => Box::new(InVar {
-                    index: var_index(a),
-                    ks: values
+                ValueKind::Bytes => Box::new(InVar::new(
+                    var_index(a),
+                    values
                         .iter()
                         .map(|c| match c {
                             Const::Bytes(b) => b.clone(),
                             c => unreachable!("checked spec: {c:?}"),
                         })
                         .collect(),
-                }),
+                )),
                 ValueKind::Bool => lst!(LoadBool, Const::Bool(b) => *b),
                 ValueKind::Int(2) => lst!(LoadI16, Const::Int(x) => *x),
                 ValueKind::Int(4) => lst!(LoadI32, Const::Int(x) => *x),

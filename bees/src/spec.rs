@@ -270,6 +270,13 @@ impl Const {
 /// with SQL's three-valued logic: a leaf on a NULL attribute is UNKNOWN (except
 /// `IsNull`), `And`/`Or`/`Not` are Kleene's, and a tuple is kept only when the whole
 /// predicate is TRUE.
+/// IN lists up to this long are tested member by member (unrolled compares in compiled
+/// code, a linear scan in instantiated kernels); longer ones probe a set built once
+/// when the bee is made (a hash set of strings, a sorted array of fixed-width values
+/// searched in SQL's order), so neither the code nor the time to make it grows with
+/// the list.
+pub const IN_LIST_INLINE_MAX: usize = 8;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pred {
     /// `attr op constant`.
@@ -306,6 +313,20 @@ impl Pred {
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// Nodes of code a maker generates for the predicate: like [`Pred::size`], but an
+    /// IN list longer than [`IN_LIST_INLINE_MAX`] is one set probe whatever its length,
+    /// so the cost of making a bee is bounded by the predicate's shape, not its
+    /// constants. The policy predicts compile cost and saving from this.
+    pub fn code_nodes(&self) -> usize {
+        match self {
+            Pred::And(v) | Pred::Or(v) => 1 + v.iter().map(Pred::code_nodes).sum::<usize>(),
+            Pred::Not(p) => 1 + p.code_nodes(),
+            Pred::InList { values, .. } if values.len() > IN_LIST_INLINE_MAX => 2,
+            Pred::InList { values, .. } => 1 + values.len(),
+            _ => 1,
+        }
     }
 
     /// Number of nodes (for cost estimates and EXPLAIN).

@@ -451,9 +451,14 @@ fn random_leaf(rng: &mut StdRng, rel: &Rel) -> Pred {
         return Pred::IsNull { attr };
     }
     match rng.random_range(0..10) {
+        // Lists short enough to unroll, and (one in four) past IN_LIST_INLINE_MAX: a
+        // set probe in both makers.
         0 | 1 => Pred::InList {
             attr,
-            values: (0..rng.random_range(1..=5))
+            values: (0..{
+                let most = if rng.random_bool(0.25) { 40 } else { 5 };
+                rng.random_range(1..=most)
+            })
                 .map(|_| random_const(rng, rel, attr))
                 .collect(),
         },
@@ -974,6 +979,10 @@ fn string_comparisons_prefixes_and_in_lists() {
             attr,
             values: vec![Const::Bytes(k.clone()), random_const(&mut rng, &rel, attr)],
         });
+        // A list long enough for the set probe.
+        let mut long = vec![Const::Bytes(k.clone())];
+        long.extend((0..20).map(|_| random_const(&mut rng, &rel, attr)));
+        preds.push(Pred::InList { attr, values: long });
         for p in preds {
             let spec = ScanSpec {
                 relation: spec.clone(),
@@ -1701,4 +1710,61 @@ fn compile_cost() {
         "form: generic {g:.1} ns/row, compiled {c:.1} ns/row ({:.1}x)",
         g / c
     );
+}
+
+/// A long IN list is a set probe in compiled code: the code is the same size for 10
+/// members or 100,000 (so making the bee costs the same), the policy's predicted size
+/// (`Pred::code_nodes`) does not grow, and the results match the generic twin.
+#[test]
+fn in_lists_of_10_to_100000_members_make_bees_of_one_size() {
+    let mut rng = StdRng::seed_from_u64(1600);
+    let kinds = [ValueKind::Int(4), ValueKind::Bytes, ValueKind::Float(8), ValueKind::Decimal];
+    let spec = relation(&kinds, &[true, true, true, true]);
+    let pools = kinds
+        .iter()
+        .map(|&k| (0..6).map(|_| fresh_value(&mut rng, k)).collect())
+        .collect();
+    let rel = Rel {
+        spec: spec.clone(),
+        pools,
+    };
+    let tuples = random_tuples(&mut rng, &rel, 200, 0.0, 0.0);
+    let refs = refs(&tuples);
+    for attr in 0..kinds.len() {
+        let mut sizes = Vec::new();
+        for n in [10usize, 100, 1_000, 10_000, 100_000] {
+            let values: Vec<Const> = (0..n)
+                .map(|i| match kinds[attr] {
+                    ValueKind::Int(_) => Const::Int(i as i64 * 7 - 50),
+                    ValueKind::Bytes => Const::Bytes(format!("member {i}").into_bytes()),
+                    ValueKind::Float(_) => Const::F64(i as f64 / 4.0 - 3.0),
+                    _ => Const::I128(i as i128 * 1000 - 2000),
+                })
+                .chain((0..5).map(|_| random_const(&mut rng, &rel, attr)))
+                .collect();
+            let pred = Pred::InList { attr, values };
+            assert_eq!(pred.code_nodes(), 2, "the predicted size does not grow with the list");
+            let spec = ScanSpec {
+                relation: spec.clone(),
+                predicate: Some(pred),
+                outputs: vec![0, 1, 2, 3],
+            };
+            let (code, f) = compile(&spec);
+            sizes.push(code.code_bytes);
+            let c = Call {
+                spec: &spec,
+                f,
+                tuples: &refs,
+                row0: 0,
+                cap: 200,
+                var_limit: 0,
+                skip: &[],
+            };
+            run_both(&c, &format!("attr {attr}, {n} members"));
+        }
+        assert!(
+            sizes.iter().all(|&s| s == sizes[0]),
+            "attribute {attr}: code bytes by list length {sizes:?}"
+        );
+    }
 }

@@ -25,9 +25,11 @@ pub mod plan;
 mod optimizer;
 pub mod bees;
 pub mod session;
+pub mod stack;
 pub mod types;
 pub mod vector;
 
+pub use engine::copy::MAX_COPY_LINE_BYTES;
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,

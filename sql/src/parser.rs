@@ -16,6 +16,12 @@ use crate::error::{Error, Result};
 /// not a stack overflow).
 pub const MAX_NESTING: usize = 200;
 
+/// Deepest nesting of views one statement may expand: each level is bound on a
+/// guarded stack (`crate::stack`), so the limit bounds the work of re-binding a view
+/// chain (quadratic when views are created one on another), not the stack. Deeper is
+/// SQLSTATE 54001; a view that reaches itself is PostgreSQL's 42P17 "infinite recursion".
+pub const MAX_VIEW_DEPTH: usize = 200;
+
 /// Most operators one expression may chain without parentheses or commas: a chain
 /// such as `1+1+…` or `a AND b AND …` becomes a tree as deep as it is long.
 pub const MAX_OPERATOR_CHAIN: usize = 2000;
@@ -152,16 +158,46 @@ fn begin_with_modifier(parser: &mut Parser) -> Option<Statement> {
 /// walks safely (see [`MAX_OPERATOR_CHAIN`]).
 fn check_chains(sql: &str) -> Result<()> {
     use sqlparser::tokenizer::Tokenizer;
-    // Cheap pre-check: short text cannot hold a long chain.
-    if sql.len() < MAX_OPERATOR_CHAIN * 2 {
+    use sqlparser::keywords::Keyword as K;
+    // Cheap pre-check: short text can hold neither a long chain nor deep nesting
+    // (each level takes at least four bytes: `NOT `, `CASE … END`).
+    if sql.len() < MAX_NESTING * 4 {
         return Ok(());
     }
     let dialect = PostgreSqlDialect {};
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
         return Ok(()); // the parser reports the tokenizer error with its position
     };
+    let too_deep = || {
+        Error::new(
+            crate::error::ErrorKind::Limit,
+            "54001",
+            format!(
+                "statement is too deeply nested: more than {MAX_NESTING} levels of NOT, CASE or parentheses"
+            ),
+        )
+    };
     let mut chain = vec![0usize];
+    // Prefix NOTs in a row and open CASEs nest like parentheses. (sqlparser's own
+    // recursion limit catches them too, but some of its paths report that as a syntax
+    // error at the next token.)
+    let (mut nots, mut cases) = (0usize, 0usize);
     for t in tokens {
+        match &t {
+            Token::Word(w) if w.keyword == K::NOT => nots += 1,
+            Token::Whitespace(_) => {}
+            _ => nots = 0,
+        }
+        if let Token::Word(w) = &t {
+            match w.keyword {
+                K::CASE => cases += 1,
+                K::END => cases = cases.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if nots > MAX_NESTING || cases > MAX_NESTING || chain.len() > MAX_NESTING {
+            return Err(too_deep());
+        }
         match t {
             Token::LParen => chain.push(0),
             Token::RParen => {
@@ -170,12 +206,14 @@ fn check_chains(sql: &str) -> Result<()> {
                 }
             }
             Token::Comma | Token::SemiColon => *chain.last_mut().expect("a level") = 0,
+            // `x IS TRUE IS TRUE …` nests one level per IS, like a binary operator.
             Token::Word(w)
                 if !matches!(
                     w.keyword,
                     sqlparser::keywords::Keyword::AND
                         | sqlparser::keywords::Keyword::OR
                         | sqlparser::keywords::Keyword::NOT
+                        | sqlparser::keywords::Keyword::IS
                         | sqlparser::keywords::Keyword::NoKeyword
                 ) => {}
             Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::NoKeyword => {}

@@ -248,3 +248,32 @@ fn connections_work_from_several_threads() {
     let mut c = db.connect();
     assert_eq!(c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 100);
 }
+
+/// A database opened read-only answers queries and refuses writes with a clear error;
+/// nothing is written (issue 16: reading a database whose disk is full).
+#[test]
+fn read_only_databases_answer_queries_and_refuse_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.beedb");
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2)").unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let options = beedb_sql::DatabaseOptions {
+        storage: beedb_storage::StoreOptions { read_only: true, ..Default::default() },
+    };
+    let db = Database::open_with(&path, options).unwrap();
+    let mut c = db.connect();
+    let r = c.query("SELECT sum(x) FROM t", &[]).unwrap();
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 3);
+    for sql in ["INSERT INTO t VALUES (3)", "CREATE TABLE u (y INTEGER)"] {
+        let e = c.execute(sql, &[]).unwrap_err();
+        assert!(e.message.contains("read-only"), "{sql}: {e}");
+    }
+    assert_eq!(c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 2);
+    drop(c);
+    drop(db);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file is unchanged");
+}

@@ -81,3 +81,65 @@ fn explain_shows_access_paths_and_analyze_counts_rows() {
     assert!(p.contains("actual rows=3"), "{p}");
     assert!(p.contains("Execution Time"), "{p}");
 }
+
+/// Relation sizes survive reopening: COPY stores the table's row count in the
+/// catalog, so the first plan after open estimates from it (and the join's smaller
+/// input is built), and ANALYZE counts again after other changes.
+#[test]
+fn row_counts_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sizes.beedb");
+    let data = dir.path().join("big.tbl");
+    let lines: String = (0..3000).map(|i| format!("{i}|{}\n", i % 10)).collect();
+    std::fs::write(&data, lines).unwrap();
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE big (id INTEGER, k INTEGER); CREATE TABLE small (k INTEGER)").unwrap();
+        c.execute(&format!("COPY big FROM '{}' (DELIMITER '|')", data.display()), &[]).unwrap();
+        c.execute_batch("INSERT INTO small VALUES (1), (2); ANALYZE small").unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    // The bee annotations would sit between the node and its estimates.
+    c.execute("SET bees = off", &[]).unwrap();
+    let text = |c: &mut beedb_sql::Connection, sql: &str| -> Vec<String> {
+        rows(c, sql).into_iter().map(|r| r[0].to_string()).collect()
+    };
+    let plan = text(&mut c, "EXPLAIN SELECT id FROM big");
+    assert!(plan[1].contains("Seq Scan on big  (rows=3000 "), "{plan:?}");
+    let plan = text(&mut c, "EXPLAIN (COSTS OFF) SELECT count(*) FROM small s JOIN big b ON s.k = b.k");
+    let build = plan.iter().position(|l| l.contains("Hash Join")).map(|i| plan[i + 2].clone());
+    assert!(build.is_some_and(|l| l.contains("Seq Scan on small")), "{plan:?}");
+}
+
+/// A line longer than COPY's maximum, or input without line ends (`/dev/zero`), is an
+/// error naming the line after reading at most the maximum, not a line buffer that
+/// grows until the process dies (issue 16).
+#[test]
+fn copy_lines_past_the_maximum_are_an_error() {
+    use beedb_sql::MAX_COPY_LINE_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.txt");
+    let mut text = b"1|short\n2|".to_vec();
+    text.resize(text.len() + MAX_COPY_LINE_BYTES + 10, b'x');
+    text.extend_from_slice(b"\n3|short\n");
+    std::fs::write(&long, &text).unwrap();
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (id INTEGER, s TEXT)").unwrap();
+    let e = c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", long.display()), &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "54000", "{e}");
+    assert!(e.message.contains("line 2 of file") && e.message.contains("longer than COPY's maximum"), "{e}");
+    let e = c.execute("COPY t FROM '/dev/zero'", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "54000", "{e}");
+    assert!(e.message.contains("line 1 of file \"/dev/zero\""), "{e}");
+    // A line at the maximum is read.
+    let edge = dir.path().join("edge.txt");
+    let mut text = b"4|".to_vec();
+    text.resize(MAX_COPY_LINE_BYTES, b'y');
+    text.extend_from_slice(b"\r\n");
+    std::fs::write(&edge, &text).unwrap();
+    c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", edge.display()), &[]).unwrap();
+    assert_eq!(rows(&mut c, "SELECT length(s) FROM t")[0][0], Value::Integer(MAX_COPY_LINE_BYTES as i32 - 2));
+}

@@ -12,10 +12,17 @@
 //! | 52     | 4    | zero                                                              |
 //! | 56     | 8    | database id: random, shared with the WAL header                   |
 //! | 64     | 64   | 8 application root slots (u64 each), opaque to the storage layer |
+//! | 128    | 2    | length of the WAL path below (0 = none recorded)                  |
+//! | 130    | …    | the WAL's path (bytes of the canonical path), in the file's copy  |
 //!
 //! The header changes only through write transactions, like any other page, so readers
 //! see the page count and roots of their snapshot. The magic and the page size are
 //! read straight from the file before anything else, to recognise a BeeDB file.
+//!
+//! The WAL path is the exception: it is stamped into the database file's copy of page 0
+//! whenever that copy is written (creation, checkpoints, an open that starts a WAL under
+//! a new name), never through the WAL. It lets every name of the file (a hard link, a
+//! renamed file) find the WAL that holds its newest commits; see `Store::open_with`.
 //!
 //! Free pages form a chain: each free page's body starts with the next free page id.
 
@@ -35,6 +42,8 @@ const FREE_HEAD_OFFSET: usize = 44;
 const FREE_COUNT_OFFSET: usize = 48;
 const DATABASE_ID_OFFSET: usize = 56;
 const ROOTS_OFFSET: usize = 64;
+const WAL_PATH_LEN_OFFSET: usize = 128;
+const WAL_PATH_OFFSET: usize = 130;
 /// Number of application root slots.
 pub const ROOT_SLOTS: usize = 8;
 
@@ -90,4 +99,25 @@ pub fn root(page: &[u8], slot: usize) -> u64 {
 }
 pub fn set_root(page: &mut [u8], slot: usize, v: u64) {
     write_u64(page, ROOTS_OFFSET + 8 * slot, v)
+}
+
+/// The WAL path stamped into the database file's copy of page 0, if any.
+pub fn wal_path(page: &[u8]) -> Option<&[u8]> {
+    let len = u16::from_le_bytes([page[WAL_PATH_LEN_OFFSET], page[WAL_PATH_LEN_OFFSET + 1]]);
+    let end = WAL_PATH_OFFSET + len as usize;
+    (len > 0 && end <= page.len()).then(|| &page[WAL_PATH_OFFSET..end])
+}
+
+/// Stamps `path` as the WAL's path; a path that does not fit the page records none (the
+/// WAL is then found by its name beside the file, as before). Returns whether it fit.
+/// The caller reseals the page.
+pub fn set_wal_path(page: &mut [u8], path: &[u8]) -> bool {
+    let fits = WAL_PATH_OFFSET + path.len() <= page.len() && path.len() <= u16::MAX as usize;
+    let len = if fits { path.len() } else { 0 };
+    let old = u16::from_le_bytes([page[WAL_PATH_LEN_OFFSET], page[WAL_PATH_LEN_OFFSET + 1]]) as usize;
+    let clear_to = (WAL_PATH_OFFSET + old.max(len)).min(page.len());
+    page[WAL_PATH_OFFSET..clear_to].fill(0);
+    page[WAL_PATH_LEN_OFFSET..WAL_PATH_LEN_OFFSET + 2].copy_from_slice(&(len as u16).to_le_bytes());
+    page[WAL_PATH_OFFSET..WAL_PATH_OFFSET + len].copy_from_slice(&path[..len]);
+    fits
 }

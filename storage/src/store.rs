@@ -113,6 +113,15 @@ pub struct StoreOptions {
     /// threads do not wait for the WAL and database syncs of a checkpoint; otherwise the
     /// commit that crosses `checkpoint_frames` checkpoints before it returns.
     pub background_checkpoint: bool,
+    /// After a checkpoint empties the WAL, a WAL file longer than this many bytes is
+    /// truncated back to it (SQLite's `journal_size_limit`); shorter ones are reused as
+    /// they are, which is cheaper than growing the file again.
+    pub wal_size_limit: u64,
+    /// Open without writing anything: no recovery checkpoint, no write transactions
+    /// (they fail with `Error::Closed`), no checkpoints, no WAL created. Recovered
+    /// commits are read from the WAL in place. This is how a database is read while
+    /// its disk is full.
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -126,6 +135,8 @@ impl Default for StoreOptions {
             writer_dirty_pages_max: 4096,
             create: true,
             background_checkpoint: true,
+            wal_size_limit: crate::wal::DEFAULT_WAL_SIZE_LIMIT,
+            read_only: false,
         }
     }
 }
@@ -155,6 +166,8 @@ pub struct OpenReport {
 /// checkpointer.
 struct StoreCore {
     path: PathBuf,
+    /// The WAL's file (see `find_wal`), stamped into page 0 by every checkpoint.
+    wal_path: PathBuf,
     db_file: Arc<dyn StorageFile>,
     wal: Wal,
     pool: BufferPool,
@@ -186,6 +199,52 @@ fn wal_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push("-wal");
     PathBuf::from(s)
+}
+
+/// The WAL of the database file `path` (canonical, open as `db_file`): the one its
+/// header records if that file exists, else the one named after `path`.
+///
+/// Hard links give one file several canonical names, and a WAL named after one of them
+/// cannot be found from another: opening by the second name would miss commits that are
+/// only in the WAL, and a later open by the first name would replay that WAL's old frames
+/// over newer pages. So the database file's page 0 records the path of the WAL in use
+/// (stamped at creation and by every checkpoint), and every name follows it. When the
+/// recorded WAL is gone (deleted with its frames folded in, or never recorded), the WAL
+/// named after `path` becomes the database's WAL, and page 0 is restamped and synced
+/// before that WAL is opened, so a crash in between leaves a header naming it.
+fn find_wal(
+    fs: &dyn FileSystem,
+    path: &Path,
+    db_file: &dyn StorageFile,
+    page_size: usize,
+    read_only: bool,
+) -> Result<PathBuf> {
+    let ours = wal_path(path);
+    let mut page0 = vec![0u8; page_size];
+    // A page 0 that does not verify (torn by a crash mid-checkpoint; the WAL repairs it)
+    // records nothing we can trust, and must not be resealed.
+    if db_file.read_exact_at(&mut page0, 0).is_err() || verify_page(&page0, PageId::HEADER).is_err() {
+        return Ok(ours);
+    }
+    let recorded = header::wal_path(&page0).map(|b| {
+        use std::os::unix::ffi::OsStrExt;
+        PathBuf::from(std::ffi::OsStr::from_bytes(b))
+    });
+    match recorded {
+        Some(recorded) if recorded == ours => Ok(ours),
+        Some(recorded) if fs.exists(&recorded) => Ok(recorded),
+        _ if read_only => Ok(ours),
+        _ => {
+            if header::set_wal_path(&mut page0, ours.as_os_str().as_encoded_bytes()) {
+                seal_page(&mut page0);
+                db_file
+                    .write_at(&page0, 0)
+                    .and_then(|_| db_file.sync())
+                    .map_err(|e| Error::io("recording the WAL's path in the database header", e))?;
+            }
+            Ok(ours)
+        }
+    }
 }
 
 fn random_id() -> u64 {
@@ -221,7 +280,12 @@ impl Store {
         options: StoreOptions,
     ) -> Result<(Store, OpenReport)> {
         page::validate_page_size(options.page_size)?;
-        if !options.create && !fs.exists(path) {
+        // The database is its real file: every name of it (a symbolic link, `..`) opens
+        // the same file and names the same WAL, so none can miss the WAL's commits.
+        let path = &fs
+            .canonical_path(path)
+            .map_err(|e| Error::io(format!("resolving {}", path.display()), e))?;
+        if (options.read_only || !options.create) && !fs.exists(path) {
             return Err(Error::io(
                 format!("opening {}", path.display()),
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file"),
@@ -248,7 +312,13 @@ impl Store {
             .len()
             .map_err(|e| Error::io("reading the database file length", e))?;
         let mut report = OpenReport::default();
-        let (page_size, database_id) = if len == 0 {
+        if len == 0 && options.read_only {
+            return Err(Error::InvalidArgument(format!(
+                "{} is empty: a database opened read-only cannot be created",
+                path.display()
+            )));
+        }
+        let (page_size, database_id, wal_file) = if len == 0 {
             // A new database: write and sync the header page before anything else.
             let page_size = options.page_size;
             let database_id = random_id();
@@ -259,6 +329,7 @@ impl Store {
             header::set_page_size(&mut p, page_size as u32);
             header::set_page_count(&mut p, 1);
             header::set_database_id(&mut p, database_id);
+            header::set_wal_path(&mut p, wal_path(path).as_os_str().as_encoded_bytes());
             seal_page(&mut p);
             // A WAL left beside an empty file cannot belong to the new database.
             fs.remove(&wal_path(path))
@@ -268,7 +339,7 @@ impl Store {
                 .and_then(|_| db_file.sync())
                 .map_err(|e| Error::io("writing the database header", e))?;
             report.created = true;
-            (page_size, database_id)
+            (page_size, database_id, wal_path(path))
         } else {
             let mut id = [0u8; IDENTIFY_BYTES];
             if len < IDENTIFY_BYTES as u64 {
@@ -296,10 +367,16 @@ impl Store {
             page::validate_page_size(page_size).map_err(|_| {
                 Error::corrupt(PageId::HEADER, format!("invalid page size {page_size}"))
             })?;
-            (page_size, header::database_id(&id))
+            let wal = find_wal(fs, path, &*db_file, page_size, options.read_only)?;
+            (page_size, header::database_id(&id), wal)
         };
 
-        let (wal, recovered) = Wal::open(fs, &wal_path(path), page_size, database_id, Lsn(1))?;
+        let (wal, recovered) = if options.read_only && !fs.exists(&wal_file) {
+            // Nothing to recover, and nothing may be created: an empty WAL in memory.
+            Wal::open(&MemFileSystem::new(), &wal_file, page_size, database_id, Lsn(1), false)?
+        } else {
+            Wal::open(fs, &wal_file, page_size, database_id, Lsn(1), options.read_only)?
+        };
         report.recovered_txns = recovered.committed_txns;
         report.discarded_frames = recovered.uncommitted_frames;
         let committed = wal.next_lsn().0 - 1;
@@ -307,6 +384,7 @@ impl Store {
         let frames_max = (opts.cache_size_bytes / page_size).max(64);
         let core = Arc::new(StoreCore {
             path: path.to_path_buf(),
+            wal_path: wal_file,
             db_file,
             wal,
             pool: BufferPool::new(frames_max, page_size),
@@ -321,8 +399,7 @@ impl Store {
             next_txn: AtomicU64::new(recovered.max_txn.0 + 1),
             poisoned: Mutex::new(None),
             checkpoint_lock: Mutex::new(()),
-            checkpointer: options
-                .background_checkpoint
+            checkpointer: (options.background_checkpoint && !options.read_only)
                 .then(|| Arc::new(CheckpointSignal::default())),
             stats: StoreStats::default(),
         });
@@ -345,13 +422,14 @@ impl Store {
             }),
         };
         store.check_not_truncated()?;
-        if recovered.frames_in_file > 0 {
+        if recovered.frames_in_file > 0 && !options.read_only {
             // Fold the recovered log into the database file and start a new WAL
             // generation, even if no frame was valid: frames the crashed session wrote
             // past the first invalid one carry the old salt, so none of them can ever
             // be taken for a continuation of the new log.
             store.checkpoint()?;
-            store.inner.wal.reset()?;
+            let limit = store.inner.options.read().wal_size_limit;
+            store.inner.wal.reset(limit)?;
         }
         Ok((store, report))
     }
@@ -438,6 +516,9 @@ impl Store {
     }
 
     pub fn begin_write_timeout(&self, timeout: Duration) -> Result<WriteTxn> {
+        if self.inner.options.read().read_only {
+            return Err(Error::Closed("the database is open read-only"));
+        }
         self.inner.check_poison()?;
         self.inner.acquire_writer(timeout)?;
         if let Err(e) = self.inner.check_poison() {
@@ -457,6 +538,9 @@ impl Store {
     /// Copies committed WAL frames into the database file and resets the WAL if no
     /// reader still needs it. Waits for the write lock.
     pub fn checkpoint(&self) -> Result<()> {
+        if self.inner.options.read().read_only {
+            return Ok(()); // nothing was written, so nothing to fold in
+        }
         let timeout = self.inner.options.read().writer_timeout;
         self.inner.acquire_writer(timeout)?;
         let r = {
@@ -626,7 +710,8 @@ impl StoreCore {
         let all_readers_current = self.oldest_reader().is_none_or(|m| m >= committed.0);
         if safe == committed && all_readers_current && self.wal.frame_count() > 0 {
             let newest = self.wal.newest_versions(committed);
-            if let Err(e) = self.wal.reset() {
+            let limit = self.options.read().wal_size_limit;
+            if let Err(e) = self.wal.reset(limit) {
                 // The WAL's state is unknown now; recovery at the next open sorts it out.
                 self.poison(&e);
                 return Err(e);
@@ -674,8 +759,19 @@ impl StoreCore {
                 }
                 let frame = self.load_version(page, lsn)?;
                 let image = frame.read();
+                let stamped;
+                let image: &[u8] = if page == PageId::HEADER {
+                    // The file's copy of page 0 keeps naming this WAL (see `find_wal`).
+                    let mut copy = image.to_vec();
+                    header::set_wal_path(&mut copy, self.wal_path.as_os_str().as_encoded_bytes());
+                    seal_page(&mut copy);
+                    stamped = copy;
+                    &stamped
+                } else {
+                    &image
+                };
                 self.db_file
-                    .write_at(&image, page.0 as u64 * self.page_size as u64)
+                    .write_at(image, page.0 as u64 * self.page_size as u64)
                     .map_err(|e| Error::io(format!("checkpointing page {page}"), e))?;
                 written.push(page);
             }
@@ -777,7 +873,10 @@ impl Drop for StoreCore {
     fn drop(&mut self) {
         // A clean close leaves an empty WAL. Errors cannot be reported from here; the
         // WAL still holds everything, and the next open recovers it.
-        if self.poisoned.lock().is_none() && self.wal.frame_count() > 0 {
+        if self.poisoned.lock().is_none()
+            && self.wal.frame_count() > 0
+            && !self.options.read().read_only
+        {
             let _ = self.checkpoint_locked();
         }
     }

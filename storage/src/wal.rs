@@ -155,10 +155,10 @@ struct FrameInfo {
     page_count: u32,
     stride: u64,
 }
-/// At a reset, a WAL grown larger than this (by a big transaction) is truncated back;
-/// smaller ones keep their size, because overwriting allocated blocks is several times
-/// cheaper than extending a file.
-const WAL_KEEP_BYTES: u64 = 64 << 20;
+/// The default of `StoreOptions::wal_size_limit`: at a reset, a WAL grown larger than
+/// this (by a big transaction) is truncated back; smaller ones keep their size,
+/// because overwriting allocated blocks is several times cheaper than extending a file.
+pub const DEFAULT_WAL_SIZE_LIMIT: u64 = 64 << 20;
 
 /// Writes and syncs the WAL header that starts generation `salt` at LSN `base`.
 fn write_header(
@@ -266,12 +266,13 @@ impl Wal {
         page_size: usize,
         database_id: u64,
         first_lsn: Lsn,
+        read_only: bool,
     ) -> Result<(Wal, RecoveredLog)> {
         let file = fs
             .open(
                 path,
                 OpenOptions {
-                    create: true,
+                    create: !read_only,
                     lock_exclusive: false,
                 },
             )
@@ -315,7 +316,9 @@ impl Wal {
         } else {
             // New, or a creation that crashed before the header was synced.
             let salt = database_id.rotate_left(17) ^ 0x5A17;
-            write_header(&*file, page_size, database_id, salt, first_lsn)?;
+            if !read_only {
+                write_header(&*file, page_size, database_id, salt, first_lsn)?;
+            }
             (salt, first_lsn)
         };
         let wal = Wal {
@@ -702,7 +705,10 @@ impl Wal {
     /// Empties the WAL once everything in it is in the database file: truncates and
     /// syncs the file, and forgets the index. The caller holds the write lock and has
     /// checked that no reader can still need a WAL frame. LSNs keep increasing.
-    pub fn reset(&self) -> Result<()> {
+    /// A file longer than `size_limit` bytes is truncated to it first (like SQLite's
+    /// `journal_size_limit`); the limit is never below the header's sector.
+    pub fn reset(&self, size_limit: u64) -> Result<()> {
+        let size_limit = size_limit.max(FIRST_FRAME_OFFSET);
         let _generation = self.generation.write();
         let mut append = self.append.lock();
         let mut index = self.index.write();
@@ -710,11 +716,6 @@ impl Wal {
             .file
             .len()
             .map_err(|e| Error::io("reading WAL length", e))?;
-        if len > WAL_KEEP_BYTES {
-            self.file
-                .set_len(WAL_KEEP_BYTES)
-                .map_err(|e| Error::io("truncating the WAL", e))?;
-        }
         // A new salt makes every frame of the old generation stale at once; the header
         // is one sector, so it is written whole or not at all.
         let salt = append.salt.wrapping_add(1);
@@ -725,6 +726,15 @@ impl Wal {
             salt,
             append.next_lsn,
         )?;
+        // Truncate only once the new header is synced: a truncation that reached the
+        // disk before it would leave the old generation's first frames valid and its
+        // later ones gone, and recovery would replay those old page versions over the
+        // newer ones the checkpoint wrote. (The crash tests found this.)
+        if len > size_limit {
+            self.file
+                .set_len(size_limit)
+                .map_err(|e| Error::io("truncating the WAL", e))?;
+        }
         append.salt = salt;
         append.next_offset = FIRST_FRAME_OFFSET;
         index.versions.clear();
@@ -780,7 +790,7 @@ mod tests {
             page(3, &[(16, 500, 3), (4000, 96, 4)]),
         ];
         let lsns = {
-            let (wal, _) = Wal::open(&fs, path, 4096, 42, Lsn(1)).unwrap();
+            let (wal, _) = Wal::open(&fs, path, 4096, 42, Lsn(1), false).unwrap();
             let writes: Vec<FrameWrite<'_>> = pages
                 .iter()
                 .enumerate()
@@ -797,7 +807,7 @@ mod tests {
             }
             lsns
         };
-        let (wal, rec) = Wal::open(&fs, path, 4096, 42, Lsn(1)).unwrap();
+        let (wal, rec) = Wal::open(&fs, path, 4096, 42, Lsn(1), false).unwrap();
         assert_eq!(rec.committed_txns, 1);
         assert_eq!(rec.page_count, Some(4));
         let mut buf = vec![0u8; 4096];

@@ -242,6 +242,10 @@ fn options(rng: &mut StdRng, mode: Synchronous) -> StoreOptions {
         // uses the background checkpointer, whose timing is not seeded (a failure there
         // may need several replays to show again).
         background_checkpoint: rng.random_range(0..4) == 0,
+        // Half the runs truncate the WAL at every reset (a crash may then hit a
+        // truncation too).
+        wal_size_limit: if rng.random_bool(0.5) { 4096 } else { 64 << 20 },
+        read_only: false,
     }
 }
 

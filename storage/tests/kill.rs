@@ -16,9 +16,16 @@ use beedb_storage::{PageId, PageRead, PageWrite, Store, StoreOptions, Synchronou
 const PAGES: u32 = 16;
 
 fn options() -> StoreOptions {
+    // With BEEDB_KILL_NO_CHECKPOINT set, the child never checkpoints, so every commit it
+    // reports lives only in the WAL: an open that missed the WAL would see none of them.
+    let checkpoint_frames = if std::env::var("BEEDB_KILL_NO_CHECKPOINT").is_ok() {
+        u64::MAX
+    } else {
+        64 // checkpoints happen often, and may be interrupted too
+    };
     StoreOptions {
         synchronous: Synchronous::Full,
-        checkpoint_frames: 64, // checkpoints happen often, and may be interrupted too
+        checkpoint_frames,
         ..StoreOptions::default()
     }
 }
@@ -77,56 +84,131 @@ fn sigkill_during_commits_loses_no_acknowledged_transaction() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kill.beedb");
-    let exe = std::env::current_exe().unwrap();
     let mut seed = 0x5eed_u64;
     for round in 0..5 {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
-            .env("BEEDB_KILL_CHILD", &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("committed ") {
-                    let _ = tx.send(n.trim().parse::<u64>().unwrap());
-                }
-            }
-        });
-        // Wait for the first commit, then a pseudo-random while more.
-        let mut last = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("child commits");
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-        std::thread::sleep(Duration::from_millis(20 + (seed >> 33) % 200));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        reader.join().unwrap();
-        while let Ok(n) = rx.try_recv() {
-            last = n;
-        }
-        let (store, _) = Store::open(&path, options()).unwrap();
-        store.verify_pages().unwrap();
-        let r = store.begin_read();
-        let first = r.root(0).unwrap() as u32;
-        let got = read_u64(&r.read_page(PageId(first)).unwrap(), PAGE_HEADER_SIZE);
-        eprintln!("round {round}: child reported {last}, found {got}");
+        let last = kill_a_writer(&path, &mut seed, false);
+        let got = reopen_and_check(&path, round);
         assert!(
             got >= last,
             "round {round}: child reported {last} committed, found {got}"
         );
-        for i in 1..PAGES {
-            let v = read_u64(&r.read_page(PageId(first + i)).unwrap(), PAGE_HEADER_SIZE);
-            assert_eq!(v, got, "round {round}: a transaction is half there");
-        }
-        drop(r);
-        store.close().unwrap();
         assert!(Path::new(&path).exists());
     }
+}
+
+/// Runs `child_writer` on `path` until a pseudo-random moment after its first commit,
+/// kills it with SIGKILL and returns the last commit it reported.
+fn kill_a_writer(path: &Path, seed: &mut u64, no_checkpoint: bool) -> u64 {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env("BEEDB_KILL_CHILD", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if no_checkpoint {
+        command.env("BEEDB_KILL_NO_CHECKPOINT", "1");
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(n) = line.strip_prefix("committed ") {
+                let _ = tx.send(n.trim().parse::<u64>().unwrap());
+            }
+        }
+    });
+    // Wait for the first commit, then a pseudo-random while more.
+    let mut last = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("child commits");
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+    std::thread::sleep(Duration::from_millis(20 + (*seed >> 33) % 200));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    reader.join().unwrap();
+    while let Ok(n) = rx.try_recv() {
+        last = n;
+    }
+    last
+}
+
+/// Opens `path`, verifies every page, checks that no transaction is half there and
+/// returns the newest one found; closes cleanly.
+fn reopen_and_check(path: &Path, round: usize) -> u64 {
+    let (store, _) = Store::open(path, options()).unwrap();
+    store.verify_pages().unwrap();
+    let r = store.begin_read();
+    let first = r.root(0).unwrap() as u32;
+    let got = read_u64(&r.read_page(PageId(first)).unwrap(), PAGE_HEADER_SIZE);
+    eprintln!("round {round}: {} holds {got}", path.display());
+    for i in 1..PAGES {
+        let v = read_u64(&r.read_page(PageId(first + i)).unwrap(), PAGE_HEADER_SIZE);
+        assert_eq!(v, got, "round {round}: a transaction is half there");
+    }
+    drop(r);
+    store.close().unwrap();
+    got
+}
+
+/// The WAL's length, to show the commits under test were only in the WAL.
+fn wal_len(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
+/// A writer on the real name is killed; the database is reopened through a symbolic
+/// link and through a hard link (each must see every acknowledged commit, which are only
+/// in the WAL named after the real file); then writers through each link are killed and
+/// the real name must see their commits, with no stale WAL replayed over them.
+#[test]
+fn sigkill_then_reopen_by_symlink_and_hard_link_loses_nothing() {
+    if std::env::var("BEEDB_KILL_CHILD").is_ok() || std::env::var("BEEDB_LOCK_CHILD").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.beedb");
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let symlink = sub.join("symlink.beedb");
+    std::os::unix::fs::symlink("../real.beedb", &symlink).unwrap();
+    let hard = sub.join("hard.beedb");
+    let mut seed = 0x1157_u64;
+    let mut round = 0;
+    for via in [&symlink, &hard] {
+        let last = kill_a_writer(&real, &mut seed, true);
+        if via == &hard && !hard.exists() {
+            std::fs::hard_link(&real, &hard).unwrap();
+        }
+        assert!(wal_len(&real) > 512, "the commits are in the WAL");
+        let got = reopen_and_check(via, round);
+        assert!(
+            got >= last,
+            "round {round}: the writer on {} reported {last}, {} holds {got}",
+            real.display(),
+            via.display()
+        );
+        round += 1;
+        // Now the other way round: write through the link, reopen by the real name.
+        let last = kill_a_writer(via, &mut seed, true);
+        assert!(last > got, "the writer through the link went on from {got}");
+        assert_eq!(wal_len(via), 0, "no WAL named after the link");
+        let got = reopen_and_check(&real, round);
+        assert!(
+            got >= last,
+            "round {round}: the writer on {} reported {last}, {} holds {got}",
+            via.display(),
+            real.display()
+        );
+        round += 1;
+    }
+    // A clean close through the hard link, then the real name: the same data.
+    let last = kill_a_writer(&hard, &mut seed, false);
+    let through_link = reopen_and_check(&hard, round);
+    assert!(through_link >= last);
+    assert_eq!(reopen_and_check(&real, round + 1), through_link);
 }
 
 /// Child side of `second_process_gets_a_clear_lock_error`.

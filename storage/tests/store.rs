@@ -423,3 +423,99 @@ fn concurrent_full_commits_share_syncs() {
         assert_eq!(value(&r, p), 25);
     }
 }
+
+/// After a checkpoint empties the WAL, a WAL grown past `wal_size_limit` by a big
+/// transaction shrinks back to the limit (SQLite's `journal_size_limit`); one under the
+/// limit keeps its size.
+#[test]
+fn the_wal_shrinks_back_to_its_size_limit_after_a_checkpoint() {
+    let fs = MemFileSystem::new();
+    let limit = 64 << 10;
+    let store = open(
+        &fs,
+        StoreOptions {
+            wal_size_limit: limit,
+            checkpoint_frames: u64::MAX,
+            background_checkpoint: false,
+            ..opts()
+        },
+    );
+    let wal_len = || {
+        let f = fs
+            .open(Path::new("db-wal"), OpenOptions { create: false, lock_exclusive: false })
+            .unwrap();
+        f.len().unwrap()
+    };
+    let w = store.begin_write().unwrap();
+    let ids: Vec<PageId> = (0..300).map(|i| new_page(&w, i)).collect();
+    for &id in &ids {
+        // Full pages: a WAL frame leaves out a page's free space.
+        let mut g = w.write_page(id).unwrap();
+        g[PAGE_HEADER_SIZE + 8..].fill(0xAB);
+    }
+    w.commit().unwrap();
+    let grown = wal_len();
+    assert!(grown > 4 * limit, "the big transaction grew the WAL to {grown} bytes");
+    store.checkpoint().unwrap();
+    assert_eq!(wal_len(), limit, "shrunk back to the limit");
+    // A small transaction afterwards reuses the file; the data is all there.
+    let w = store.begin_write().unwrap();
+    set_value(&w, ids[0], 42);
+    w.commit().unwrap();
+    store.checkpoint().unwrap();
+    assert_eq!(wal_len(), limit);
+    let r = store.begin_read();
+    assert_eq!(value(&r, ids[0]), 42);
+    assert_eq!(value(&r, ids[299]), 299);
+}
+
+/// With the disk full, a database whose WAL holds commits cannot be opened for writing
+/// (recovery must write), but a read-only open works and reads every commit from the
+/// WAL in place; writes are refused clearly; once space is back a normal open recovers.
+#[test]
+fn read_only_open_works_while_the_disk_is_full() {
+    let fs = FaultFileSystem::new();
+    let o = StoreOptions {
+        checkpoint_frames: u64::MAX,
+        background_checkpoint: false,
+        ..opts()
+    };
+    let ids = {
+        let store = open(&fs, o.clone());
+        let w = store.begin_write().unwrap();
+        let ids: Vec<PageId> = (0..5).map(|i| new_page(&w, i)).collect();
+        w.commit().unwrap();
+        let w = store.begin_write().unwrap();
+        set_value(&w, ids[4], 44);
+        w.commit().unwrap();
+        fs.crash(); // power cut: the commits are only in the WAL
+        ids
+    };
+    fs.restart(7);
+    fs.set_config(FaultConfig {
+        disk_full: true,
+        ..Default::default()
+    });
+    let e = Store::open_with(&fs, Path::new("db"), o.clone()).err().expect("recovery must write");
+    assert!(e.to_string().contains("space"), "{e}");
+    let read_only = StoreOptions { read_only: true, ..o.clone() };
+    let (store, _) = Store::open_with(&fs, Path::new("db"), read_only.clone()).unwrap();
+    let r = store.begin_read();
+    assert_eq!(value(&r, ids[0]), 0);
+    assert_eq!(value(&r, ids[4]), 44);
+    drop(r);
+    let e = store.begin_write().err().expect("read-only");
+    assert!(e.to_string().contains("read-only"), "{e}");
+    store.checkpoint().unwrap();
+    drop(store);
+    // Space is back: a normal open recovers and writes again.
+    fs.set_config(FaultConfig::default());
+    let store = open(&fs, o);
+    assert_eq!(value(&store.begin_read(), ids[4]), 44);
+    let w = store.begin_write().unwrap();
+    set_value(&w, ids[0], 1);
+    w.commit().unwrap();
+    // A read-only open of a file that does not exist creates nothing.
+    assert!(Store::open_with(&fs, Path::new("missing"), read_only).is_err());
+    assert!(!fs.exists(Path::new("missing")));
+}

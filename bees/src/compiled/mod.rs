@@ -179,7 +179,7 @@ pub struct CompiledCode {
     /// `Drop`).
     module: Mutex<Option<JITModule>>,
     /// Constants the code points at.
-    _consts: Vec<Box<[u8]>>,
+    _consts: (Vec<Box<[u8]>>, Vec<Box<[u64]>>),
 }
 
 impl Drop for CompiledCode {
@@ -265,7 +265,7 @@ fn compile_one(
                     code_bytes,
                     compile_time: t0.elapsed(),
                     module: Mutex::new(Some(module)),
-                    _consts: consts.bytes,
+                    _consts: (consts.bytes, consts.words),
                 },
                 ptr,
             ))
@@ -282,9 +282,19 @@ fn compile_one(
 #[derive(Default)]
 struct Consts {
     bytes: Vec<Box<[u8]>>,
+    /// Word arrays (aligned for the set probes).
+    words: Vec<Box<[u64]>>,
 }
 
 impl Consts {
+    /// Keeps `v` and returns its address.
+    fn words(&mut self, v: Vec<u64>) -> i64 {
+        let b = v.into_boxed_slice();
+        let addr = b.as_ptr() as i64;
+        self.words.push(b);
+        addr
+    }
+
     /// Keeps a copy of `v` and returns its address.
     fn bytes(&mut self, v: &[u8]) -> i64 {
         let b: Box<[u8]> = v.into();
@@ -357,6 +367,86 @@ pub unsafe extern "C" fn bee_bytes_cmp(
         )
     };
     x.cmp(y) as i32
+}
+
+/// Set probes for long IN lists (see `pred::in_set`): each searches members sorted
+/// when the bee was made, so a probe costs O(log n) and the code calling it is the
+/// same for any n. `words` and `n` come from the bee's constants.
+///
+/// # Safety
+/// `words` points at `n` words that live as long as the calling code.
+pub unsafe extern "C" fn bee_in_i64(words: *const u64, n: usize, v: i64) -> u8 {
+    // SAFETY: per the contract above.
+    let ks = unsafe { std::slice::from_raw_parts(words, n) };
+    ks.binary_search_by(|&k| (k as i64).cmp(&v)).is_ok() as u8
+}
+
+/// As [`bee_in_i64`], for doubles in SQL's order (NaN equals NaN, -0 equals 0).
+///
+/// # Safety
+/// As [`bee_in_i64`].
+pub unsafe extern "C" fn bee_in_f64(words: *const u64, n: usize, v: f64) -> u8 {
+    // SAFETY: per the contract above.
+    let ks = unsafe { std::slice::from_raw_parts(words, n) };
+    ks.binary_search_by(|&k| crate::generic::sql_float_cmp(f64::from_bits(k), v))
+        .is_ok() as u8
+}
+
+/// As [`bee_in_i64`], for 128-bit values stored as (low, high) word pairs; `n` counts
+/// words.
+///
+/// # Safety
+/// As [`bee_in_i64`].
+pub unsafe extern "C" fn bee_in_i128(words: *const u64, n: usize, lo: u64, hi: u64) -> u8 {
+    // SAFETY: per the contract above.
+    let ks = unsafe { std::slice::from_raw_parts(words, n) };
+    let v = ((hi as u128) << 64 | lo as u128) as i128;
+    let pair = |i: usize| ((ks[2 * i + 1] as u128) << 64 | ks[2 * i] as u128) as i128;
+    let (mut lo_i, mut hi_i) = (0, n / 2);
+    while lo_i < hi_i {
+        let mid = (lo_i + hi_i) / 2;
+        match pair(mid).cmp(&v) {
+            std::cmp::Ordering::Less => lo_i = mid + 1,
+            std::cmp::Ordering::Greater => hi_i = mid,
+            std::cmp::Ordering::Equal => return 1,
+        }
+    }
+    0
+}
+
+/// As [`bee_in_i64`], for byte strings: `offsets` holds `n` = members + 1 offsets into
+/// `data` (member `i` is `data[offsets[i]..offsets[i + 1]]`), members sorted bytewise.
+///
+/// # Safety
+/// As [`bee_in_i64`]; `data` holds every member; `(ptr, len)` is readable.
+pub unsafe extern "C" fn bee_in_bytes(
+    offsets: *const u64,
+    n: usize,
+    data: *const u8,
+    ptr: *const u8,
+    len: usize,
+) -> u8 {
+    // SAFETY: per the contract above.
+    let (offsets, v) = unsafe {
+        (
+            std::slice::from_raw_parts(offsets, n),
+            if len == 0 { &[][..] } else { std::slice::from_raw_parts(ptr, len) },
+        )
+    };
+    let total = offsets[n - 1] as usize;
+    // SAFETY: `data` holds `total` bytes (the last offset).
+    let data = if total == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(data, total) } };
+    let member = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+    let (mut lo, mut hi) = (0, n - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match member(mid).cmp(v) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return 1,
+        }
+    }
+    0
 }
 
 /// Copies `len` bytes from `src` to `dst` (non-overlapping).

@@ -6,7 +6,8 @@ use cranelift_codegen::ir::{BlockArg, InstBuilder, Type, Value, types};
 
 use super::scan::{Gen, Key};
 use super::{RO, int_type, pieces};
-use crate::spec::{CmpOp, Const, Pred, ValueKind};
+use crate::generic::sql_float_cmp;
+use crate::spec::{CmpOp, Const, IN_LIST_INLINE_MAX, Pred, ValueKind};
 
 const I8: Type = types::I8;
 const I32: Type = types::I32;
@@ -37,6 +38,12 @@ fn node(g: &mut Gen<'_, '_>, p: &Pred) -> Result<Tv, String> {
     Ok(match p {
         Pred::Cmp { attr, op, value } => {
             let r = cmp(g, *attr, *op, value)?;
+            leaf(g, *attr, r)
+        }
+        Pred::InList { attr, values } if values.len() > IN_LIST_INLINE_MAX
+            && !matches!(g.rel.kind(*attr), ValueKind::Bool | ValueKind::Raw(_)) =>
+        {
+            let r = in_set(g, *attr, values)?;
             leaf(g, *attr, r)
         }
         Pred::InList { attr, values } => {
@@ -257,6 +264,106 @@ fn float_cmp(g: &mut Gen<'_, '_>, v: Value, op: CmpOp, k: Option<Value>) -> Valu
             g.b.ins().fcmp(cc, v, k)
         }
     }
+}
+
+/// `attr IN (values)` for a non-NULL attribute and a long list: one call to a set
+/// probe (`super::bee_in_*`) over members sorted and deduplicated here, kept in the
+/// bee's constants. The code is the same size for 9 members or 100,000.
+fn in_set(g: &mut Gen<'_, '_>, attr: usize, values: &[Const]) -> Result<Value, String> {
+    let kind = g.rel.kind(attr);
+    let misfit = |c: &Const| format!("constant {c:?} does not fit attribute {attr} ({kind:?})");
+    match kind {
+        ValueKind::Int(_) => {
+            let mut ks = values
+                .iter()
+                .map(|c| match c {
+                    Const::Int(k) => Ok(*k as u64),
+                    c => Err(misfit(c)),
+                })
+                .collect::<Result<Vec<u64>, String>>()?;
+            ks.sort_unstable_by_key(|&k| k as i64);
+            ks.dedup();
+            let v = fixed_val(g, attr);
+            Ok(call_probe(g, super::bee_in_i64 as *const (), ks, &[v]))
+        }
+        ValueKind::Float(w) => {
+            let mut ks = values
+                .iter()
+                .map(|c| match c {
+                    Const::F32(k) => Ok(*k as f64),
+                    Const::F64(k) => Ok(*k),
+                    c => Err(misfit(c)),
+                })
+                .collect::<Result<Vec<f64>, String>>()?;
+            ks.sort_by(|&a, &b| sql_float_cmp(a, b));
+            ks.dedup_by(|a, b| sql_float_cmp(*a, *b).is_eq());
+            let mut v = fixed_val(g, attr);
+            if w == 4 {
+                v = g.b.ins().fpromote(types::F64, v);
+            }
+            let ks = ks.into_iter().map(f64::to_bits).collect();
+            Ok(call_probe(g, super::bee_in_f64 as *const (), ks, &[v]))
+        }
+        ValueKind::Decimal | ValueKind::Interval => {
+            let mut ks = values
+                .iter()
+                .map(|c| match c {
+                    Const::I128(k) => Ok(*k),
+                    c => Err(misfit(c)),
+                })
+                .collect::<Result<Vec<i128>, String>>()?;
+            ks.sort_unstable();
+            ks.dedup();
+            let v = fixed_val(g, attr);
+            let (lo, hi) = g.b.ins().isplit(v);
+            let words = ks.iter().flat_map(|&k| [k as u64, (k >> 64) as u64]).collect();
+            Ok(call_probe(g, super::bee_in_i128 as *const (), words, &[lo, hi]))
+        }
+        ValueKind::Bytes => {
+            let mut ks = values
+                .iter()
+                .map(|c| match c {
+                    Const::Bytes(k) => Ok(&k[..]),
+                    c => Err(misfit(c)),
+                })
+                .collect::<Result<Vec<&[u8]>, String>>()?;
+            ks.sort_unstable();
+            ks.dedup();
+            // Offsets (n + 1 words) then the members' bytes, back to back.
+            let mut offsets = Vec::with_capacity(ks.len() + 1);
+            let mut data = Vec::new();
+            for k in &ks {
+                offsets.push(data.len() as u64);
+                data.extend_from_slice(k);
+            }
+            offsets.push(data.len() as u64);
+            let data = g.consts.bytes(&data);
+            let data = g.iconst(I64, data);
+            let (ptr, len) = g.var_value(attr);
+            Ok(call_probe(g, super::bee_in_bytes as *const (), offsets, &[data, ptr, len]))
+        }
+        ValueKind::Bool | ValueKind::Raw(_) => Err(format!("no set probe for {kind:?}")),
+    }
+}
+
+/// Calls the probe `f(words, count, args…)` -> i8, where `words` are kept in the bee's
+/// constants and `count` is their number of members (words / member width is the
+/// probe's business: the callers pass what it expects).
+fn call_probe(g: &mut Gen<'_, '_>, f: *const (), words: Vec<u64>, args: &[Value]) -> Value {
+    let n = words.len();
+    let addr = g.consts.words(words);
+    let mut sig = cranelift_codegen::ir::Signature::new(g.b.func.signature.call_conv);
+    let mut params = vec![g.iconst(I64, addr), g.iconst(I64, n as i64)];
+    params.extend_from_slice(args);
+    for &p in &params {
+        let ty = g.b.func.dfg.value_type(p);
+        sig.params.push(cranelift_codegen::ir::AbiParam::new(ty));
+    }
+    sig.returns.push(cranelift_codegen::ir::AbiParam::new(I8));
+    let sig = g.b.import_signature(sig);
+    let callee = g.iconst(I64, f as i64);
+    let call = g.b.ins().call_indirect(sig, callee, &params);
+    g.b.inst_results(call)[0]
 }
 
 /// Calls [`super::bee_bytes_cmp`] on `(ptr, len)` and a copy of `k`: i32 -1/0/1.

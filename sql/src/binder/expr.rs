@@ -216,15 +216,41 @@ fn number_literal(text: &str) -> Result<Value> {
     if let Ok(i) = text.parse::<i64>() {
         return Ok(Value::BigInt(i));
     }
-    match Decimal::parse(text) {
-        Ok(d) => Ok(Value::Decimal(d)),
-        // Beyond numeric's 38 digits (`1e300`): keep the value as a double, which
-        // is what such a literal is nearly always cast to.
-        Err(e) => match text.parse::<f64>() {
-            Ok(f) if f.is_finite() => Ok(Value::Double(f)),
-            _ => Err(e.into()),
-        },
+    // Beyond numeric's 38 digits the value cannot be held exactly, and a double would
+    // silently change it (`…890 - …889` would be 0): refuse. A literal cast straight to
+    // a float type (`1e300::float8`) never comes here; see `float_literal`.
+    Decimal::parse(text).map(Value::Decimal).map_err(|_| {
+        Error::data(
+            "22003",
+            format!(
+                "numeric literal {text} is out of range: BeeDB's numeric holds at most 38 digits \
+                 (cast it to double precision, as in 1e300::float8, if an approximate value will do)"
+            ),
+        )
+    })
+}
+
+/// A numeric literal (or a negated one) that is the operand of a cast to `ty`, when `ty`
+/// is a float type: the value is parsed as a double directly, as PostgreSQL's numeric
+/// to float conversion would give it, so that literals past numeric's 38 digits
+/// (`1.5e300::float8`) still work where they are meant approximately.
+fn float_literal(e: &ast::Expr, ty: &DataType) -> Option<f64> {
+    if !matches!(ty, DataType::Double | DataType::Real) {
+        return None;
     }
+    let (negative, v) = match e {
+        ast::Expr::Value(v) => (false, v),
+        ast::Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match &**expr {
+            ast::Expr::Value(v) => (true, v),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let ast::Value::Number(n, _) = &v.value else {
+        return None;
+    };
+    let f = n.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    Some(if negative { -f } else { f })
 }
 
 impl Binder<'_> {
@@ -370,7 +396,10 @@ impl Binder<'_> {
                     return Err(Error::not_supported(format!("{kind:?}")));
                 }
                 let ty = super::types::data_type(data_type)?;
-                let b = self.bind_expr(expr, clause)?;
+                let b = match float_literal(expr, &ty) {
+                    Some(f) => Expr::literal(Value::Double(f), DataType::Double),
+                    None => self.bind_expr(expr, clause)?,
+                };
                 if !self.castable(&b.ty, &ty, expr) {
                     return Err(Error::semantic(
                         "42846",

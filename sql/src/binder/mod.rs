@@ -75,7 +75,8 @@ pub struct Binder<'a> {
     ctes: Vec<HashMap<String, CteDef>>,
     /// Next `?` placeholder number.
     next_question: usize,
-    view_depth: usize,
+    /// Names of the views being expanded, outermost first.
+    views: Vec<String>,
     /// Set while binding the expressions above an aggregation.
     agg: Option<expr::AggState>,
     /// The aggregation states of the enclosing SELECTs (innermost last), suspended
@@ -103,7 +104,7 @@ impl<'a> Binder<'a> {
             }],
             ctes: Vec::new(),
             next_question: 0,
-            view_depth: 0,
+            views: Vec::new(),
             agg: None,
             outer_aggs: Vec::new(),
             outer_agg_request: None,

@@ -38,6 +38,10 @@ fn project(input: Plan, exprs: Vec<Expr>, names: Vec<String>) -> Plan {
 
 impl Binder<'_> {
     pub fn bind_query(&mut self, q: &ast::Query) -> Result<Plan> {
+        crate::stack::guarded(|| self.bind_query_guarded(q))
+    }
+
+    fn bind_query_guarded(&mut self, q: &ast::Query) -> Result<Plan> {
         let pushed = if let Some(with) = &q.with {
             if with.recursive {
                 return Err(Error::not_supported("WITH RECURSIVE").at(self.pos(q)));
@@ -167,6 +171,10 @@ impl Binder<'_> {
     }
 
     fn bind_set_expr(&mut self, s: &ast::SetExpr) -> Result<Plan> {
+        crate::stack::guarded(|| self.bind_set_expr_guarded(s))
+    }
+
+    fn bind_set_expr_guarded(&mut self, s: &ast::SetExpr) -> Result<Plan> {
         match s {
             ast::SetExpr::Select(sel) => self.bind_select(sel, &[]),
             ast::SetExpr::Query(q) => self.bind_query(q),
@@ -726,6 +734,10 @@ impl Binder<'_> {
     }
 
     fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
+        crate::stack::guarded(|| self.bind_factor_guarded(f))
+    }
+
+    fn bind_factor_guarded(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
         match f {
             ast::TableFactor::Table { name, alias, args, .. } => {
                 if args.is_some() {
@@ -848,8 +860,19 @@ impl Binder<'_> {
     }
 
     fn bind_view(&mut self, v: &crate::catalog::ViewDef) -> Result<Plan> {
-        if self.view_depth > 32 {
+        if self.views.contains(&v.name) {
             return Err(Error::semantic("42P17", format!("infinite recursion detected in rules for relation \"{}\"", v.name)));
+        }
+        if self.views.len() >= crate::parser::MAX_VIEW_DEPTH {
+            return Err(Error::new(
+                crate::error::ErrorKind::Limit,
+                "54001",
+                format!(
+                    "statement is too deeply nested: views nested more than {} deep (at view \"{}\")",
+                    crate::parser::MAX_VIEW_DEPTH,
+                    v.name
+                ),
+            ));
         }
         let stmts = crate::parser::parse(&v.query)?;
         let Some(ast::Statement::Query(q)) = stmts.first() else {
@@ -866,11 +889,11 @@ impl Binder<'_> {
             barrier: true,
             clause: "",
         });
-        self.view_depth += 1;
+        self.views.push(v.name.clone());
         let saved_ctes = std::mem::take(&mut self.ctes);
         let r = self.bind_view_query(q);
         self.ctes = saved_ctes;
-        self.view_depth -= 1;
+        self.views.pop();
         self.frames.pop();
         self.sql = saved_sql;
         let mut plan = r.map_err(|mut e| {
@@ -1143,6 +1166,7 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
             on,
             left_keys: vec![],
             right_keys: vec![],
+            method: crate::plan::JoinMethod::NestedLoop,
         },
         schema,
     );

@@ -11,11 +11,13 @@ const FORMAT_VERSION: u8 = 1;
 const KIND_TABLE: u8 = 1;
 const KIND_VIEW: u8 = 2;
 const KIND_META: u8 = 3;
+const KIND_STATS: u8 = 4;
 
 pub enum Object {
     Table(TableDef),
     View(ViewDef),
     Meta { next_id: u32 },
+    Stats { table: u32, stats: super::TableStats },
 }
 
 struct Writer(Vec<u8>);
@@ -25,6 +27,9 @@ impl Writer {
         self.0.push(v);
     }
     fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn str(&mut self, s: &str) {
@@ -169,6 +174,15 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
     w.0
 }
 
+/// A table's statistics: its id, then the fields (a newer field is appended, and a
+/// reader stops at the ones it knows).
+pub fn encode_stats(table: u32, st: &super::TableStats) -> Vec<u8> {
+    let mut w = Writer(vec![FORMAT_VERSION, KIND_STATS]);
+    w.u32(table);
+    w.u64(st.rows);
+    w.0
+}
+
 pub fn encode_view(v: &ViewDef) -> Vec<u8> {
     let mut w = Writer(vec![FORMAT_VERSION, KIND_VIEW]);
     w.str(&v.name);
@@ -188,6 +202,12 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
     }
     match r.u8()? {
         KIND_META => Ok(Object::Meta { next_id: r.u32()? }),
+        KIND_STATS => {
+            let table = r.u32()?;
+            let lo = r.u32()? as u64;
+            let hi = r.u32()? as u64;
+            Ok(Object::Stats { table, stats: super::TableStats { rows: lo | hi << 32 } })
+        }
         KIND_TABLE => {
             let id = r.u32()?;
             let name = r.str()?;

@@ -114,11 +114,22 @@ pub struct ViewDef {
     pub columns: Vec<String>,
 }
 
+/// What the optimizer and the bee maker policy know of a table's contents, kept in
+/// the catalog so it survives reopening. Approximate: refreshed by COPY and ANALYZE,
+/// not by every INSERT or DELETE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableStats {
+    /// Live rows when last counted.
+    pub rows: u64,
+}
+
 /// Every schema object of a database at one point in time.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub tables: BTreeMap<String, Arc<TableDef>>,
     pub views: BTreeMap<String, Arc<ViewDef>>,
+    /// Statistics by table id (tables never counted have none).
+    pub stats: BTreeMap<u32, TableStats>,
     /// Next table id.
     pub next_id: u32,
     /// First page of the catalog heap, once the first object was created.
@@ -174,6 +185,9 @@ impl Catalog {
                 codec::Object::Meta { next_id } => {
                     catalog.next_id = catalog.next_id.max(next_id);
                 }
+                codec::Object::Stats { table, stats } => {
+                    catalog.stats.insert(table, stats);
+                }
             }
         }
         Ok(catalog)
@@ -202,6 +216,13 @@ impl Catalog {
         let mut objects = vec![codec::encode_meta(self.next_id)];
         objects.extend(self.tables.values().map(|t| codec::encode_table(t)));
         objects.extend(self.views.values().map(|v| codec::encode_view(v)));
+        // Statistics of tables that still exist (a dropped table's go with it).
+        objects.extend(
+            self.stats
+                .iter()
+                .filter(|(id, _)| self.tables.values().any(|t| t.id == **id))
+                .map(|(id, st)| codec::encode_stats(*id, st)),
+        );
         for bytes in objects {
             heap.insert(w, &[AttrValue::Variable(&bytes)], &layout)?;
         }
@@ -296,6 +317,9 @@ mod tests {
                 },
             ];
             let t = TableDef::new(c.next_id, "t".into(), cols, heap.first_page, vec![]).unwrap();
+            c.stats.insert(t.id, TableStats { rows: 6_001_215 });
+            // A dropped table's statistics are not saved.
+            c.stats.insert(t.id + 100, TableStats { rows: 5 });
             c.next_id += 1;
             c.tables.insert("t".into(), Arc::new(t));
             c.views.insert(
@@ -317,6 +341,8 @@ mod tests {
         assert_eq!(t.columns[1].ty, DataType::decimal(12, 2).unwrap());
         assert_eq!(t.columns[1].default.as_deref(), Some("0"));
         assert_eq!(c.view("v").unwrap().columns, vec!["x".to_string()]);
+        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215 }));
+        assert_eq!(c.stats.len(), 1);
         assert_eq!(c.next_id, 1);
     }
 }

@@ -2,7 +2,7 @@
 //! (with TPC-H's trailing delimiter accepted on input) and CSV, with the options in
 //! both spellings (`(FORMAT csv, HEADER)` and the older `CSV HEADER`, `WITH DELIMITER`).
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 
 use sqlparser::ast;
 
@@ -387,6 +387,7 @@ pub fn copy(
         }
     }
     ctx.note_inserts(&table, count);
+    ctx.store_relation_size(&table);
     Ok(affected(format!("COPY {count}"), count))
 }
 
@@ -396,6 +397,11 @@ struct Line {
     /// Whether it ended with `\r\n` (kept inside a quoted CSV field).
     crlf: bool,
 }
+
+/// The longest line COPY FROM reads (without its line end). A longer one, or input
+/// with no line end at all (`/dev/zero`), is an error (SQLSTATE 54000) after reading
+/// at most this much, instead of growing the line buffer until the process dies.
+pub const MAX_COPY_LINE_BYTES: usize = 64 << 20;
 
 /// Reads a COPY input file line by line, counting lines for error messages; a line
 /// that is not UTF-8 is an error naming the file and the line.
@@ -414,14 +420,26 @@ impl<'f> LineReader<'f> {
 
     fn next(&mut self) -> Result<Option<Line>> {
         self.buf.clear();
-        let n = self
-            .inner
+        // Room for the longest line and its `\r\n`.
+        let most = MAX_COPY_LINE_BYTES as u64 + 2;
+        let n = (&mut self.inner)
+            .take(most)
             .read_until(b'\n', &mut self.buf)
             .map_err(|e| Error::io(format!("could not read file \"{}\": {e}", self.filename)))?;
         if n == 0 {
             return Ok(None);
         }
         self.lineno += 1;
+        let too_long = || {
+            Error::new(
+                crate::error::ErrorKind::Limit,
+                "54000",
+                format!(
+                    "line {} of file \"{}\" is longer than COPY's maximum of {} bytes",
+                    self.lineno, self.filename, MAX_COPY_LINE_BYTES
+                ),
+            )
+        };
         let mut crlf = false;
         if self.buf.last() == Some(&b'\n') {
             self.buf.pop();
@@ -429,6 +447,11 @@ impl<'f> LineReader<'f> {
                 self.buf.pop();
                 crlf = true;
             }
+        } else if n as u64 == most {
+            return Err(too_long());
+        }
+        if self.buf.len() > MAX_COPY_LINE_BYTES {
+            return Err(too_long());
         }
         match std::str::from_utf8(&self.buf) {
             Ok(text) => Ok(Some(Line { text: text.to_string(), crlf })),

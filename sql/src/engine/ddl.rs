@@ -157,6 +157,7 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     let table = Arc::new(TableDef::new(id, name.to_string(), columns, heap.first_page, vec![])?);
     cat.tables.insert(name.to_string(), table.clone());
     ctx.note_inserts(&table, rows.len());
+    ctx.store_relation_size(&table);
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     for r in &rows {
@@ -195,6 +196,34 @@ pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResu
     xdml::create_index_entries(w, &t2, pos)?;
     ctx.txn.catalog_mut().tables.insert(tname, Arc::new(t2));
     Ok(QueryResult::command("CREATE INDEX"))
+}
+
+/// `ANALYZE [table]`: counts each table's rows (all tables without a name) and stores
+/// the count in the catalog's statistics. Only the row count so far: column statistics
+/// (distinct counts, histograms) and sampling are not implemented yet.
+pub fn analyze(ctx: &mut Ctx<'_>, a: &ast::Analyze) -> Result<QueryResult> {
+    if a.partitions.is_some() || !a.columns.is_empty() || a.for_columns || a.noscan || a.cache_metadata {
+        return Err(Error::not_supported("ANALYZE with options or a column list is not supported"));
+    }
+    let tables: Vec<Arc<TableDef>> = match &a.table_name {
+        Some(n) => {
+            let name = object_name(n)?;
+            vec![ctx.catalog().table(&name).cloned().ok_or_else(|| Error::undefined_table(&name))?]
+        }
+        None => ctx.catalog().tables.values().cloned().collect(),
+    };
+    for t in tables {
+        let mut rows = 0u64;
+        let r = ctx.txn.writer()?;
+        for g in HeapFile::open(t.heap).pages(r) {
+            let g = g?;
+            rows += beedb_storage::heap::HeapPage::new(&g, g.id())?.tuples()?.count() as u64;
+            ctx.interrupt.check()?;
+        }
+        ctx.bee_cache.note_relation_size(t.id as u64, rows);
+        ctx.store_relation_size(&t);
+    }
+    Ok(QueryResult::command("ANALYZE"))
 }
 
 pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult> {
@@ -411,7 +440,7 @@ fn scan_all(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<Vec<Vec<Value>>> {
         },
         schema,
     );
-    run(ctx, &optimize(plan, vec![]), &[], None)
+    run(ctx, &optimize(plan, vec![], &ctx.optimizer, &crate::optimizer::NoStats), &[], None)
 }
 
 /// Rewrites a table with new columns: a new heap and new indexes, rows mapped by

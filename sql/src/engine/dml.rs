@@ -60,7 +60,7 @@ pub fn default_value(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<Value>
         Node::Values { rows: vec![vec![e]] },
         vec![OutputColumn { name: col.name.clone(), ty: col.ty }],
     );
-    let bq = optimize(plan, binder.into_subqueries());
+    let bq = optimize(plan, binder.into_subqueries(), &ctx.optimizer, &crate::optimizer::NoStats);
     Ok(run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null))
 }
 

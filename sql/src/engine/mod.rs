@@ -15,7 +15,7 @@
 //! Schema changes work on the transaction's own copy of the catalog, written to the
 //! catalog heap and installed for every connection when the transaction commits.
 
-mod copy;
+pub(crate) mod copy;
 mod ddl;
 mod dml;
 mod query;
@@ -171,6 +171,8 @@ pub struct Ctx<'a> {
     pub memory_limit: usize,
     /// The session's bee switches.
     pub bees: BeeSettings,
+    /// The session's optimizer switches.
+    pub optimizer: crate::optimizer::Rules,
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
@@ -208,6 +210,17 @@ impl Ctx<'_> {
     pub fn note_inserts(&self, table: &crate::catalog::TableDef, rows: usize) {
         self.bee_cache.note_inserts(table.id as u64, rows as u64);
     }
+
+    /// Stores `table`'s size as the bee cache knows it in the catalog's statistics
+    /// (saved at commit), so it survives reopening. Called where a statement changed
+    /// many rows at once (COPY) or counted them (ANALYZE).
+    pub fn store_relation_size(&mut self, table: &crate::catalog::TableDef) {
+        let rows = self.bee_cache.relation_size(table.id as u64);
+        let known = self.txn.catalog.stats.get(&table.id).map(|s| s.rows);
+        if known != Some(rows) {
+            self.txn.catalog_mut().stats.insert(table.id, crate::catalog::TableStats { rows });
+        }
+    }
 }
 
 /// Whether a statement may write (and so needs the write lock).
@@ -215,7 +228,10 @@ fn writes(ast: &Statement) -> bool {
     match ast {
         Statement::Query(_) | Statement::ShowVariable { .. } => false,
         Statement::Copy { to: true, .. } => false,
-        Statement::Explain { statement, analyze, .. } => *analyze && writes(statement),
+        Statement::Explain { statement, analyze, options, .. } => {
+            let analyze = query::ExplainOptions::parse(*analyze, options.as_deref()).is_ok_and(|o| o.analyze);
+            analyze && writes(statement)
+        }
         _ => true,
     }
 }
@@ -274,6 +290,7 @@ pub fn execute(
     let env = Env {
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
+        optimizer: conn.settings.optimizer,
         statement_bees,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
     };
@@ -315,6 +332,7 @@ fn aborted() -> Error {
 struct Env<'a> {
     memory_limit: usize,
     bees: BeeSettings,
+    optimizer: crate::optimizer::Rules,
     statement_bees: Option<&'a StatementBees>,
     interrupt: Interrupt,
 }
@@ -336,6 +354,7 @@ fn run_in(
         params,
         memory_limit: env.memory_limit,
         bees: env.bees,
+        optimizer: env.optimizer,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
         interrupt: env.interrupt.clone(),
@@ -349,9 +368,14 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         Statement::Explain {
             statement,
             analyze,
+            options,
             ..
-        } => query::explain(ctx, statement, *analyze),
+        } => {
+            let options = query::ExplainOptions::parse(*analyze, options.as_deref())?;
+            query::explain(ctx, statement, &options)
+        }
         Statement::Insert(i) => dml::insert(ctx, i),
+        Statement::Analyze(a) => ddl::analyze(ctx, a),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
@@ -373,11 +397,20 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
             legacy_options,
             ..
         } => copy::copy(ctx, source, *to, target, options, legacy_options),
-        other => Err(Error::not_supported(format!(
-            "statement {}",
-            other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
-        ))),
+        other => Err(Error::not_supported(format!("{} is not supported", statement_name(other)))),
     }
+}
+
+/// The leading keywords of a statement, to name it in an error (`VACUUM`,
+/// `CREATE SEQUENCE`).
+fn statement_name(ast: &Statement) -> String {
+    let text = ast.to_string();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let n = match words.first().map(|w| w.to_ascii_uppercase()) {
+        Some(w) if matches!(w.as_str(), "CREATE" | "DROP" | "ALTER") => 2,
+        _ => 1,
+    };
+    words.iter().take(n).map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join(" ")
 }
 
 fn setting_value(values: &[ast::Expr]) -> Result<String> {

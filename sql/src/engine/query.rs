@@ -23,14 +23,34 @@ pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Valu
     Ok((bq, params))
 }
 
+/// What the optimizer learns about relations from the engine: the sizes the bee cache
+/// has seen (full scans and inserts since the database was opened).
+pub struct EngineStats<'a> {
+    pub cache: &'a beedb_bees::BeeCache,
+}
+
+impl optimizer::Stats for EngineStats<'_> {
+    fn table_rows(&self, table: &crate::catalog::TableDef) -> Option<f64> {
+        match self.cache.relation_size(table.id as u64) {
+            0 => None,
+            n => Some(n as f64),
+        }
+    }
+}
+
 /// The optimized plan, without bees (for callers that run it on the generic path).
-pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
+pub fn optimize(
+    plan: Plan,
+    subqueries: Vec<Subplan>,
+    rules: &optimizer::Rules,
+    stats: &dyn optimizer::Stats,
+) -> BoundQuery {
     BoundQuery {
-        plan: optimizer::optimize(plan),
+        plan: optimizer::optimize(plan, rules, stats),
         subqueries: subqueries
             .into_iter()
             .map(|s| Subplan {
-                plan: optimizer::optimize(s.plan),
+                plan: optimizer::optimize(s.plan, rules, stats),
                 ..s
             })
             .collect(),
@@ -40,7 +60,8 @@ pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
 /// The optimized plan with the bees the session's settings allow attached to its
 /// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
 pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
-    let mut bq = optimize(plan, subqueries);
+    let stats = EngineStats { cache: ctx.bee_cache };
+    let mut bq = optimize(plan, subqueries, &ctx.optimizer, &stats);
     let env = crate::bees::BeeEnv {
         cache: ctx.bee_cache,
         settings: ctx.bees,
@@ -120,7 +141,60 @@ pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
     }
 }
 
-pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, analyze: bool) -> Result<QueryResult> {
+/// EXPLAIN's options: `EXPLAIN ANALYZE …` or PostgreSQL's `EXPLAIN (ANALYZE, COSTS OFF)`.
+pub struct ExplainOptions {
+    pub analyze: bool,
+    pub text: explain::Options,
+}
+
+impl ExplainOptions {
+    /// The options of an EXPLAIN statement: the keyword form's `analyze`, then the
+    /// parenthesized list (boolean options take `on`/`off`/`true`/`false`/`1`/`0`).
+    pub fn parse(analyze: bool, options: Option<&[ast::UtilityOption]>) -> Result<ExplainOptions> {
+        let mut o = ExplainOptions { analyze, text: explain::Options::default() };
+        for opt in options.unwrap_or(&[]) {
+            let name = opt.name.value.to_ascii_lowercase();
+            let arg = opt.arg.as_ref().map(|a| a.to_string().trim_matches('\'').to_ascii_lowercase());
+            let flag = || -> Result<bool> {
+                match arg.as_deref() {
+                    None | Some("on" | "true" | "1") => Ok(true),
+                    Some("off" | "false" | "0") => Ok(false),
+                    Some(v) => Err(Error::semantic(
+                        "22023",
+                        format!("{name} requires a Boolean value, not \"{v}\""),
+                    )),
+                }
+            };
+            match name.as_str() {
+                "analyze" => o.analyze = flag()?,
+                "costs" => o.text.costs = flag()?,
+                // Accepted for PostgreSQL's scripts; BeeDB has nothing more to show.
+                "verbose" | "summary" | "timing" => {
+                    flag()?;
+                }
+                "format" => match arg.as_deref() {
+                    Some("text") => {}
+                    Some(f @ ("json" | "xml" | "yaml")) => {
+                        return Err(Error::not_supported(format!("EXPLAIN format {f} is not supported")));
+                    }
+                    _ => {
+                        return Err(Error::semantic(
+                            "22023",
+                            format!("unrecognized value for EXPLAIN option \"format\": \"{}\"", arg.unwrap_or_default()),
+                        ));
+                    }
+                },
+                _ => {
+                    return Err(Error::semantic("42601", format!("unrecognized EXPLAIN option \"{name}\"")));
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) -> Result<QueryResult> {
+    let analyze = options.analyze;
     let Statement::Query(q) = stmt else {
         return Err(Error::not_supported("EXPLAIN of statements other than queries"));
     };
@@ -131,17 +205,17 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, analyze: bool) -> Result<Que
         let start = std::time::Instant::now();
         run(ctx, &bq, &params, Some(&profile))?;
         let elapsed = start.elapsed();
-        lines.extend(explain::explain(&bq.plan, Some(&profile)));
+        lines.extend(explain::explain_with(&bq.plan, Some(&profile), &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
             lines.push(format!("SubPlan {}", i + 1));
-            lines.extend(explain::explain(&s.plan, Some(&profile)).into_iter().map(|l| format!("  {l}")));
+            lines.extend(explain::explain_with(&s.plan, Some(&profile), &options.text).into_iter().map(|l| format!("  {l}")));
         }
         lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
     } else {
-        lines.extend(explain::explain(&bq.plan, None));
+        lines.extend(explain::explain_with(&bq.plan, None, &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
             lines.push(format!("SubPlan {}", i + 1));
-            lines.extend(explain::explain(&s.plan, None).into_iter().map(|l| format!("  {l}")));
+            lines.extend(explain::explain_with(&s.plan, None, &options.text).into_iter().map(|l| format!("  {l}")));
         }
     }
     let n = lines.len() as u64;

@@ -111,7 +111,7 @@ impl Profile {
 
 /// Number of nodes in the plan tree (for pre-order ids).
 pub fn node_count(plan: &Plan) -> usize {
-    1 + plan.children().iter().map(|c| node_count(c)).sum::<usize>()
+    crate::stack::guarded(|| 1 + plan.children().iter().map(|c| node_count(c)).sum::<usize>())
 }
 
 /// Runs `plan`, pushing every output batch to `sink`; `sink` returns `Ok(false)` to
@@ -239,13 +239,19 @@ impl SubqueryRunner for Exec<'_> {
                 SubqueryResult::Scalar(value.unwrap_or(Value::Null))
             }
             SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => {
+                // The whole result is held (and cached) for the statement: it counts
+                // against memory_limit like any operator's state.
                 let mut values = Vec::new();
+                let mut bytes = 0usize;
                 ex.node(&sub.plan, 0, None, &mut |b| {
                     if let Some(c) = b.columns.first() {
                         for k in 0..b.rows() {
-                            values.push(c.value(b.position(k)));
+                            let v = c.value(b.position(k));
+                            bytes += std::mem::size_of::<Value>() + value_heap_bytes(&v);
+                            values.push(v);
                         }
                     }
+                    ex.check_mem("IN subquery result", bytes)?;
                     Ok(Flow::Continue)
                 })?;
                 SubqueryResult::Values(values)
@@ -255,6 +261,14 @@ impl SubqueryRunner for Exec<'_> {
             self.cache.borrow_mut().insert(cache_key, result.clone());
         }
         Ok(result)
+    }
+}
+
+/// Heap bytes a value owns beyond its own size (text and byte strings).
+fn value_heap_bytes(v: &Value) -> usize {
+    match v {
+        Value::Text(s) | Value::Char(s) | Value::Varchar(s) => s.capacity(),
+        _ => 0,
     }
 }
 
@@ -350,24 +364,28 @@ impl<'a> Exec<'a> {
     ) -> Result<Flow> {
         // Every batch any operator pushes checks for a cancel request: a join can
         // emit many batches per input batch, so checking at the sources is not enough.
+        // Plans are as deep as the statement (a 2,500-table join): building a node and
+        // pushing each batch up one level are both guarded steps (see `crate::stack`).
         let out = &mut |b: Batch| {
-            self.ctx.interrupt.check()?;
-            out(b)
+            crate::stack::guarded(|| {
+                self.ctx.interrupt.check()?;
+                out(b)
+            })
         };
         let Some(p) = self.profile else {
-            return self.node_inner(plan, id, top_n, out);
+            return crate::stack::guarded(|| self.node_inner(plan, id, top_n, out));
         };
         let start = Instant::now();
         let mut downstream = Duration::ZERO;
         let (mut rows, mut batches) = (0u64, 0u64);
-        let r = self.node_inner(plan, id, top_n, &mut |b: Batch| {
+        let r = crate::stack::guarded(|| self.node_inner(plan, id, top_n, &mut |b: Batch| {
             rows += b.rows() as u64;
             batches += 1;
             let t = Instant::now();
             let f = out(b);
             downstream += t.elapsed();
             f
-        });
+        }));
         p.record(
             id,
             rows,
@@ -427,7 +445,16 @@ impl<'a> Exec<'a> {
                 on,
                 left_keys,
                 right_keys,
-            } => join::join(
+                method,
+            } => {
+                // Today's join operator builds on the right input (the optimizer never
+                // asks for the left) and hashes exactly when there are keys.
+                if matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left }) {
+                    return Err(crate::error::Error::not_supported(
+                        "a hash join building on its left input is not supported",
+                    ));
+                }
+                join::join(
                 self,
                 plan,
                 id,
@@ -440,7 +467,8 @@ impl<'a> Exec<'a> {
                     right_keys,
                 },
                 out,
-            ),
+            )
+            }
             Node::Aggregate {
                 input,
                 groups,

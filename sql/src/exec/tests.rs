@@ -413,6 +413,11 @@ fn join_plan(l: &Plan, r: &Plan, kind: JoinKind, keyed: bool) -> Plan {
             right: Box::new(r.clone()),
             kind,
             on: None,
+            method: if keyed {
+                crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Right }
+            } else {
+                crate::plan::JoinMethod::NestedLoop
+            },
             left_keys: lk,
             right_keys: rk,
         },

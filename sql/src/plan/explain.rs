@@ -9,15 +9,35 @@ use crate::expr::{Expr, ExprKind};
 /// [`Profile`] keys them; with a profile each line ends with
 /// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs).
 pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
+    explain_with(plan, profile, &Options::default())
+}
+
+/// What EXPLAIN prints besides the plan's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Each node's estimated rows and cost, `(rows=R cost=C)` (`EXPLAIN (COSTS OFF)`
+    /// hides them, as in PostgreSQL, so plan shapes can be compared as text).
+    pub costs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { costs: true }
+    }
+}
+
+/// [`explain`] with `options`.
+pub fn explain_with(plan: &Plan, profile: Option<&Profile>, options: &Options) -> Vec<String> {
     let mut lines = Vec::new();
     let mut id = 0;
-    walk(plan, profile, 0, &mut id, &mut lines);
+    walk(plan, profile, options, 0, &mut id, &mut lines);
     lines
 }
 
 fn walk(
     plan: &Plan,
     profile: Option<&Profile>,
+    options: &Options,
     depth: usize,
     id: &mut usize,
     lines: &mut Vec<String>,
@@ -30,6 +50,11 @@ fn walk(
         line.push_str("->  ");
     }
     line.push_str(&describe(plan));
+    if options.costs
+        && let Some(est) = plan.est
+    {
+        line.push_str(&format!("  (rows={:.0} cost={:.2})", est.rows.max(1.0), est.cost));
+    }
     if let Some(p) = profile {
         match p.node(my_id) {
             Some(n) => line.push_str(&format!(
@@ -43,7 +68,8 @@ fn walk(
     }
     lines.push(line);
     for c in plan.children() {
-        walk(c, profile, depth + 1, id, lines);
+        // Deep plans (long UNION chains) recurse on fresh stack segments.
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || walk(c, profile, options, depth + 1, id, lines));
     }
 }
 
@@ -169,6 +195,7 @@ fn describe(plan: &Plan) -> String {
             on,
             left_keys,
             right_keys,
+            method,
         } => {
             let k = match kind {
                 JoinKind::Inner => "inner",
@@ -178,7 +205,7 @@ fn describe(plan: &Plan) -> String {
                 JoinKind::Semi => "semi",
                 JoinKind::Anti => "anti",
             };
-            let mut s = if left_keys.is_empty() {
+            let mut s = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
                 format!("Nested Loop ({k})")
             } else {
                 let ln: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
@@ -190,7 +217,11 @@ fn describe(plan: &Plan) -> String {
                     .zip(right_keys)
                     .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
                     .collect();
-                format!("Hash Join ({k})  keys: {}", keys.join(", "))
+                let build = match method {
+                    super::JoinMethod::Hash { build: super::JoinSide::Left } => "  build: left",
+                    _ => "",
+                };
+                format!("Hash Join ({k})  keys: {}{build}", keys.join(", "))
             };
             if let Some(on) = on {
                 s.push_str(&format!("  on: {}", e(on)));
@@ -270,7 +301,7 @@ fn describe(plan: &Plan) -> String {
 
 /// A short SQL-like rendering of an expression, naming columns by `names`.
 pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
-    let f = |x: &Expr| fmt_expr(x, names);
+    let f = |x: &Expr| stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || fmt_expr(x, names));
     match &e.kind {
         ExprKind::Column(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
         ExprKind::Literal(v) => {

@@ -83,11 +83,48 @@ pub enum Access {
     },
 }
 
-/// A plan node and its output columns.
+/// The optimizer's estimates for one plan node, which EXPLAIN prints. Advisory: the
+/// executor never relies on them for correctness.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Estimate {
+    /// Rows the node is expected to produce (per execution).
+    pub rows: f64,
+    /// Total cost of producing them, the node's inputs included, in the cost model's
+    /// units (see `optimizer/cost.rs`).
+    pub cost: f64,
+}
+
+/// The input of a hash join whose rows go into the hash table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinSide {
+    Left,
+    Right,
+}
+
+/// How a join finds its matching pairs: the optimizer's physical choice, which the
+/// executor follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinMethod {
+    /// Every left row is paired with every right row and `on` decides. Used when the
+    /// join has no equality keys (non-equi joins, cross products); `left_keys` and
+    /// `right_keys` are empty.
+    NestedLoop,
+    /// A hash table on the `build` input's key values, probed with the other input's
+    /// rows; `on` is checked on each pair whose keys are equal. `left_keys` and
+    /// `right_keys` are non-empty. The optimizer emits `build: Right` only (it puts the
+    /// smaller input on the right, swapping inputs where the join kind allows);
+    /// `build: Left` is for the executor's semi and anti joins whose right input is the
+    /// larger, and the executor refuses it until it supports it.
+    Hash { build: JoinSide },
+}
+
+/// A plan node, its output columns and the optimizer's estimates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub node: Node,
     pub schema: Vec<OutputColumn>,
+    /// Set by the optimizer's last pass (`None` on plans the optimizer has not seen).
+    pub est: Option<Estimate>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -111,8 +148,9 @@ pub enum Node {
     Filter { input: Box<Plan>, predicate: Expr },
     Project { input: Box<Plan>, exprs: Vec<Expr> },
     /// `on` is the join condition over left ++ right columns; `left_keys`/`right_keys`
-    /// are equality keys the planner extracted (over each side's own columns) so the
-    /// executor can hash; `on` then holds only the rest.
+    /// are equality keys the optimizer extracted (over each side's own columns) so the
+    /// executor can hash; `on` then holds only the rest. `method` is how the executor
+    /// joins (the binder leaves `NestedLoop`; the optimizer's last pass sets it).
     Join {
         left: Box<Plan>,
         right: Box<Plan>,
@@ -120,6 +158,7 @@ pub enum Node {
         on: Option<Expr>,
         left_keys: Vec<Expr>,
         right_keys: Vec<Expr>,
+        method: JoinMethod,
     },
     /// Output: the group expressions, then the aggregates.
     Aggregate {
@@ -144,7 +183,7 @@ pub enum Node {
 
 impl Plan {
     pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
-        Plan { node, schema }
+        Plan { node, schema, est: None }
     }
 
     pub fn types(&self) -> Vec<DataType> {

@@ -79,7 +79,13 @@ impl Database {
         // costs microseconds per table, less than loading stored code would.
         let bees = Arc::new(BeeCache::new());
         for table in catalog.tables.values() {
-            crate::bees::relation_bees(&bees, table, 0, Default::default())?;
+            // The stored row count: the optimizer's relation size and the maker
+            // policy's expected tuples from the first statement on.
+            let rows = catalog.stats.get(&table.id).map_or(0, |s| s.rows);
+            if rows > 0 {
+                bees.note_relation_size(table.id as u64, rows);
+            }
+            crate::bees::relation_bees(&bees, table, rows, Default::default())?;
         }
         Ok(Database {
             shared: Arc::new(Shared {

@@ -13,11 +13,17 @@
 //! | `bee_scan`      | `on`, `off`: scan bees         | `on`     |
 //! | `bee_maker`     | `auto`, `compiled`, `instantiated` | `auto` |
 //! | `bee_code_limit`| bytes of bee machine code, or with kB/MB/GB | `64MB` |
+//! | `optimizer_join_order` | `on`, `off`: inner joins ordered by estimated cost | `on` |
+//! | `optimizer_filter_pushdown` | `on`, `off`: filters pushed below joins and into scans | `on` |
+//! | `optimizer_index_access` | `on`, `off`: scans read through an index where one applies | `on` |
+//! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
 //! switches are per session; with a kind switched off its operators use the
-//! generic path (`bees/README.md` in the repository explains the bee module).
+//! generic path (`bees/README.md` in the repository explains the bee module). The
+//! optimizer switches are per session too; each turns one rule of `optimizer/` off so
+//! its effect can be measured.
 
 use std::time::Duration;
 
@@ -37,6 +43,8 @@ pub struct Settings {
     pub bees: BeeSettings,
     /// A statement running longer is cancelled (SQLSTATE 57014); `None` = no limit.
     pub statement_timeout: Option<Duration>,
+    /// Which optimizer rules statements use.
+    pub optimizer: crate::optimizer::Rules,
 }
 
 impl Default for Settings {
@@ -45,6 +53,7 @@ impl Default for Settings {
             memory_limit: 1 << 30,
             bees: BeeSettings::default(),
             statement_timeout: None,
+            optimizer: crate::optimizer::Rules::default(),
         }
     }
 }
@@ -79,6 +88,10 @@ pub const SETTING_NAMES: &[&str] = &[
     "bee_scan",
     "bee_maker",
     "bee_code_limit",
+    "optimizer_join_order",
+    "optimizer_filter_pushdown",
+    "optimizer_index_access",
+    "optimizer_build_side",
 ];
 
 fn unknown(name: &str) -> Error {
@@ -169,6 +182,10 @@ impl Settings {
                 let n = parse_bytes(value).ok_or_else(|| invalid(name, value))?;
                 t.bees.set_code_limit(n);
             }
+            "optimizer_join_order" => self.optimizer.join_order = parse_switch(name, value)?,
+            "optimizer_filter_pushdown" => self.optimizer.filter_pushdown = parse_switch(name, value)?,
+            "optimizer_index_access" => self.optimizer.index_access = parse_switch(name, value)?,
+            "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
         }
         Ok(())
@@ -183,6 +200,7 @@ impl Settings {
             "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
+            "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_build_side" => "on",
             _ => return Err(unknown(name)),
         };
         self.set(name, value, t)
@@ -212,6 +230,10 @@ impl Settings {
             "bee_scan" => show_switch(self.bees.scan),
             "bee_maker" => self.bees.maker.to_string(),
             "bee_code_limit" => format_bytes(t.bees.code_limit()),
+            "optimizer_join_order" => show_switch(self.optimizer.join_order),
+            "optimizer_filter_pushdown" => show_switch(self.optimizer.filter_pushdown),
+            "optimizer_index_access" => show_switch(self.optimizer.index_access),
+            "optimizer_build_side" => show_switch(self.optimizer.build_side),
             _ => return Err(unknown(name)),
         })
     }

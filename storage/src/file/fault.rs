@@ -33,6 +33,9 @@ pub struct FaultConfig {
     pub crash_at_op: Option<u64>,
     /// Make every sync take at least this long, like a slow disk (group-commit tests).
     pub sync_delay: Option<std::time::Duration>,
+    /// A full disk: every write and every change of a file's length fails with
+    /// `StorageFull` ("No space left on device"); reads and syncs succeed.
+    pub disk_full: bool,
 }
 
 /// What [`FaultFileSystem::restart`] did to the unsynced writes.
@@ -225,6 +228,9 @@ impl FaultFile {
         if st.config.crash_at_op == Some(n) {
             st.crashed = true;
             return Err(crashed_error());
+        }
+        if matches!(kind, OpKind::Write | OpKind::SetLen) && st.config.disk_full {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device (injected)"));
         }
         if kind == OpKind::Write && st.config.fail_write_at == Some(n) {
             return Err(io::Error::other(format!("injected failure of write #{n}")));

@@ -14,7 +14,7 @@ mod mem;
 mod os;
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use fault::{CrashOutcome, FaultConfig, FaultFileSystem};
@@ -70,5 +70,12 @@ pub struct OpenOptions {
 pub trait FileSystem: Send + Sync {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Arc<dyn StorageFile>>;
     fn exists(&self, path: &Path) -> bool;
+    /// The one name of the file `path` names, however it is named (symbolic links
+    /// followed, `.` and `..` resolved); the file need not exist yet. The store names the
+    /// WAL after it, so every way of naming a database finds the same WAL. File systems
+    /// without links return `path` itself.
+    fn canonical_path(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
+    }
     fn remove(&self, path: &Path) -> io::Result<()>;
 }

@@ -3,10 +3,13 @@
 use std::fs::{File, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{FileSystem, OpenOptions, StorageFile};
+
+/// How many symbolic links `canonical_path` follows before giving up (Linux's limit).
+const MAX_LINK_HOPS: usize = 40;
 
 /// The operating system's files. The database file is locked with an exclusive
 /// advisory lock (`flock`) held as long as the handle lives, so a second process
@@ -72,6 +75,39 @@ impl FileSystem for OsFileSystem {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    fn canonical_path(&self, path: &Path) -> io::Result<PathBuf> {
+        // Follow a chain of links by hand first: a link to a file that does not exist
+        // yet (a database about to be created through it) names its target, and
+        // `canonicalize` alone would fail on it.
+        let mut path = path.to_path_buf();
+        for _ in 0..MAX_LINK_HOPS {
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let target = std::fs::read_link(&path)?;
+                    path = match path.parent() {
+                        Some(dir) if target.is_relative() => dir.join(target),
+                        _ => target,
+                    };
+                }
+                _ => break,
+            }
+        }
+        if path.exists() {
+            return std::fs::canonicalize(&path);
+        }
+        let name = path.file_name().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} does not name a file", path.display()),
+            )
+        })?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => std::fs::canonicalize(d)?,
+            _ => std::env::current_dir()?,
+        };
+        Ok(dir.join(name))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {

@@ -10,10 +10,24 @@ use shell::args::{self, Action, Parsed};
 use shell::{Flow, MEMORY, Shell, repl};
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("bench") {
-        return beedb_lab::bench_main(std::env::args().skip(2));
+    // `std::env::args` panics on an argument that is not UTF-8: check them first.
+    let mut argv = Vec::new();
+    for (i, a) in std::env::args_os().enumerate() {
+        match a.into_string() {
+            Ok(a) => argv.push(a),
+            Err(a) => {
+                eprintln!(
+                    "beedb: argument {i} is not valid UTF-8: {}",
+                    a.to_string_lossy()
+                );
+                return ExitCode::from(2);
+            }
+        }
     }
-    let args = match args::parse(std::env::args().skip(1)) {
+    if argv.get(1).map(String::as_str) == Some("bench") {
+        return beedb_lab::bench_main(argv.into_iter().skip(2));
+    }
+    let args = match args::parse(argv.into_iter().skip(1)) {
         Ok(Parsed::Run(a)) => a,
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
@@ -31,7 +45,7 @@ fn main() -> ExitCode {
     };
 
     let path = args.database.as_deref().unwrap_or(MEMORY);
-    let mut shell = match Shell::open(path, Box::new(io::stdout()), Box::new(io::stderr())) {
+    let mut shell = match Shell::open_with(path, args.read_only, Box::new(io::stdout()), Box::new(io::stderr())) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ERROR:  could not open \"{path}\": {}", e.message);

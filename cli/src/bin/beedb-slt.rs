@@ -1,11 +1,11 @@
 //! `beedb-slt`: runs sqllogictest files against BeeDB, a fresh in-memory database per
-//! file. See `beedb/SLT.md`.
+//! file. See `cli/SLT.md`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use beedb::slt::{self, Conventions, FileReport, Options, SkipList};
+use beedb_cli::slt::{self, Conventions, FileReport, Options, SkipList};
 
 const USAGE: &str = "\
 usage: beedb-slt [OPTIONS] FILES-OR-DIRECTORIES...

@@ -1,7 +1,7 @@
 //! How result values are printed for comparison with a test file's expected text.
 
-use beedb_sql::types::Decimal;
-use beedb_sql::{DataType, Value};
+use beedb::types::Decimal;
+use beedb::{DataType, Value};
 use sqllogictest::DefaultColumnType;
 
 /// Which printing conventions a file expects.

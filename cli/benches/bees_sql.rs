@@ -12,8 +12,8 @@
 //! run on an idle machine, compare ratios measured in one run.
 //!
 //! ```text
-//! cargo bench -p beedb --bench bees_sql                 # SF 1, 5 runs
-//! BEEDB_BENCH_SF=0.1 BEEDB_BENCH_RUNS=3 cargo bench -p beedb --bench bees_sql
+//! cargo bench -p beedb-cli --bench bees_sql                 # SF 1, 5 runs
+//! BEEDB_BENCH_SF=0.1 BEEDB_BENCH_RUNS=3 cargo bench -p beedb-cli --bench bees_sql
 //! ```
 //!
 //! For instruction counts, run one query once under callgrind on a database this
@@ -126,7 +126,7 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary
     // without it, and a multi-minute load does not belong in the test suite.
     if !args.iter().any(|a| a == "--bench") {
-        println!("bees_sql: run with `cargo bench -p beedb --bench bees_sql`");
+        println!("bees_sql: run with `cargo bench -p beedb-cli --bench bees_sql`");
         return;
     }
     let scale: f64 = std::env::var("BEEDB_BENCH_SF").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);

@@ -59,8 +59,22 @@ pub struct Shell {
 
 impl Shell {
     /// Opens `path` (or an in-memory database for `:memory:`).
+    #[cfg(test)]
     pub fn open(path: &str, out: Box<dyn Write>, err: Box<dyn Write>) -> Result<Shell, Error> {
-        let db = Database::open(path)?;
+        Shell::open_with(path, false, out, err)
+    }
+
+    /// [`Shell::open`], read-only when `read_only` (nothing is written to the file,
+    /// which must exist; works while its disk is full).
+    pub fn open_with(
+        path: &str,
+        read_only: bool,
+        out: Box<dyn Write>,
+        err: Box<dyn Write>,
+    ) -> Result<Shell, Error> {
+        let mut options = beedb::DatabaseOptions::default();
+        options.storage.read_only = read_only;
+        let db = Database::open_with(path, options)?;
         Ok(Shell {
             conn: db.connect(),
             path: path.to_string(),
@@ -194,7 +208,17 @@ impl Shell {
             return (false, Flow::Continue);
         }
         let text = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => {
+                    // Never run SQL with U+FFFD where the file had other bytes.
+                    let (line, byte) = utf8_error_place(e.as_bytes(), e.utf8_error().valid_up_to());
+                    self.error(&format!(
+                        "invalid byte sequence for encoding \"UTF8\" at byte {byte} of line {line} of file \"{path}\""
+                    ));
+                    return (false, Flow::Continue);
+                }
+            },
             Err(e) => {
                 self.error(&format!("could not read file \"{path}\": {e}"));
                 return (false, Flow::Continue);
@@ -212,8 +236,10 @@ impl Shell {
         let mut splitter = Splitter::new();
         let mut ok = true;
         let mut line = Vec::new();
+        let mut line_number = 0u64;
         loop {
             line.clear();
+            line_number += 1;
             match input.read_until(b'\n', &mut line) {
                 Ok(0) => break,
                 Ok(_) => {}
@@ -224,8 +250,21 @@ impl Shell {
                     break;
                 }
             }
-            let text = String::from_utf8_lossy(&line);
-            let (line_ok, flow) = self.feed_line(&mut splitter, &text, false);
+            let text = match std::str::from_utf8(&line) {
+                Ok(text) => text,
+                Err(e) => {
+                    // The statement this line belongs to is dropped whole: running
+                    // it without the line, or with U+FFFD in it, would be wrong.
+                    self.error(&format!(
+                        "invalid byte sequence for encoding \"UTF8\" at byte {} of line {line_number} of standard input; the statement it is in is skipped",
+                        e.valid_up_to() + 1
+                    ));
+                    ok = false;
+                    splitter = Splitter::new();
+                    continue;
+                }
+            };
+            let (line_ok, flow) = self.feed_line(&mut splitter, text, false);
             ok &= line_ok;
             if flow == Flow::Quit {
                 return ok;
@@ -390,6 +429,15 @@ fn unquote(s: &str) -> &str {
     s
 }
 
+/// The 1-based line and byte within it of offset `at` in `bytes` (where invalid
+/// UTF-8 starts).
+fn utf8_error_place(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = &bytes[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (line, at - line_start + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,6 +513,30 @@ mod tests {
         let (ok, _) = sh.run_script("SELEC 1;\nSELEC 2;\n");
         assert!(!ok);
         assert_eq!(err.take().matches("ERROR:").count(), 1);
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_file_or_stdin_is_an_error_naming_the_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.sql");
+        std::fs::write(&file, b"CREATE TABLE t (s TEXT);\nINSERT INTO t VALUES ('a\xffb');\n").unwrap();
+        let (mut sh, _out, err) = shell();
+        let (ok, _) = sh.run_file(file.to_str().unwrap());
+        assert!(!ok);
+        let e = err.take();
+        assert!(e.contains("at byte 25 of line 2 of file"), "{e}");
+        // Nothing of the file ran.
+        assert!(!sh.run_script("SELECT * FROM t").0);
+
+        let (mut sh, out, err) = shell();
+        let mut input = io::Cursor::new(
+            &b"CREATE TABLE t (s TEXT);\nINSERT INTO t\nVALUES ('a\xffb');\nSELECT count(*) FROM t;\n"[..],
+        );
+        assert!(!sh.run_stream(&mut input));
+        let e = err.take();
+        assert!(e.contains("at byte 11 of line 3 of standard input"), "{e}");
+        assert_eq!(e.matches("ERROR:").count(), 1, "{e}");
+        assert!(out.take().contains('0'), "the INSERT was skipped whole");
     }
 
     #[test]

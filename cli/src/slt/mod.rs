@@ -5,7 +5,7 @@
 //! Two kinds of file (see [`Conventions`]): BeeDB's own `*.slt` files run as written;
 //! SQLite's corpus files (`*.test`) are prepared in memory first ([`corpus::prepare`])
 //! and run valuewise with `hash-threshold 8` and SQLite's value printing. Usage and
-//! the skip-list format: `beedb/SLT.md`.
+//! the skip-list format: `cli/SLT.md`.
 
 pub mod corpus;
 mod format;
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use beedb_sql::{Connection, Database, Error, ErrorKind, QueryResult};
+use beedb::{Connection, Database, Error, ErrorKind, QueryResult};
 use sqllogictest::{
     Condition, DBOutput, DefaultColumnType, QueryExpect, Record, Runner, TestError, TestErrorKind,
 };

@@ -1,13 +1,13 @@
 //! End-to-end SQL tests: BeeDB's own sqllogictest files (`sql/tests/slt/*.slt`) and
 //! the sample of SQLite's sqllogictest corpus (`/work/shared/sqllogictest`, found
 //! relative to the repository or through `BEEDB_SLT_CORPUS`), run through the
-//! `beedb::slt` runner that `beedb-slt` uses. Run with `--nocapture` to see the
+//! `beedb_cli::slt` runner that `beedb-slt` uses. Run with `--nocapture` to see the
 //! per-file tables.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use beedb::slt::{self, Backend, Conventions, FileReport, Options, SkipList};
+use beedb_cli::slt::{self, Backend, Conventions, FileReport, Options, SkipList};
 use beedb::{Column, DataType, Error, ErrorKind, QueryResult, Row, Value};
 
 /// Flip to `true` once the engine executes statements. While `false`, the corpus

@@ -20,6 +20,45 @@ fn beedb() -> Command {
 // ---------------------------------------------------------------------------------
 // -c
 
+/// `--read-only` reads a database and refuses to write it; the file is unchanged.
+#[test]
+fn read_only_opens_read_and_refuse_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ro.db");
+    let out = beedb().arg(&db).args(["-c", "CREATE TABLE t (a int); INSERT INTO t VALUES (7)"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let before = std::fs::read(&db).unwrap();
+    let out = beedb().arg("--read-only").arg(&db).args(["-m", "csv", "-c", "SELECT a FROM t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8(out.stdout).unwrap().contains('7'));
+    let out = beedb().arg("-r").arg(&db).args(["-c", "INSERT INTO t VALUES (8)"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("read-only"));
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    // A file that does not exist is not created.
+    let missing = dir.path().join("missing.db");
+    let out = beedb().arg("-r").arg(&missing).args(["-c", "SELECT 1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!missing.exists());
+}
+
+/// An argument that is not UTF-8 (`beedb $'x\xff.db'`) is a usage error, not a panic.
+#[test]
+fn a_non_utf8_argument_is_an_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec![dir.path().join(std::ffi::OsStr::from_bytes(b"x\xff.db")).into_os_string()],
+        vec!["-c".into(), std::ffi::OsStr::from_bytes(b"SELECT '\xff'").to_os_string()],
+    ] {
+        let out = beedb().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains("is not valid UTF-8"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 #[test]
 fn command_with_syntax_error_fails_with_a_caret() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,8 @@ Options:
   -c, --command SQL    Run SQL (one or more statements, or a dot command)
   -f, --file FILE      Run the statements in FILE
   -m, --mode MODE      Output mode: table (default), csv or json
+  -r, --read-only      Open FILE without writing to it (it must exist); works
+                       while its disk is full
   -h, --help           Show this message
   -V, --version        Show the version
 ";
@@ -32,6 +34,8 @@ pub struct Args {
     pub database: Option<String>,
     pub actions: Vec<Action>,
     pub mode: Mode,
+    /// `--read-only`: open the database without writing to it.
+    pub read_only: bool,
 }
 
 /// What the command line asks for.
@@ -48,6 +52,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
         database: None,
         actions: Vec::new(),
         mode: Mode::Table,
+        read_only: false,
     };
     let mut it = args.into_iter();
     let mut options_done = false;
@@ -93,6 +98,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
                 out.mode = Mode::parse(&v)
                     .ok_or_else(|| format!("unknown mode \"{v}\": use table, csv or json"))?;
             }
+            "-r" | "--read-only" if inline.is_none() => out.read_only = true,
             "-h" | "--help" if inline.is_none() => return Ok(Parsed::Help),
             "-V" | "--version" if inline.is_none() => return Ok(Parsed::Version),
             _ => return Err(format!("unknown option \"{arg}\"")),
@@ -114,6 +120,14 @@ mod tests {
             Ok(Parsed::Run(a)) => a,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn read_only() {
+        assert!(run(&["--read-only", "a.db"]).read_only);
+        assert!(run(&["a.db", "-r"]).read_only);
+        assert!(!run(&["a.db"]).read_only);
+        assert!(p(&["--read-only=yes"]).is_err());
     }
 
     #[test]

@@ -1,0 +1,304 @@
+//! `beedb._beedb`: the Rust half of the Python module. It owns the engine objects and
+//! every conversion between Python objects and SQL values; the DB-API surface
+//! (connections, cursors, transactions, the exception hierarchy) is Python, in
+//! `beedb/__init__.py`, which calls the few methods here.
+//!
+//! Where the GIL is held: parameters are converted to [`Value`]s while it is held, then
+//! the statement runs with the GIL released (`Python::detach`), so other Python threads
+//! run while the engine works; result rows are converted back, a batch at a time, when
+//! the cursor fetches them. A connection's engine session sits behind a mutex, so one
+//! connection can be shared by threads: their statements take turns.
+
+mod convert;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use beedb::{Column, Database, Value};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+create_exception!(
+    _beedb,
+    RawError,
+    PyException,
+    "An engine or conversion error: args are (class name or '', SQLSTATE, message, position). \
+     beedb/__init__.py turns it into the DB-API exception class."
+);
+
+/// Raises [`RawError`] from an engine error; the Python side picks the DB-API class
+/// from the SQLSTATE.
+pub(crate) fn engine_error(e: beedb::Error) -> PyErr {
+    RawError::new_err(("", e.sqlstate, e.message, e.position))
+}
+
+/// Raises [`RawError`] naming the DB-API class directly (for errors found at the
+/// boundary, which have no SQLSTATE of their own from the engine).
+pub(crate) fn boundary_error(class: &str, sqlstate: &str, message: String) -> PyErr {
+    RawError::new_err((class.to_string(), sqlstate.to_string(), message, None::<usize>))
+}
+
+/// One engine session. `None` after `close()`.
+#[pyclass(module = "beedb._beedb", frozen)]
+struct RawConnection {
+    session: Arc<Mutex<Option<beedb::Connection>>>,
+    /// The key of this connection's database in [`OPEN`] (`None`: in memory).
+    file: Option<PathBuf>,
+    /// Stops the running statement; taken at connect so `interrupt()` needs no lock
+    /// (the running statement holds it).
+    interrupt: beedb::InterruptHandle,
+}
+
+/// The database files this process has open, with the number of Python connections
+/// to each: BeeDB allows one open handle per file per process, so every `connect()`
+/// to a file shares its one `Database`, which closes with its last connection.
+static OPEN: Mutex<Option<HashMap<PathBuf, (Database, usize)>>> = Mutex::new(None);
+
+fn open_database(path: &str) -> beedb::Result<(Database, Option<PathBuf>)> {
+    if path == ":memory:" {
+        return Ok((Database::open(path)?, None));
+    }
+    let p = Path::new(path);
+    // The same file by any name: the canonical folder and the file name.
+    let key = match (p.parent(), p.file_name()) {
+        (Some(dir), Some(name)) => {
+            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            std::fs::canonicalize(dir).map(|d| d.join(name)).unwrap_or_else(|_| p.to_path_buf())
+        }
+        _ => p.to_path_buf(),
+    };
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    let open = open.get_or_insert_with(HashMap::new);
+    if let Some((db, n)) = open.get_mut(&key) {
+        *n += 1;
+        return Ok((db.clone(), Some(key)));
+    }
+    let db = Database::open(path)?;
+    open.insert(key.clone(), (db.clone(), 1));
+    Ok((db, Some(key)))
+}
+
+fn release_database(key: &Path) {
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(map) = open.as_mut()
+        && let Some((_, n)) = map.get_mut(key)
+    {
+        *n -= 1;
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
+}
+
+impl Drop for RawConnection {
+    fn drop(&mut self) {
+        let mut guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conn) = guard.take() {
+            drop(conn);
+            if let Some(key) = &self.file {
+                release_database(key);
+            }
+        }
+    }
+}
+
+fn lock(session: &Mutex<Option<beedb::Connection>>) -> PyResult<MutexGuard<'_, Option<beedb::Connection>>> {
+    // A panic while the lock was held is caught inside the engine (it returns an
+    // internal error), so a poisoned lock still guards a consistent session.
+    Ok(session.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn closed() -> PyErr {
+    boundary_error("ProgrammingError", "", "Cannot operate on a closed database.".into())
+}
+
+#[pymethods]
+impl RawConnection {
+    /// Opens the database at `path` (`":memory:"`: a private in-memory one).
+    #[new]
+    fn new(py: Python<'_>, path: &str) -> PyResult<RawConnection> {
+        let path = path.to_string();
+        let (db, file) = py.detach(move || open_database(&path)).map_err(engine_error)?;
+        let conn = db.connect();
+        Ok(RawConnection {
+            interrupt: conn.interrupt_handle(),
+            session: Arc::new(Mutex::new(Some(conn))),
+            file,
+        })
+    }
+
+    /// Runs one statement with positional parameters; returns its result.
+    fn execute(&self, py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<RawResult> {
+        let values = convert::params_to_values(params)?;
+        let sql = sql.to_string();
+        let session = self.session.clone();
+        let result = py.detach(move || -> PyResult<beedb::QueryResult> {
+            let mut guard = lock(&session)?;
+            let conn = guard.as_mut().ok_or_else(closed)?;
+            conn.execute(&sql, &values).map_err(engine_error)
+        })?;
+        Ok(RawResult::from(result))
+    }
+
+    /// Prepares `sql` once and runs it for each parameter sequence of `seq` (any
+    /// iterable, consumed lazily); returns the total of rows affected.
+    fn executemany(&self, py: Python<'_>, sql: &str, seq: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let session = self.session.clone();
+        let owned_sql = sql.to_string();
+        let stmt = py.detach(|| -> PyResult<beedb::Statement> {
+            let mut guard = lock(&session)?;
+            let conn = guard.as_mut().ok_or_else(closed)?;
+            conn.prepare(&owned_sql).map_err(engine_error)
+        })?;
+        let mut total = 0u64;
+        for params in seq.try_iter()? {
+            let values = convert::params_to_values(&params?)?;
+            let r = py.detach(|| -> PyResult<beedb::QueryResult> {
+                let mut guard = lock(&session)?;
+                let conn = guard.as_mut().ok_or_else(closed)?;
+                stmt.execute(conn, &values).map_err(engine_error)
+            })?;
+            if r.has_rows() {
+                return Err(boundary_error(
+                    "ProgrammingError",
+                    "",
+                    "executemany() can only execute statements that return no rows".into(),
+                ));
+            }
+            total += r.rows_affected;
+        }
+        Ok(total)
+    }
+
+    /// Asks the statement running on this connection (in any thread) to stop: it
+    /// fails with SQLSTATE 57014.
+    fn interrupt(&self) {
+        self.interrupt.interrupt();
+    }
+
+    /// Whether a transaction block is open.
+    fn in_transaction(&self) -> PyResult<bool> {
+        let guard = lock(&self.session)?;
+        Ok(guard.as_ref().ok_or_else(closed)?.in_transaction())
+    }
+
+    fn is_closed(&self) -> PyResult<bool> {
+        Ok(lock(&self.session)?.is_none())
+    }
+
+    /// Ends the session (an open transaction is rolled back, as PEP 249 asks).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let session = self.session.clone();
+        let file = self.file.clone();
+        py.detach(move || -> PyResult<()> {
+            let mut guard = lock(&session)?;
+            if let Some(mut conn) = guard.take() {
+                let rolled_back = if conn.in_transaction() {
+                    conn.execute("ROLLBACK", &[]).map(|_| ()).map_err(engine_error)
+                } else {
+                    Ok(())
+                };
+                drop(conn);
+                if let Some(key) = &file {
+                    release_database(key);
+                }
+                rolled_back?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A statement's result: its columns, tag and rows, converted to Python a batch at a
+/// time as the cursor fetches them.
+#[pyclass(module = "beedb._beedb")]
+struct RawResult {
+    columns: Vec<Column>,
+    rows: std::vec::IntoIter<beedb::Row>,
+    tag: String,
+    rows_affected: u64,
+    has_rows: bool,
+}
+
+impl From<beedb::QueryResult> for RawResult {
+    fn from(r: beedb::QueryResult) -> RawResult {
+        RawResult {
+            has_rows: r.has_rows(),
+            columns: r.columns,
+            rows: r.rows.into_iter(),
+            tag: r.tag,
+            rows_affected: r.rows_affected,
+        }
+    }
+}
+
+#[pymethods]
+impl RawResult {
+    /// `(name, type name, precision, scale)` per output column; empty for statements
+    /// that return no rows.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .columns
+            .iter()
+            .map(|c| {
+                let (precision, scale) = match c.data_type {
+                    beedb::DataType::Decimal {
+                        precision: Some(p),
+                        scale,
+                    } => (Some(p), Some(scale)),
+                    _ => (None, None),
+                };
+                (c.name.clone(), c.data_type.to_string(), precision, scale)
+            })
+            .collect::<Vec<_>>();
+        PyList::new(py, items)
+    }
+
+    #[getter]
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    #[getter]
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected
+    }
+
+    #[getter]
+    fn has_rows(&self) -> bool {
+        self.has_rows
+    }
+
+    /// Up to `n` more rows as a list of tuples (empty at the end).
+    fn fetch<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for row in self.rows.by_ref().take(n) {
+            list.append(row_to_tuple(py, row.values())?)?;
+        }
+        Ok(list)
+    }
+
+    /// The rows not fetched yet, dropped (a cursor re-executed or closed).
+    fn discard(&mut self) {
+        self.rows = Vec::new().into_iter();
+    }
+}
+
+fn row_to_tuple<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyTuple>> {
+    let items = values
+        .iter()
+        .map(|v| convert::value_to_py(py, v))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+#[pymodule]
+fn _beedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RawConnection>()?;
+    m.add_class::<RawResult>()?;
+    m.add("RawError", m.py().get_type::<RawError>())?;
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! Rule: filter pushdown (`optimizer_filter_pushdown`). A filter's conjuncts move
+//! below joins to the side they read — for outer joins only to the side whose rows
+//! they merely filter — and below projections of plain columns, into table scans.
+//! Equalities between the two sides of a join become its hash keys whether or not
+//! the rule is on (the keys are what makes a hash join possible at all).
+
+use super::{and_all, columns_of, conjuncts, deep, filter, map_children, movable, unshift};
+use crate::binder::query_util::for_each_child_mut;
+use crate::expr::{CmpOp, Expr, ExprKind};
+use crate::plan::{JoinKind, Node, Plan};
+
+/// Pushes every filter as far down as it goes (`push` on), or only turns join
+/// equalities into keys (`push` off).
+pub fn push_filters(plan: Plan, push: bool) -> Plan {
+    if push {
+        push_into(plan, Vec::new())
+    } else {
+        keys_only(plan)
+    }
+}
+
+/// Join equalities become keys; nothing moves.
+fn keys_only(plan: Plan) -> Plan {
+    let plan = map_children(plan, &mut keys_only);
+    let Plan { node, schema, est } = plan;
+    match node {
+        Node::Join { left, right, kind, on, mut left_keys, mut right_keys, method } => {
+            let nleft = left.schema.len();
+            let mut residual = Vec::new();
+            if let Some(on) = on {
+                let mut parts = Vec::new();
+                conjuncts(on, &mut parts);
+                for p in parts {
+                    match key_pair(&p, nleft) {
+                        Some((l, r)) => {
+                            left_keys.push(l);
+                            right_keys.push(r);
+                        }
+                        None => residual.push(p),
+                    }
+                }
+            }
+            Plan {
+                node: Node::Join { left, right, kind, on: and_all(residual), left_keys, right_keys, method },
+                schema,
+                est,
+            }
+        }
+        node => Plan { node, schema, est },
+    }
+}
+
+/// `p` as a (left key, right key) pair when it is a movable equality between an
+/// expression of the left input and one of the right input.
+fn key_pair(p: &Expr, nleft: usize) -> Option<(Expr, Expr)> {
+    if !movable(p) {
+        return None;
+    }
+    let ExprKind::Compare { op: CmpOp::Eq, left: a, right: b } = &p.kind else {
+        return None;
+    };
+    let ca = columns_of(a);
+    let cb = columns_of(b);
+    let a_left = !ca.is_empty() && ca.iter().all(|&c| c < nleft);
+    let a_right = !ca.is_empty() && ca.iter().all(|&c| c >= nleft);
+    let b_left = !cb.is_empty() && cb.iter().all(|&c| c < nleft);
+    let b_right = !cb.is_empty() && cb.iter().all(|&c| c >= nleft);
+    if a_left && b_right {
+        return Some(((**a).clone(), unshift(b, nleft)));
+    }
+    if a_right && b_left {
+        return Some(((**b).clone(), unshift(a, nleft)));
+    }
+    None
+}
+
+/// Pushes `preds` (over `plan`'s output) as far down as they go.
+fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
+    let Plan { node, schema, est: _ } = plan;
+    match node {
+        Node::Filter { input, predicate } => {
+            let mut all = preds;
+            conjuncts(predicate, &mut all);
+            deep(|| push_into(*input, all))
+        }
+        Node::TableScan {
+            table,
+            columns,
+            filter: f,
+            access,
+            with_tid,
+            bees,
+        } => {
+            let mut all = Vec::new();
+            if let Some(f) = f {
+                conjuncts(f, &mut all);
+            }
+            all.extend(preds);
+            // Conjuncts a scan bee can evaluate first, with bees on or off, so both
+            // paths evaluate the same conjuncts on the same rows.
+            crate::bees::translate::order_conjuncts(&mut all, &table, &columns);
+            Plan::new(
+                Node::TableScan {
+                    table,
+                    columns,
+                    filter: and_all(all),
+                    access,
+                    with_tid,
+                    bees,
+                },
+                schema,
+            )
+        }
+        Node::Join {
+            left,
+            right,
+            kind,
+            on,
+            mut left_keys,
+            mut right_keys,
+            method,
+        } => {
+            let nleft = left.schema.len();
+            let mut to_left = Vec::new();
+            let mut to_right = Vec::new();
+            let mut keep = Vec::new();
+            let mut on_parts = Vec::new();
+            if let Some(on) = on {
+                conjuncts(on, &mut on_parts);
+            }
+            // WHERE conjuncts: below an inner join they may go anywhere; below an
+            // outer join only to the preserved side.
+            for p in preds {
+                let cols = columns_of(&p);
+                let left_only = cols.iter().all(|&c| c < nleft);
+                let right_only = cols.iter().all(|&c| c >= nleft);
+                let mov = movable(&p) && !cols.is_empty();
+                match kind {
+                    JoinKind::Inner if mov && left_only => to_left.push(p),
+                    JoinKind::Inner if mov && right_only => to_right.push(unshift(&p, nleft)),
+                    JoinKind::Inner if mov => on_parts.push(p),
+                    JoinKind::Left | JoinKind::Semi | JoinKind::Anti if mov && left_only => to_left.push(p),
+                    JoinKind::Right if mov && right_only => to_right.push(unshift(&p, nleft)),
+                    _ => keep.push(p),
+                }
+            }
+            // ON conjuncts: equalities across the sides become keys; one-sided ones
+            // go to the side whose rows they only filter (never the preserved side).
+            let mut residual = Vec::new();
+            for p in on_parts {
+                let cols = columns_of(&p);
+                let left_only = !cols.is_empty() && cols.iter().all(|&c| c < nleft);
+                let right_only = !cols.is_empty() && cols.iter().all(|&c| c >= nleft);
+                if let Some((l, r)) = key_pair(&p, nleft) {
+                    left_keys.push(l);
+                    right_keys.push(r);
+                    continue;
+                }
+                if movable(&p) {
+                    match kind {
+                        JoinKind::Inner | JoinKind::Semi | JoinKind::Anti if right_only => {
+                            to_right.push(unshift(&p, nleft));
+                            continue;
+                        }
+                        JoinKind::Left if right_only => {
+                            to_right.push(unshift(&p, nleft));
+                            continue;
+                        }
+                        JoinKind::Inner if left_only => {
+                            to_left.push(p);
+                            continue;
+                        }
+                        JoinKind::Right if left_only => {
+                            to_left.push(p);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+                residual.push(p);
+            }
+            let left = deep(|| push_into(*left, to_left));
+            let right = deep(|| push_into(*right, to_right));
+            let join = Plan::new(
+                Node::Join {
+                    left: Box::new(left),
+                    right: Box::new(right),
+                    kind,
+                    on: and_all(residual),
+                    left_keys,
+                    right_keys,
+                    method,
+                },
+                schema,
+            );
+            filter(join, keep)
+        }
+        Node::Project { input, exprs } => {
+            // A conjunct over plain column outputs can go below the projection.
+            let mut below = Vec::new();
+            let mut keep = Vec::new();
+            for p in preds {
+                match substitute(&p, &exprs) {
+                    Some(q) if movable(&p) => below.push(q),
+                    _ => keep.push(p),
+                }
+            }
+            let input = deep(|| push_into(*input, below));
+            filter(
+                Plan::new(
+                    Node::Project {
+                        input: Box::new(input),
+                        exprs,
+                    },
+                    schema,
+                ),
+                keep,
+            )
+        }
+        other => {
+            let plan = Plan::new(other, schema);
+            let plan = map_children(plan, &mut |p| push_into(p, Vec::new()));
+            filter(plan, preds)
+        }
+    }
+}
+
+/// `p` rewritten over a projection's input, when every column it reads is a plain
+/// column or constant of the projection.
+fn substitute(p: &Expr, exprs: &[Expr]) -> Option<Expr> {
+    let mut ok = true;
+    let mut q = p.clone();
+    fn go(e: &mut Expr, exprs: &[Expr], ok: &mut bool) {
+        if let ExprKind::Column(i) = e.kind {
+            match exprs.get(i) {
+                Some(x) if matches!(x.kind, ExprKind::Column(_) | ExprKind::Literal(_)) => *e = x.clone(),
+                _ => *ok = false,
+            }
+            return;
+        }
+        for_each_child_mut(e, &mut |c| deep(|| go(c, exprs, ok)));
+    }
+    go(&mut q, exprs, &mut ok);
+    ok.then_some(q)
+}
+
+
