@@ -20,6 +20,12 @@ use std::collections::HashMap;
 /// work grows as 3^n).
 pub const DP_LIMIT: usize = 12;
 
+/// A set of the flattened relations, one bit each.
+type RelSet = u128;
+
+/// Relations above which the FROM order is kept: a [`RelSet`] holds no more.
+pub const REORDER_LIMIT: usize = RelSet::BITS as usize - 1;
+
 /// Flattens a tree of inner joins and the filters between them into its relations
 /// and its conditions (over the combined columns, left to right).
 fn flatten_inner(plan: Plan, offset: usize, rels: &mut Vec<Plan>, conds: &mut Vec<Expr>, stats: &dyn Stats) {
@@ -68,7 +74,7 @@ fn flatten_inner(plan: Plan, offset: usize, rels: &mut Vec<Plan>, conds: &mut Ve
 /// One condition of the flattened join: the relations it reads and its selectivity.
 struct Cond {
     expr: Expr,
-    rels: u64,
+    rels: RelSet,
     sel: f64,
     /// An equality between columns of two relations: a possible hash key.
     equi: bool,
@@ -80,8 +86,8 @@ struct Best {
     cost: f64,
     rows: f64,
     /// The left and right subsets (0 for a single relation).
-    left: u64,
-    right: u64,
+    left: RelSet,
+    right: RelSet,
 }
 
 /// Reorders every tree of two or more inner joins in `plan` (see the module comment).
@@ -95,7 +101,7 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     let mut rels = Vec::new();
     let mut exprs = Vec::new();
     flatten_inner(plan, 0, &mut rels, &mut exprs, stats);
-    if rels.len() > 63 {
+    if rels.len() > REORDER_LIMIT {
         // Beyond a bitmask's reach: keep the FROM order.
         let tree = left_deep(rels);
         return with_rows(filter(tree, exprs), stats);
@@ -117,7 +123,7 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     let mut constant = Vec::new();
     for e in exprs {
         let cols = columns_of(&e);
-        let mut mask = 0u64;
+        let mut mask: RelSet = 0;
         for &c in &cols {
             mask |= 1 << rel_of(c);
         }
@@ -145,7 +151,7 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     } else {
         greedy(n, &rows1, &conds)
     };
-    let full = (1u64 << n) - 1;
+    let full = ((1 as RelSet) << n) - 1;
 
     // The relations in the new tree's order, and old column → new column.
     let mut leaves = Vec::with_capacity(n);
@@ -194,7 +200,7 @@ fn with_rows(mut plan: Plan, stats: &dyn Stats) -> Plan {
 }
 
 /// The relations of `set` in the order the tree lists them.
-fn leaf_order(set: u64, order: &HashMap<u64, Best>, out: &mut Vec<usize>) {
+fn leaf_order(set: RelSet, order: &HashMap<RelSet, Best>, out: &mut Vec<usize>) {
     if set.count_ones() == 1 {
         out.push(set.trailing_zeros() as usize);
         return;
@@ -206,10 +212,10 @@ fn leaf_order(set: u64, order: &HashMap<u64, Best>, out: &mut Vec<usize>) {
 
 /// Builds the join tree of the chosen splits.
 struct Builder<'a> {
-    order: &'a HashMap<u64, Best>,
+    order: &'a HashMap<RelSet, Best>,
     slots: Vec<Option<Plan>>,
     /// Cross-relation conditions (original layout), taken when placed.
-    conds: Vec<(u64, Option<Expr>)>,
+    conds: Vec<(RelSet, Option<Expr>)>,
     /// Each relation's own conditions (original layout).
     local: Vec<Vec<Expr>>,
     starts: &'a [usize],
@@ -218,13 +224,13 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     /// The first new column of `set`'s subtree (its columns are contiguous).
-    fn offset(&self, set: u64) -> usize {
+    fn offset(&self, set: RelSet) -> usize {
         let mut first = Vec::new();
         leaf_order(set, self.order, &mut first);
         self.map[self.starts[first[0]]]
     }
 
-    fn build(&mut self, set: u64) -> Plan {
+    fn build(&mut self, set: RelSet) -> Plan {
         if set.count_ones() == 1 {
             let r = set.trailing_zeros() as usize;
             let plan = self.slots[r].take().expect("each relation once");
@@ -311,11 +317,11 @@ fn join_selectivity(
 }
 
 /// The estimated rows of joining the relations of `set`.
-fn set_rows(set: u64, rows1: &[f64], conds: &[Cond]) -> f64 {
+fn set_rows(set: RelSet, rows1: &[f64], conds: &[Cond]) -> f64 {
     let mut r: f64 = (0..rows1.len()).filter(|&i| set & (1 << i) != 0).map(|i| rows1[i]).product();
     // Several conditions between the same relations: the most selective counts
     // (composite keys are correlated).
-    let mut seen: Vec<(u64, f64)> = Vec::new();
+    let mut seen: Vec<(RelSet, f64)> = Vec::new();
     for c in conds.iter().filter(|c| c.rels & !set == 0) {
         match seen.iter_mut().find(|(m, _)| *m == c.rels) {
             Some((_, s)) => *s = s.min(c.sel),
@@ -329,7 +335,7 @@ fn set_rows(set: u64, rows1: &[f64], conds: &[Cond]) -> f64 {
 }
 
 /// Whether an equality joins `a` and `b` (so their join can hash).
-fn connected(a: u64, b: u64, conds: &[Cond]) -> bool {
+fn connected(a: RelSet, b: RelSet, conds: &[Cond]) -> bool {
     conds.iter().any(|c| c.equi && c.rels & !(a | b) == 0 && c.rels & a != 0 && c.rels & b != 0)
 }
 
@@ -342,13 +348,13 @@ fn join_cost(a: &Best, b: &Best, out: f64, keyed: bool) -> f64 {
 }
 
 /// The best split of every subset, by dynamic programming over subsets.
-fn dynamic(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<u64, Best> {
-    let size = 1usize << n;
+fn dynamic(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<RelSet, Best> {
+    let size = 1usize << n; // n <= DP_LIMIT
     let mut best: Vec<Option<Best>> = vec![None; size];
     for (i, &r) in rows1.iter().enumerate() {
         best[1 << i] = Some(Best { cost: 0.0, rows: r, left: 0, right: 0 });
     }
-    let mut sets: Vec<u64> = (1..size as u64).filter(|s| s.count_ones() >= 2).collect();
+    let mut sets: Vec<RelSet> = (1..size as RelSet).filter(|s| s.count_ones() >= 2).collect();
     sets.sort_by_key(|s| s.count_ones());
     for set in sets {
         let rows = set_rows(set, rows1, conds);
@@ -380,7 +386,7 @@ fn dynamic(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<u64, Best> {
     }
     // The splits the best tree uses.
     let mut out = HashMap::new();
-    let mut todo = vec![(1u64 << n) - 1];
+    let mut todo = vec![((1 as RelSet) << n) - 1];
     while let Some(set) = todo.pop() {
         let b = best[set as usize].expect("every subset has a plan");
         out.insert(set, b);
@@ -393,21 +399,37 @@ fn dynamic(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<u64, Best> {
 }
 
 /// Greedy joining for many relations: repeatedly the pair of components (connected
-/// ones first) whose join is cheapest.
-fn greedy(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<u64, Best> {
-    let mut memo: HashMap<u64, Best> = HashMap::new();
-    let mut comps: Vec<u64> = (0..n).map(|i| 1u64 << i).collect();
+/// ones first) whose join is cheapest. Each pair is costed once and again only when
+/// one of its components changes, so the search costs O(n²) pair estimates.
+fn greedy(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<RelSet, Best> {
+    let mut memo: HashMap<RelSet, Best> = HashMap::new();
+    let mut comps: Vec<Option<RelSet>> = (0..n).map(|i| Some((1 as RelSet) << i)).collect();
     for (i, &r) in rows1.iter().enumerate() {
         memo.insert(1 << i, Best { cost: 0.0, rows: r, left: 0, right: 0 });
     }
-    while comps.len() > 1 {
+    // (connected by an equality, cost) of joining components i < j.
+    let price = |memo: &HashMap<RelSet, Best>, a: RelSet, b: RelSet| {
+        let keyed = connected(a, b, conds);
+        let rows = set_rows(a | b, rows1, conds);
+        (keyed, join_cost(&memo[&a], &memo[&b], rows, keyed))
+    };
+    let mut pairs: Vec<Vec<(bool, f64)>> = vec![vec![(false, 0.0); n]; n];
+    for i in 0..n {
+        for j in i + 1..n {
+            pairs[i][j] = price(&memo, 1 << i, 1 << j);
+        }
+    }
+    for _ in 1..n {
         let mut pick: Option<(bool, f64, usize, usize)> = None;
-        for i in 0..comps.len() {
-            for j in i + 1..comps.len() {
-                let (a, b) = (memo[&comps[i]], memo[&comps[j]]);
-                let keyed = connected(comps[i], comps[j], conds);
-                let rows = set_rows(comps[i] | comps[j], rows1, conds);
-                let c = join_cost(&a, &b, rows, keyed);
+        for i in 0..n {
+            if comps[i].is_none() {
+                continue;
+            }
+            for j in i + 1..n {
+                if comps[j].is_none() {
+                    continue;
+                }
+                let (keyed, c) = pairs[i][j];
                 let better = match pick {
                     None => true,
                     Some((k, pc, _, _)) => (keyed && !k) || (keyed == k && c < pc),
@@ -418,13 +440,17 @@ fn greedy(n: usize, rows1: &[f64], conds: &[Cond]) -> HashMap<u64, Best> {
             }
         }
         let (_, c, i, j) = pick.expect("two components");
-        let (a, b) = (comps[i], comps[j]);
+        let (a, b) = (comps[i].expect("live"), comps[j].expect("live"));
         let set = a | b;
         let rows = set_rows(set, rows1, conds);
         let (l, r) = if memo[&a].rows >= memo[&b].rows { (a, b) } else { (b, a) };
         memo.insert(set, Best { cost: c, rows, left: l, right: r });
-        comps.remove(j);
-        comps[i] = set;
+        comps[j] = None;
+        comps[i] = Some(set);
+        for k in (0..n).filter(|&k| k != i && comps[k].is_some()) {
+            let (lo, hi) = if k < i { (k, i) } else { (i, k) };
+            pairs[lo][hi] = price(&memo, comps[lo].expect("live"), comps[hi].expect("live"));
+        }
     }
     memo
 }
