@@ -275,6 +275,18 @@ fn parse_error(sql: &str, e: ParserError) -> Error {
             let (message, position) = split_location(sql, &m);
             // At end of input, point just past the text, as psql does.
             let position = position.or_else(|| message.contains("end of input").then_some(sql.trim_end().len()));
+            // A window frame's EXCLUDE clause (PostgreSQL 11+) is valid SQL that
+            // sqlparser 0.63 does not read: say so rather than call it a syntax error.
+            let after_frame_bound = position.and_then(|p| sql.get(..p)).is_some_and(|before| {
+                let b = before.trim_end().to_ascii_lowercase();
+                b.ends_with(" row") || b.ends_with(" preceding") || b.ends_with(" following")
+            });
+            if after_frame_bound && message.to_ascii_lowercase().starts_with("syntax error at or near \"exclude\"") {
+                return Error::not_supported(
+                    "window frame EXCLUDE is not supported (BeeDB's SQL parser, sqlparser 0.63, does not read it)",
+                )
+                .at(position);
+            }
             Error::syntax(message).at(position)
         }
     }
@@ -371,6 +383,18 @@ mod tests {
         assert_eq!(e.message, "unterminated quoted string");
         let e = parse("SELECT (1").unwrap_err();
         assert!(e.message.contains("end of input"), "{e:?}");
+    }
+
+    #[test]
+    fn window_frame_exclude_is_reported_as_unsupported() {
+        let sql = "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) FROM t";
+        let e = parse(sql).unwrap_err();
+        assert_eq!(e.sqlstate, "0A000", "{e:?}");
+        assert!(e.message.contains("EXCLUDE is not supported"), "{e:?}");
+        assert_eq!(e.position, sql.find("EXCLUDE"), "{e:?}");
+        // Elsewhere the word is an ordinary syntax error.
+        let e = parse("SELECT 1 exclude 2").unwrap_err();
+        assert_eq!(e.sqlstate, "42601", "{e:?}");
     }
 
     #[test]

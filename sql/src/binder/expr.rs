@@ -83,6 +83,11 @@ fn column_refs(e: &ast::Expr, out: &mut Vec<(Option<String>, String)>) {
     });
 }
 
+/// The column references in `e` outside subqueries, as (qualifier, name).
+pub(super) fn column_refs_of(e: &ast::Expr, out: &mut Vec<(Option<String>, String)>) {
+    column_refs(e, out)
+}
+
 /// Calls `f` on `e` and its sub-expressions, not descending into subqueries.
 fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     f(e);
@@ -177,6 +182,12 @@ fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
                         visit(x, f);
                     }
                 }
+            }
+            // An aggregate in an inline window's PARTITION BY or ORDER BY makes the
+            // query aggregate (`rank() over (order by sum(x))`).
+            if let Some(ast::WindowType::WindowSpec(w)) = &func.over {
+                w.partition_by.iter().for_each(|x| visit(x, f));
+                w.order_by.iter().for_each(|o| visit(&o.expr, f));
             }
         }
         E::AnyOp { left, .. } | E::AllOp { left, .. } => visit(left, f),
@@ -341,7 +352,7 @@ impl Binder<'_> {
             return Ok(None);
         }
         if let ast::Expr::Function(f) = e
-            && aggregate_func(&func_name(f)).is_some() {
+            && (aggregate_func(&func_name(f)).is_some() || f.over.is_some()) {
                 return Ok(None);
             }
         let state = self.agg.take().expect("in aggregate level");
@@ -1224,7 +1235,7 @@ impl Binder<'_> {
         ))
     }
 
-    fn function_args<'f>(&self, f: &'f ast::Function) -> Result<(Vec<&'f ast::Expr>, bool, bool)> {
+    pub(super) fn function_args<'f>(&self, f: &'f ast::Function) -> Result<(Vec<&'f ast::Expr>, bool, bool)> {
         match &f.args {
             ast::FunctionArguments::None => Ok((vec![], false, false)),
             ast::FunctionArguments::Subquery(_) => {
@@ -1252,7 +1263,10 @@ impl Binder<'_> {
     fn bind_function(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         let name = func_name(f);
         if f.over.is_some() {
-            return Err(Error::not_supported("window functions"));
+            return self.bind_window_call(f, &name, e, clause);
+        }
+        if super::window::window_func(&name).is_some() {
+            return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos(e)));
         }
         if f.filter.is_some() || !f.within_group.is_empty() {
             return Err(Error::not_supported("FILTER / WITHIN GROUP"));

@@ -15,6 +15,7 @@ pub mod query_util {
 pub mod scope;
 pub mod system;
 pub mod types;
+mod window;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -85,6 +86,8 @@ pub struct Binder<'a> {
     /// Set when an aggregate in a subquery turned out to belong to the non-aggregating
     /// SELECT at this level: that SELECT binds its output again as an aggregation.
     outer_agg_request: Option<usize>,
+    /// The window calls of the SELECT whose output is binding.
+    window: Option<window::WindowState>,
 }
 
 impl<'a> Binder<'a> {
@@ -108,6 +111,7 @@ impl<'a> Binder<'a> {
             agg: None,
             outer_aggs: Vec::new(),
             outer_agg_request: None,
+            window: None,
         }
     }
 

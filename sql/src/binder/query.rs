@@ -312,18 +312,21 @@ impl Binder<'_> {
     }
 
     fn bind_select(&mut self, s: &ast::Select, order: &[&ast::OrderByExpr]) -> Result<Plan> {
-        if s.into.is_some() || s.top.is_some() || s.qualify.is_some() || !s.named_window.is_empty() {
+        if s.into.is_some() || s.top.is_some() || s.qualify.is_some() {
             return Err(Error::not_supported("this SELECT clause").at(self.pos(s)));
         }
         // FROM
         // A SELECT nested in an aggregated query has its own aggregation state.
         let outer_agg = self.agg.take();
         self.outer_aggs.push(outer_agg);
+        // Window functions belong to the SELECT they appear in, never an outer one.
+        let outer_window = self.take_windows();
         let from = self.bind_from(&s.from);
         let (mut plan, scope) = match from {
             Ok(x) => x,
             Err(e) => {
                 self.agg = self.outer_aggs.pop().expect("pushed");
+                self.window = outer_window;
                 return Err(e);
             }
         };
@@ -331,6 +334,7 @@ impl Binder<'_> {
         let r = self.bind_select_rest(s, order, &mut plan, scope);
         self.set_scope(saved);
         self.agg = self.outer_aggs.pop().expect("pushed");
+        self.window = outer_window;
         r?;
         Ok(plan)
     }
@@ -413,6 +417,7 @@ impl Binder<'_> {
             || order.iter().any(|o| self.has_own_aggregate(&o.expr));
         if !aggregating {
             let snapshot = self.snapshot();
+            self.begin_windows(s)?;
             match self.bind_output(items_to_vec(&items), s, order, false) {
                 Ok((exprs, names, _, keys, hidden)) => {
                     return self.finish_select(plan, exprs, names, keys, hidden, s);
@@ -479,6 +484,7 @@ impl Binder<'_> {
                 from_scope: scope.clone(),
             });
             self.set_scope(post);
+            self.begin_windows(s)?;
             let r = self.bind_output(items_to_vec(&items), s, order, true);
             let state = self.agg.take().expect("aggregate state");
             let (exprs, names, having, keys, hidden) = r?;
@@ -659,7 +665,11 @@ impl Binder<'_> {
         hidden: usize,
         s: &ast::Select,
     ) -> Result<()> {
+        let mut exprs = exprs;
         let visible = exprs.len() - hidden;
+        if let Some(w) = self.take_windows() {
+            take_plan(plan, |p| Self::finish_windows(p, w, &mut exprs));
+        }
         take_plan(plan, |p| project(p, exprs, names));
         match &s.distinct {
             None | Some(ast::Distinct::All) => {}
@@ -1175,7 +1185,7 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
 
 /// A sort key from ORDER BY's options. `USING <` / `USING >` are ascending and
 /// descending (as PostgreSQL's btree ordering operators); other operators are errors.
-fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> Result<SortKey> {
+pub(super) fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> Result<SortKey> {
     let desc = match &o.sort {
         None | Some(ast::OrderBySort::Asc) => false,
         Some(ast::OrderBySort::Desc) => true,

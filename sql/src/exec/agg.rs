@@ -15,7 +15,7 @@ use crate::plan::{AggCall, AggFunc, Plan};
 use crate::types::{DataType, Decimal, Interval, Value};
 use crate::vector::{BATCH_SIZE, Data, Vector};
 
-enum Acc {
+pub(super) enum Acc {
     Count(Vec<i64>),
     /// smallint/integer → bigint.
     SumInt(Vec<Option<i64>>),
@@ -39,7 +39,7 @@ fn bigint_overflow() -> Error {
 }
 
 impl Acc {
-    fn new(call: &AggCall) -> Result<Acc> {
+    pub(super) fn new(call: &AggCall) -> Result<Acc> {
         let arg_ty = call.arg.as_ref().map(|a| a.ty);
         Ok(match (call.func, arg_ty) {
             (AggFunc::CountStar | AggFunc::Count, _) => Acc::Count(Vec::new()),
@@ -71,7 +71,7 @@ impl Acc {
         })
     }
 
-    fn push_group(&mut self) {
+    pub(super) fn push_group(&mut self) {
         match self {
             Acc::Count(v) => v.push(0),
             Acc::SumInt(v) => v.push(None),
@@ -88,7 +88,7 @@ impl Acc {
     }
 
     /// Adds rows `rows` (indices into `gids` and `arg`) to their groups.
-    fn update(&mut self, gids: &[u32], arg: Option<&Vector>, rows: &[u32]) -> Result<()> {
+    pub(super) fn update(&mut self, gids: &[u32], arg: Option<&Vector>, rows: &[u32]) -> Result<()> {
         let Some(arg) = arg else {
             // count(*)
             if let Acc::Count(c) = self {
@@ -240,7 +240,7 @@ impl Acc {
     }
 
     /// The result of group `g` as a value of type `ty`.
-    fn result(&self, g: usize, ty: &DataType) -> Result<Value> {
+    pub(super) fn result(&self, g: usize, ty: &DataType) -> Result<Value> {
         let float = |x: f64| match ty {
             DataType::Real => Value::Real(x as f32),
             _ => Value::Double(x),
@@ -407,7 +407,7 @@ pub(super) fn aggregate(
 }
 
 /// A result value in the physical form of `ty` (e.g. a bigint count as numeric).
-fn cast_to(v: Value, ty: &DataType) -> Result<Value> {
+pub(super) fn cast_to(v: Value, ty: &DataType) -> Result<Value> {
     if v.is_null() {
         return Ok(v);
     }

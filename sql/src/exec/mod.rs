@@ -26,6 +26,7 @@ mod sort;
 #[cfg(test)]
 mod tests;
 pub mod tuple_codec;
+mod window;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -481,6 +482,7 @@ impl<'a> Exec<'a> {
                 offset,
             } => self.limit(input, id, *limit, *offset, out),
             Node::Distinct { input } => setop::distinct(self, plan, id, input, out),
+            Node::Window { input, specs, calls } => window::window(self, plan, id, input, specs, calls, out),
             Node::SetOp {
                 op,
                 all,

@@ -172,7 +172,7 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         }
         Node::Values { rows } => rows.len() as f64,
         Node::Filter { input: i, predicate } => input * selectivity(predicate, i, stats),
-        Node::Project { .. } | Node::Sort { .. } => input,
+        Node::Project { .. } | Node::Sort { .. } | Node::Window { .. } => input,
         Node::Join { left, right, kind, on, left_keys, right_keys, .. } => {
             let (l, r) = (inputs[0], inputs[1]);
             let keys = keys_selectivity(left, l, left_keys, right, r, right_keys, stats);

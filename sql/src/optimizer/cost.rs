@@ -72,6 +72,11 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], table_rows: f64) -> f64
         }
         Node::Aggregate { .. } | Node::Distinct { .. } => input * AGG_ROW,
         Node::Sort { .. } => input * input.max(2.0).log2() * SORT_COMPARE,
+        // A sort per window, then each function once per row.
+        Node::Window { specs, calls, .. } => {
+            specs.len() as f64 * input * input.max(2.0).log2() * SORT_COMPARE
+                + calls.len() as f64 * input * EVAL_ROW
+        }
         Node::Limit { .. } => 0.0,
         Node::SetOp { .. } => inputs.iter().sum::<f64>() * AGG_ROW,
     }

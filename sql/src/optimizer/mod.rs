@@ -219,6 +219,7 @@ pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan 
         Node::Sort { input, keys } => Node::Sort { input: b(input), keys },
         Node::Limit { input, limit, offset } => Node::Limit { input: b(input), limit, offset },
         Node::Distinct { input } => Node::Distinct { input: b(input) },
+        Node::Window { input, specs, calls } => Node::Window { input: b(input), specs, calls },
         Node::SetOp { op, all, left, right } => Node::SetOp { op, all, left: b(left), right: b(right) },
         Node::Join { left, right, kind, on, left_keys, right_keys, method } => Node::Join {
             left: b(left),

@@ -1,7 +1,7 @@
 //! EXPLAIN: a plan as an indented, PostgreSQL-like tree of lines, with the
 //! executor's counters under EXPLAIN ANALYZE.
 
-use super::{Access, AggFunc, JoinKind, Node, Plan, SetOpKind};
+use super::{Access, AggFunc, FrameBound, FrameUnits, JoinKind, Node, Plan, SetOpKind, WindowFunc};
 use crate::exec::Profile;
 use crate::expr::{Expr, ExprKind};
 
@@ -288,6 +288,48 @@ fn describe(plan: &Plan) -> String {
             s
         }
         Node::Distinct { .. } => "HashDistinct".to_string(),
+        Node::Window { specs, calls, .. } => {
+            let mut parts = Vec::new();
+            for (i, w) in specs.iter().enumerate() {
+                let mut s = String::new();
+                if !w.partition.is_empty() {
+                    s.push_str(&format!("partition: {}  ", list(&w.partition, &names)));
+                }
+                if !w.order.is_empty() {
+                    let k: Vec<String> = w
+                        .order
+                        .iter()
+                        .map(|k| format!("{}{}", e(&k.expr), if k.desc { " DESC" } else { "" }))
+                        .collect();
+                    s.push_str(&format!("order: {}  ", k.join(", ")));
+                }
+                let bound = |b: &FrameBound| match b {
+                    FrameBound::UnboundedPreceding => "UNBOUNDED PRECEDING".to_string(),
+                    FrameBound::Preceding { offset, .. } => format!("{} PRECEDING", e(offset)),
+                    FrameBound::CurrentRow => "CURRENT ROW".to_string(),
+                    FrameBound::Following { offset, .. } => format!("{} FOLLOWING", e(offset)),
+                    FrameBound::UnboundedFollowing => "UNBOUNDED FOLLOWING".to_string(),
+                };
+                let units = match w.frame.units {
+                    FrameUnits::Rows => "ROWS",
+                    FrameUnits::Range => "RANGE",
+                    FrameUnits::Groups => "GROUPS",
+                };
+                let c: Vec<String> = calls
+                    .iter()
+                    .filter(|c| c.spec == i)
+                    .map(|c| format!("{}({})", window_func_name(c.func), list(&c.args, &names)))
+                    .collect();
+                s.push_str(&format!(
+                    "frame: {units} BETWEEN {} AND {}  calls: {}",
+                    bound(&w.frame.start),
+                    bound(&w.frame.end),
+                    c.join(", ")
+                ));
+                parts.push(s);
+            }
+            format!("WindowAgg  {}", parts.join("; "))
+        }
         Node::SetOp { op, all, .. } => {
             let o = match op {
                 SetOpKind::Union => "Union",
@@ -296,6 +338,28 @@ fn describe(plan: &Plan) -> String {
             };
             format!("{o}{}", if *all { " All" } else { "" })
         }
+    }
+}
+
+/// The SQL name of a window function.
+pub fn window_func_name(f: WindowFunc) -> &'static str {
+    match f {
+        WindowFunc::RowNumber => "row_number",
+        WindowFunc::Rank => "rank",
+        WindowFunc::DenseRank => "dense_rank",
+        WindowFunc::PercentRank => "percent_rank",
+        WindowFunc::CumeDist => "cume_dist",
+        WindowFunc::Ntile => "ntile",
+        WindowFunc::Lag => "lag",
+        WindowFunc::Lead => "lead",
+        WindowFunc::FirstValue => "first_value",
+        WindowFunc::LastValue => "last_value",
+        WindowFunc::NthValue => "nth_value",
+        WindowFunc::Agg(AggFunc::CountStar | AggFunc::Count) => "count",
+        WindowFunc::Agg(AggFunc::Sum) => "sum",
+        WindowFunc::Agg(AggFunc::Avg) => "avg",
+        WindowFunc::Agg(AggFunc::Min) => "min",
+        WindowFunc::Agg(AggFunc::Max) => "max",
     }
 }
 

@@ -61,6 +61,74 @@ pub struct AggCall {
     pub ty: DataType,
 }
 
+/// Window functions (`f(…) OVER (…)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    /// `ntile(n)`
+    Ntile,
+    /// `lag(x [, offset [, default]])`
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    /// `nth_value(x, n)`
+    NthValue,
+    /// An aggregate over the window frame.
+    Agg(AggFunc),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// One end of a window frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    /// `offset PRECEDING`: `offset` is a constant (rows or groups: bigint). In RANGE
+    /// mode `range_key` is the farthest ORDER BY value the frame reaches (the key
+    /// minus the offset when ascending, plus it when descending), over the input.
+    Preceding { offset: Expr, range_key: Option<Expr> },
+    CurrentRow,
+    Following { offset: Expr, range_key: Option<Expr> },
+    UnboundedFollowing,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+/// `OVER (PARTITION BY … ORDER BY … frame)`, over the window node's input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowSpec {
+    pub partition: Vec<Expr>,
+    pub order: Vec<SortKey>,
+    pub frame: WindowFrame,
+}
+
+/// One window function computed by a [`Node::Window`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    pub func: WindowFunc,
+    /// Arguments over the window node's input.
+    pub args: Vec<Expr>,
+    /// Index into the node's `specs`.
+    pub spec: usize,
+    /// The result type.
+    pub ty: DataType,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: Expr,
@@ -173,6 +241,13 @@ pub enum Node {
         offset: u64,
     },
     Distinct { input: Box<Plan> },
+    /// Output: the input columns, then one column per call. Rows come out ordered
+    /// by the last spec's partition and order keys.
+    Window {
+        input: Box<Plan>,
+        specs: Vec<WindowSpec>,
+        calls: Vec<WindowCall>,
+    },
     SetOp {
         op: SetOpKind,
         all: bool,
@@ -203,6 +278,7 @@ impl Plan {
             | Node::Aggregate { input, .. }
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
+            | Node::Window { input, .. }
             | Node::Distinct { input } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
@@ -237,6 +313,21 @@ impl Plan {
                 aggs.iter_mut().filter_map(|a| a.arg.as_mut()).for_each(&mut *f);
             }
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
+            Node::Window { specs, calls, .. } => {
+                for s in specs {
+                    s.partition.iter_mut().for_each(&mut *f);
+                    s.order.iter_mut().for_each(|k| f(&mut k.expr));
+                    for b in [&mut s.frame.start, &mut s.frame.end] {
+                        if let FrameBound::Preceding { offset, range_key }
+                        | FrameBound::Following { offset, range_key } = b
+                        {
+                            f(offset);
+                            range_key.iter_mut().for_each(&mut *f);
+                        }
+                    }
+                }
+                calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
+            }
             Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
         }
         for c in self.children_mut() {
@@ -252,6 +343,7 @@ impl Plan {
             | Node::Aggregate { input, .. }
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
+            | Node::Window { input, .. }
             | Node::Distinct { input } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
