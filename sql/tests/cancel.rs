@@ -63,6 +63,21 @@ fn another_thread_cancels_a_query_and_the_connection_goes_on() {
 }
 
 #[test]
+fn a_window_aggregate_over_sliding_frames_is_cancelled() {
+    // 200,000 rows in one partition; each row's frame starts at the row, so every
+    // row recomputes its sum over the rest: about 2·10^10 additions.
+    let mut conn = setup();
+    let e = run_cancelled(
+        &mut conn,
+        "SELECT count(s) FROM (SELECT sum(x.a) OVER (ORDER BY x.a ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS s \
+         FROM big x, t y, t z) q",
+    );
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Canceled, "57014"), "{e}");
+    let r = conn.query("SELECT count(*) OVER () FROM t LIMIT 1", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(10));
+}
+
+#[test]
 fn a_cancelled_write_changes_nothing() {
     let mut conn = setup();
     let e = run_cancelled(&mut conn, "INSERT INTO big SELECT x.a FROM big x, big y, big z");

@@ -45,3 +45,24 @@ fn in_subquery_results_count_against_memory_limit() {
         .unwrap();
     assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10);
 }
+
+#[test]
+fn window_functions_count_against_memory_limit() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    wide_table(&mut c, 5); // 100,000 rows, over 10 MB of strings
+    c.execute_batch("SET memory_limit = '4MB'").unwrap();
+    for sql in [
+        "SELECT count(r) FROM (SELECT row_number() OVER (ORDER BY s) AS r FROM w) q",
+        "SELECT count(m) FROM (SELECT max(s) OVER (ORDER BY s ROWS 1 PRECEDING) AS m FROM w) q",
+    ] {
+        let e = c.query(sql, &[]).expect_err("over the limit");
+        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
+        assert!(e.message.contains("WindowAgg"), "{e}");
+    }
+    c.execute_batch("SET memory_limit = '256MB'").unwrap();
+    let r = c
+        .query("SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY s) AS r FROM w) q", &[])
+        .unwrap();
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 100_000);
+}

@@ -487,14 +487,18 @@ fn compute(
             let ty: DataType = call.ty;
             let mut acc: Option<Acc> = None;
             let (mut cs, mut ce) = (0usize, 0usize);
+            // Rows added since the last cancel check: sliding frames add many per row.
+            let mut work = 0usize;
             for k in 0..len {
                 let (s, e) = frame.of(p, k);
                 let state = match acc.as_mut() {
                     Some(a) if s == cs && e >= ce => a,
                     _ => {
                         // The frame's start moved (or it shrank): start again.
-                        if k % 1024 == 0 {
+                        work += e.saturating_sub(s) + 1;
+                        if work >= 1 << 16 {
                             ex.ctx.interrupt.check()?;
+                            work = 0;
                         }
                         let mut a = Acc::new(&agg)?;
                         a.push_group();
