@@ -171,6 +171,8 @@ pub struct Ctx<'a> {
     pub memory_limit: usize,
     /// The session's bee switches.
     pub bees: BeeSettings,
+    /// The session's optimizer rule switches.
+    pub rules: crate::optimizer::Rules,
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
@@ -274,6 +276,7 @@ pub fn execute(
     let env = Env {
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
+        rules: conn.settings.rules,
         statement_bees,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
     };
@@ -315,6 +318,7 @@ fn aborted() -> Error {
 struct Env<'a> {
     memory_limit: usize,
     bees: BeeSettings,
+    rules: crate::optimizer::Rules,
     statement_bees: Option<&'a StatementBees>,
     interrupt: Interrupt,
 }
@@ -336,6 +340,7 @@ fn run_in(
         params,
         memory_limit: env.memory_limit,
         bees: env.bees,
+        rules: env.rules,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
         interrupt: env.interrupt.clone(),

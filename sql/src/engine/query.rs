@@ -23,24 +23,16 @@ pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Valu
     Ok((bq, params))
 }
 
-/// The optimized plan, without bees (for callers that run it on the generic path).
+/// The optimized plan, without bees and without decorrelation (for DML and DDL,
+/// which run it on the generic path and expect their scan's shape).
 pub fn optimize(plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
-    BoundQuery {
-        plan: optimizer::optimize(plan),
-        subqueries: subqueries
-            .into_iter()
-            .map(|s| Subplan {
-                plan: optimizer::optimize(s.plan),
-                ..s
-            })
-            .collect(),
-    }
+    optimizer::optimize_query(plan, subqueries, &optimizer::Rules { decorrelate: false })
 }
 
 /// The optimized plan with the bees the session's settings allow attached to its
 /// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
 pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
-    let mut bq = optimize(plan, subqueries);
+    let mut bq = optimizer::optimize_query(plan, subqueries, &ctx.rules);
     let env = crate::bees::BeeEnv {
         cache: ctx.bee_cache,
         settings: ctx.bees,
@@ -120,6 +112,16 @@ pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
     }
 }
 
+/// A subplan's heading in EXPLAIN: a correlated one left by decorrelation runs once
+/// per distinct set of outer values, which is worth seeing.
+fn subplan_title(i: usize, s: &Subplan) -> String {
+    if s.correlated {
+        format!("SubPlan {} (correlated: re-executed per outer row)", i + 1)
+    } else {
+        format!("SubPlan {}", i + 1)
+    }
+}
+
 pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, analyze: bool) -> Result<QueryResult> {
     let Statement::Query(q) = stmt else {
         return Err(Error::not_supported("EXPLAIN of statements other than queries"));
@@ -133,14 +135,14 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, analyze: bool) -> Result<Que
         let elapsed = start.elapsed();
         lines.extend(explain::explain(&bq.plan, Some(&profile)));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain(&s.plan, Some(&profile)).into_iter().map(|l| format!("  {l}")));
         }
         lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
     } else {
         lines.extend(explain::explain(&bq.plan, None));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain(&s.plan, None).into_iter().map(|l| format!("  {l}")));
         }
     }

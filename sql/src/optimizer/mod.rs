@@ -8,14 +8,50 @@
 //! 3. Access paths: a scan whose filter has equalities (or a range) on the leading
 //!    columns of an index reads through that index.
 //!
+//! Before these, `decorrelate` turns subqueries into semi, anti and left joins
+//! (switch: `SET optimizer_decorrelate = off`).
+//!
 //! Cost-based choices (join order, index vs heap by selectivity) come later.
+
+pub mod decorrelate;
 
 use crate::binder::query_util::{for_each_child_mut, shift_columns};
 use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{Access, JoinKind, Node, Plan};
 use crate::types::DataType;
 
-/// Applies the rewrites to `plan` and to every subplan.
+/// Which optimizer rules a session runs (each can be switched off with `SET`, so its
+/// effect can be measured).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// `optimizer_decorrelate`: subqueries become joins ([`decorrelate`]).
+    pub decorrelate: bool,
+}
+
+impl Default for Rules {
+    fn default() -> Rules {
+        Rules { decorrelate: true }
+    }
+}
+
+/// Optimizes a query and its subplans: decorrelation first (so the joins it makes
+/// go through the join rules with the others), then the rewrites of [`optimize`].
+pub fn optimize_query(plan: Plan, subqueries: Vec<crate::plan::Subplan>, rules: &Rules) -> crate::plan::BoundQuery {
+    let (plan, subqueries) = if rules.decorrelate {
+        decorrelate::decorrelate(plan, subqueries)
+    } else {
+        (plan, subqueries)
+    };
+    crate::plan::BoundQuery {
+        plan: optimize(plan),
+        subqueries: subqueries
+            .into_iter()
+            .map(|s| crate::plan::Subplan { plan: optimize(s.plan), ..s })
+            .collect(),
+    }
+}
+
+/// Applies the rewrites to `plan`.
 pub fn optimize(plan: Plan) -> Plan {
     let plan = reorder_joins(plan);
     let plan = push_filters(plan);

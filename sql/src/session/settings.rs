@@ -13,6 +13,7 @@
 //! | `bee_scan`      | `on`, `off`: scan bees         | `on`     |
 //! | `bee_maker`     | `auto`, `compiled`, `instantiated` | `auto` |
 //! | `bee_code_limit`| bytes of bee machine code, or with kB/MB/GB | `64MB` |
+//! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
@@ -37,6 +38,8 @@ pub struct Settings {
     pub bees: BeeSettings,
     /// A statement running longer is cancelled (SQLSTATE 57014); `None` = no limit.
     pub statement_timeout: Option<Duration>,
+    /// Which optimizer rules run.
+    pub rules: crate::optimizer::Rules,
 }
 
 impl Default for Settings {
@@ -45,6 +48,7 @@ impl Default for Settings {
             memory_limit: 1 << 30,
             bees: BeeSettings::default(),
             statement_timeout: None,
+            rules: crate::optimizer::Rules::default(),
         }
     }
 }
@@ -79,6 +83,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "bee_scan",
     "bee_maker",
     "bee_code_limit",
+    "optimizer_decorrelate",
 ];
 
 fn unknown(name: &str) -> Error {
@@ -169,6 +174,7 @@ impl Settings {
                 let n = parse_bytes(value).ok_or_else(|| invalid(name, value))?;
                 t.bees.set_code_limit(n);
             }
+            "optimizer_decorrelate" => self.rules.decorrelate = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
         }
         Ok(())
@@ -183,6 +189,7 @@ impl Settings {
             "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
+            "optimizer_decorrelate" => "on",
             _ => return Err(unknown(name)),
         };
         self.set(name, value, t)
@@ -212,6 +219,7 @@ impl Settings {
             "bee_scan" => show_switch(self.bees.scan),
             "bee_maker" => self.bees.maker.to_string(),
             "bee_code_limit" => format_bytes(t.bees.code_limit()),
+            "optimizer_decorrelate" => show_switch(self.rules.decorrelate),
             _ => return Err(unknown(name)),
         })
     }
