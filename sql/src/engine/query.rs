@@ -38,30 +38,23 @@ impl optimizer::Stats for EngineStats<'_> {
     }
 }
 
-/// The optimized plan, without bees (for callers that run it on the generic path).
+/// The optimized plan, without bees and without decorrelation (for DML's and DDL's
+/// internal plans, which run on the generic path and expect their scan's shape).
 pub fn optimize(
     plan: Plan,
     subqueries: Vec<Subplan>,
     rules: &optimizer::Rules,
     stats: &dyn optimizer::Stats,
 ) -> BoundQuery {
-    BoundQuery {
-        plan: optimizer::optimize(plan, rules, stats),
-        subqueries: subqueries
-            .into_iter()
-            .map(|s| Subplan {
-                plan: optimizer::optimize(s.plan, rules, stats),
-                ..s
-            })
-            .collect(),
-    }
+    let rules = optimizer::Rules { decorrelate: false, ..*rules };
+    optimizer::optimize_query(plan, subqueries, &rules, stats)
 }
 
 /// The optimized plan with the bees the session's settings allow attached to its
 /// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
 pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
     let stats = EngineStats { cache: ctx.bee_cache };
-    let mut bq = optimize(plan, subqueries, &ctx.optimizer, &stats);
+    let mut bq = optimizer::optimize_query(plan, subqueries, &ctx.optimizer, &stats);
     let env = crate::bees::BeeEnv {
         cache: ctx.bee_cache,
         settings: ctx.bees,
@@ -141,6 +134,16 @@ pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
     }
 }
 
+/// A subplan's heading in EXPLAIN: a correlated one left by decorrelation runs once
+/// per distinct set of outer values, which is worth seeing.
+fn subplan_title(i: usize, s: &Subplan) -> String {
+    if s.correlated {
+        format!("SubPlan {} (correlated: re-executed per outer row)", i + 1)
+    } else {
+        format!("SubPlan {}", i + 1)
+    }
+}
+
 /// EXPLAIN's options: `EXPLAIN ANALYZE …` or PostgreSQL's `EXPLAIN (ANALYZE, COSTS OFF)`.
 pub struct ExplainOptions {
     pub analyze: bool,
@@ -207,14 +210,14 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
         let elapsed = start.elapsed();
         lines.extend(explain::explain_with(&bq.plan, Some(&profile), &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain_with(&s.plan, Some(&profile), &options.text).into_iter().map(|l| format!("  {l}")));
         }
         lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
     } else {
         lines.extend(explain::explain_with(&bq.plan, None, &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain_with(&s.plan, None, &options.text).into_iter().map(|l| format!("  {l}")));
         }
     }
