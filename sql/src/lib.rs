@@ -31,6 +31,6 @@ pub mod vector;
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, QueryResult, Row, Settings,
-    Statement,
+    STATEMENT_CACHE_SIZE, Statement,
 };
 pub use types::{DataType, Value};

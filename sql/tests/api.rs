@@ -248,3 +248,65 @@ fn connections_work_from_several_threads() {
     let mut c = db.connect();
     assert_eq!(c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 100);
 }
+
+/// `Connection::execute` keeps parsed statements by text: a text run again after
+/// `ALTER TABLE`, `DROP INDEX` or `DROP TABLE` sees the new schema (each execution
+/// plans against the current catalog), and more distinct texts than the cache holds
+/// still give the same rows as fresh parses.
+#[test]
+fn statements_cached_by_text_follow_schema_changes() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX t_v ON t (v);
+         INSERT INTO t VALUES (1, 10), (2, 20), (3, 30);",
+    )
+    .unwrap();
+    let select = "SELECT * FROM t WHERE v = 20";
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns.len(), 2);
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 2);
+
+    c.execute("DROP INDEX t_v", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 2);
+
+    c.execute("ALTER TABLE t ADD COLUMN w TEXT", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns.len(), 3, "the cached text sees the added column");
+    assert_eq!(r.columns[2].name, "w");
+
+    // Another connection changes the schema: this one's cached text follows too.
+    db.connect().execute("DROP TABLE t", &[]).unwrap();
+    let e = c.query(select, &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "42P01", "{e}");
+    // A new table of that name with its columns in another order.
+    c.execute("CREATE TABLE t (v INTEGER, id INTEGER)", &[]).unwrap();
+    c.execute("INSERT INTO t VALUES (20, 7)", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns[0].name, "v");
+    assert_eq!(r.rows[0].0, vec![Value::Integer(20), Value::Integer(7)]);
+
+    // More distinct texts than the cache holds, each run twice: same rows as a fresh
+    // connection (which parses every text once).
+    c.execute_batch("DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+    for i in 0..100 {
+        c.execute(&format!("INSERT INTO t VALUES ({i}, {})", i * 3), &[]).unwrap();
+    }
+    let texts: Vec<String> = (0..2 * beedb_sql::STATEMENT_CACHE_SIZE)
+        .map(|i| format!("SELECT id, v FROM t WHERE id % {} = 1 ORDER BY id", i + 2))
+        .collect();
+    for _ in 0..2 {
+        for text in texts.iter().chain(texts.iter().rev()) {
+            let cached = c.query(text, &[]).unwrap();
+            let fresh = db.connect().query(text, &[]).unwrap();
+            assert_eq!(cached.rows, fresh.rows, "{text}");
+        }
+    }
+    // A text that fails to parse is not cached and fails each time.
+    for _ in 0..2 {
+        let e = c.query("SELEC 1", &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "42601");
+    }
+}

@@ -96,6 +96,7 @@ impl Database {
             db: self.clone(),
             settings: Settings::default(),
             txn: engine::TxnState::default(),
+            statements: StatementCache::default(),
         }
     }
 
@@ -119,6 +120,9 @@ pub struct Connection {
     pub(crate) db: Database,
     pub(crate) settings: Settings,
     pub(crate) txn: engine::TxnState,
+    /// Statements run by [`Connection::execute`], by SQL text, so a repeated text is
+    /// not parsed again.
+    statements: StatementCache,
 }
 
 impl Connection {
@@ -127,9 +131,18 @@ impl Connection {
     }
 
     /// Runs exactly one statement, with values for its `$1…$n` (or `?`) parameters.
-    /// Its query bees are one-off (kept in the cache's small LRU).
+    /// The parsed statement is kept in the connection's statement cache (the last
+    /// [`STATEMENT_CACHE_SIZE`] distinct texts), so running the same text again skips
+    /// parsing. Its query bees stay one-off (shared through the bee cache's LRU).
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
-        let stmt = self.parse_one(sql, false)?;
+        let stmt = match self.statements.get(sql) {
+            Some(stmt) => stmt,
+            None => {
+                let stmt = Arc::new(self.parse_one(sql, false)?);
+                self.statements.insert(stmt.clone());
+                stmt
+            }
+        };
         stmt.execute(self, params)
     }
 
@@ -196,6 +209,35 @@ impl Connection {
             bees: &shared.bees,
         };
         self.settings.set(name, value, &t)
+    }
+}
+
+/// Distinct SQL texts a connection keeps parsed for [`Connection::execute`].
+pub const STATEMENT_CACHE_SIZE: usize = 32;
+
+/// The parsed statements of the last [`STATEMENT_CACHE_SIZE`] distinct texts, most
+/// recently used first. A parse depends on the text alone (not on the catalog or
+/// the settings), so an entry is never stale: each execution still plans against the
+/// catalog of its transaction. A linear search over a few entries costs less than
+/// hashing the text would for the short statements this is for.
+#[derive(Default)]
+struct StatementCache {
+    entries: Vec<Arc<Statement>>,
+}
+
+impl StatementCache {
+    fn get(&mut self, sql: &str) -> Option<Arc<Statement>> {
+        let at = self.entries.iter().position(|s| s.sql == sql)?;
+        // Move to the front, keeping the others in recency order.
+        self.entries[..=at].rotate_right(1);
+        Some(self.entries[0].clone())
+    }
+
+    fn insert(&mut self, stmt: Arc<Statement>) {
+        if self.entries.len() >= STATEMENT_CACHE_SIZE {
+            self.entries.pop();
+        }
+        self.entries.insert(0, stmt);
     }
 }
 
