@@ -4,7 +4,7 @@
 
 pub use beedb_sql::{
     Column, Connection, DataType, Database, DatabaseOptions, Error, ErrorKind, FromValue,
-    QueryResult, Result, Row, Settings, Statement, Value, types,
+    InterruptHandle, QueryResult, Result, Row, Settings, Statement, Value, types,
 };
 
 pub mod slt;

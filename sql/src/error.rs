@@ -28,6 +28,8 @@ pub enum ErrorKind {
     Limit,
     /// A feature BeeDB does not implement.
     NotSupported,
+    /// The statement was cancelled (`InterruptHandle::interrupt`, `statement_timeout`).
+    Canceled,
     /// The storage engine failed: I/O, corruption, a locked file.
     Storage,
     /// A file named by the statement (COPY) could not be read.

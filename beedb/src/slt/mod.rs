@@ -169,7 +169,8 @@ where
         conventions: Some(conventions),
         ..FileReport::default()
     };
-    let records = match parse(path, &name, conventions, &options.labels) {
+    let scratch = ScratchDir::new(path);
+    let records = match parse(path, &name, conventions, &options.labels, &scratch.path) {
         Ok(records) => records,
         Err(e) => {
             report.error = Some(e);
@@ -177,29 +178,61 @@ where
         }
     };
     run_records(records, conventions, options, connect, &mut report);
+    drop(scratch);
     report.elapsed = started.elapsed();
     report
 }
 
 type SltRecord = Record<DefaultColumnType>;
 
+/// A private folder for one file's run (`__SLT_TMP__`), removed when the run ends.
+struct ScratchDir {
+    path: std::path::PathBuf,
+}
+
+impl ScratchDir {
+    fn new(slt: &Path) -> ScratchDir {
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let stem: String = slt
+            .file_stem()
+            .map(|s| s.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+            .unwrap_or_default();
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("beedb-slt-{}-{run}-{stem}", std::process::id()));
+        ScratchDir { path }
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 fn parse(
     path: &Path,
     name: &str,
     conventions: Conventions,
     labels: &[String],
+    scratch: &Path,
 ) -> Result<Vec<SltRecord>, String> {
     match conventions {
         Conventions::Project => {
             // `__SLT_DIR__` names the file's own folder, so COPY can read fixtures
-            // kept beside the .slt file.
+            // kept beside the .slt file; `__SLT_TMP__` a private empty folder (made
+            // only when the file uses it), for files COPY … TO writes.
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
             let dir = std::path::absolute(path)
                 .ok()
                 .and_then(|p| p.parent().map(|d| d.display().to_string()))
                 .unwrap_or_else(|| ".".into());
-            let text = text.replace("__SLT_DIR__", &dir);
+            let mut text = text.replace("__SLT_DIR__", &dir);
+            if text.contains("__SLT_TMP__") {
+                std::fs::create_dir_all(scratch)
+                    .map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
+                text = text.replace("__SLT_TMP__", &scratch.display().to_string());
+            }
             sqllogictest::parse_with_name(&text, name).map_err(|e| e.to_string())
         }
         Conventions::Corpus => {

@@ -68,6 +68,9 @@ fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }
 
+/// Rows written between two checks for a cancel request (`Ctx::interrupt`).
+pub(crate) const CHECK_EVERY: usize = 1024;
+
 pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     if ins.returning.is_some() || ins.on.is_some() {
         return Err(Error::not_supported("INSERT … RETURNING / ON CONFLICT"));
@@ -166,7 +169,10 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     ctx.note_inserts(&table, rows.len());
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
-    for row in &rows {
+    for (i, row) in rows.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
+        }
         xdml::insert_row_with(w, &table, row, former.as_mut())?;
     }
     Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
@@ -310,7 +316,10 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     }
     let count = staged.len();
     // Uniqueness is checked row by row, as PostgreSQL does.
-    for (tid, new, old) in &staged {
+    for (i, (tid, new, old)) in staged.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
+        }
         xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
     }
     Ok(affected(format!("UPDATE {count}"), count))
@@ -336,7 +345,10 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let rows = run(ctx, &bq, &params, None)?;
     let n = table.columns.len();
     let w = ctx.txn.writer()?;
-    for row in &rows {
+    for (i, row) in rows.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
+        }
         let Value::BigInt(t) = row[n] else {
             return Err(Error::internal("DELETE lost a tuple id"));
         };

@@ -31,6 +31,7 @@ use crate::bees::form::RowFormer;
 use crate::bees::{BeeSettings, StatementBees};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::exec::Interrupt;
 use crate::session::{Connection, QueryResult, Shared};
 use crate::types::Value;
 
@@ -173,6 +174,8 @@ pub struct Ctx<'a> {
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
+    /// Cancel requests and `statement_timeout`, checked by long-running loops.
+    pub interrupt: Interrupt,
 }
 
 impl Ctx<'_> {
@@ -211,6 +214,7 @@ impl Ctx<'_> {
 fn writes(ast: &Statement) -> bool {
     match ast {
         Statement::Query(_) | Statement::ShowVariable { .. } => false,
+        Statement::Copy { to: true, .. } => false,
         Statement::Explain { statement, analyze, .. } => *analyze && writes(statement),
         _ => true,
     }
@@ -271,6 +275,7 @@ pub fn execute(
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
         statement_bees,
+        interrupt: conn.interrupt.start(conn.settings.statement_timeout),
     };
     match &mut conn.txn {
         TxnState::Failed => Err(aborted()),
@@ -311,6 +316,7 @@ struct Env<'a> {
     memory_limit: usize,
     bees: BeeSettings,
     statement_bees: Option<&'a StatementBees>,
+    interrupt: Interrupt,
 }
 
 fn run_in(
@@ -332,6 +338,7 @@ fn run_in(
         bees: env.bees,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
+        interrupt: env.interrupt.clone(),
     };
     dispatch(&mut ctx, ast)
 }

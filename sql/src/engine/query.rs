@@ -72,8 +72,28 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
         subqueries: &bq.subqueries,
         memory_limit: ctx.memory_limit,
         profile,
+        interrupt: &ctx.interrupt,
     };
     exec::collect(&bq.plan, &ectx)
+}
+
+/// Runs `bq`, handing each output batch to `sink` (which returns `Ok(false)` to stop),
+/// so a caller that writes rows out (COPY TO) never holds the whole result.
+pub fn stream(
+    ctx: &Ctx<'_>,
+    bq: &BoundQuery,
+    params: &[Value],
+    sink: &mut dyn FnMut(crate::vector::Batch) -> Result<bool>,
+) -> Result<()> {
+    let ectx = ExecContext {
+        reader: ctx.txn.reader(),
+        params,
+        subqueries: &bq.subqueries,
+        memory_limit: ctx.memory_limit,
+        profile: None,
+        interrupt: &ctx.interrupt,
+    };
+    exec::run(&bq.plan, &ectx, sink)
 }
 
 pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {

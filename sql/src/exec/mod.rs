@@ -17,6 +17,7 @@
 
 mod agg;
 pub mod dml;
+pub mod interrupt;
 mod join;
 pub mod keys;
 mod scan;
@@ -40,6 +41,7 @@ use crate::plan::{Node, Plan, Subplan};
 use crate::types::Value;
 use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
 
+pub use interrupt::{Interrupt, InterruptHandle};
 pub use scan::{i64_to_tid, tid_to_i64};
 
 /// What an execution needs besides the plan.
@@ -54,6 +56,8 @@ pub struct ExecContext<'a> {
     pub memory_limit: usize,
     /// EXPLAIN ANALYZE counters, when wanted.
     pub profile: Option<&'a Profile>,
+    /// Checked before each batch an operator pushes: cancel and `statement_timeout`.
+    pub interrupt: &'a Interrupt,
 }
 
 /// Whether a consumer wants more batches.
@@ -344,6 +348,12 @@ impl<'a> Exec<'a> {
         top_n: Option<usize>,
         out: Out,
     ) -> Result<Flow> {
+        // Every batch any operator pushes checks for a cancel request: a join can
+        // emit many batches per input batch, so checking at the sources is not enough.
+        let out = &mut |b: Batch| {
+            self.ctx.interrupt.check()?;
+            out(b)
+        };
         let Some(p) = self.profile else {
             return self.node_inner(plan, id, top_n, out);
         };

@@ -81,6 +81,8 @@ fn scan(t: &Arc<TableDef>) -> Plan {
     scan_plan(t, (0..t.columns.len()).collect(), Access::Heap)
 }
 
+static NEVER: crate::exec::Interrupt = crate::exec::Interrupt::never();
+
 fn ctx<'a>(r: &'a dyn beedb_storage::PageRead, subs: &'a [Subplan]) -> ExecContext<'a> {
     ExecContext {
         reader: r,
@@ -88,6 +90,7 @@ fn ctx<'a>(r: &'a dyn beedb_storage::PageRead, subs: &'a [Subplan]) -> ExecConte
         subqueries: subs,
         memory_limit: 64 << 20,
         profile: None,
+        interrupt: &NEVER,
     }
 }
 

@@ -29,6 +29,8 @@ use parking_lot::Mutex;
 pub use result::{Column, FromValue, QueryResult, Row};
 pub use settings::{SETTING_NAMES, SettingTargets, Settings};
 
+pub use crate::exec::InterruptHandle;
+
 use crate::bees::StatementBees;
 use crate::catalog::Catalog;
 use crate::engine;
@@ -97,6 +99,7 @@ impl Database {
             settings: Settings::default(),
             txn: engine::TxnState::default(),
             statements: StatementCache::default(),
+            interrupt: InterruptHandle::default(),
         }
     }
 
@@ -123,11 +126,19 @@ pub struct Connection {
     /// Statements run by [`Connection::execute`], by SQL text, so a repeated text is
     /// not parsed again.
     statements: StatementCache,
+    pub(crate) interrupt: InterruptHandle,
 }
 
 impl Connection {
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    /// A handle that cancels the statement this connection is running, from any
+    /// thread: the statement fails with SQLSTATE 57014 and changes nothing (a `BEGIN`
+    /// block it ran in is aborted until `ROLLBACK`). See also `statement_timeout`.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
     }
 
     /// Runs exactly one statement, with values for its `$1…$n` (or `?`) parameters.

@@ -6,6 +6,7 @@
 //! | `memory_limit`  | bytes, or with kB/MB/GB        | `1GB`    |
 //! | `synchronous`   | `off`, `normal`, `full`        | `full`   |
 //! | `writer_timeout`| milliseconds, or with ms/s     | `5s`     |
+//! | `statement_timeout` | milliseconds, or with ms/s/min; `0` = none | `0` |
 //! | `bees`          | `on`, `off`: all bees          | `on`     |
 //! | `bee_deform`    | `on`, `off`: deform bees       | `on`     |
 //! | `bee_form`      | `on`, `off`: form bees         | `on`     |
@@ -34,6 +35,8 @@ pub struct Settings {
     pub memory_limit: usize,
     /// Which bees statements use.
     pub bees: BeeSettings,
+    /// A statement running longer is cancelled (SQLSTATE 57014); `None` = no limit.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -41,6 +44,7 @@ impl Default for Settings {
         Settings {
             memory_limit: 1 << 30,
             bees: BeeSettings::default(),
+            statement_timeout: None,
         }
     }
 }
@@ -68,6 +72,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "memory_limit",
     "synchronous",
     "writer_timeout",
+    "statement_timeout",
     "bees",
     "bee_deform",
     "bee_form",
@@ -149,6 +154,10 @@ impl Settings {
                 let d = parse_duration(value).ok_or_else(|| invalid(name, value))?;
                 store.set_writer_timeout(d);
             }
+            "statement_timeout" => {
+                let d = parse_duration(value).ok_or_else(|| invalid(name, value))?;
+                self.statement_timeout = (!d.is_zero()).then_some(d);
+            }
             "bees" => self.bees.enabled = parse_switch(name, value)?,
             "bee_deform" => self.bees.deform = parse_switch(name, value)?,
             "bee_form" => self.bees.form = parse_switch(name, value)?,
@@ -170,6 +179,7 @@ impl Settings {
             "memory_limit" => "1GB",
             "synchronous" => "full",
             "writer_timeout" => "5s",
+            "statement_timeout" => "0",
             "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
@@ -189,6 +199,13 @@ impl Settings {
             }
             .to_string(),
             "writer_timeout" => format!("{}ms", store.writer_timeout().as_millis()),
+            // As PostgreSQL shows it: the largest unit that divides it.
+            "statement_timeout" => match self.statement_timeout.map(|d| d.as_millis()) {
+                None => "0".to_string(),
+                Some(ms) if ms % 60_000 == 0 => format!("{}min", ms / 60_000),
+                Some(ms) if ms % 1000 == 0 => format!("{}s", ms / 1000),
+                Some(ms) => format!("{ms}ms"),
+            },
             "bees" => show_switch(self.bees.enabled),
             "bee_deform" => show_switch(self.bees.deform),
             "bee_form" => show_switch(self.bees.form),

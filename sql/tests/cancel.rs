@@ -1,0 +1,105 @@
+//! Cancelling statements: from another thread through `Connection::interrupt_handle`,
+//! and by `statement_timeout`. A cancelled statement fails with SQLSTATE 57014 and
+//! changes nothing; the connection goes on working.
+//!
+//! The statements cancelled here would run for minutes: if cancelling broke, the test
+//! would not finish (no timing is asserted).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use beedb_sql::{Connection, Database, ErrorKind, Value};
+
+/// A table of 2,000 rows: a three-way cross join over it is 8·10^9 rows.
+fn setup() -> Connection {
+    let db = Database::open(":memory:").unwrap();
+    let mut conn = db.connect();
+    conn.execute_batch(
+        "CREATE TABLE t (a INTEGER);
+         INSERT INTO t SELECT x FROM (VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)) v(x);
+         CREATE TABLE big (a INTEGER);",
+    )
+    .unwrap();
+    for _ in 0..200 {
+        conn.execute("INSERT INTO big SELECT a FROM t", &[]).unwrap();
+    }
+    conn
+}
+
+const ENDLESS: &str = "SELECT count(*) FROM big x, big y, big z";
+
+/// Runs `sql` while another thread keeps asking to cancel it (repeatedly, so a
+/// request that arrives before the statement starts cannot make the test hang).
+fn run_cancelled(conn: &mut Connection, sql: &str) -> beedb_sql::Error {
+    let handle = conn.interrupt_handle();
+    let done = Arc::new(AtomicBool::new(false));
+    let canceller = {
+        let done = done.clone();
+        thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(20));
+                handle.interrupt();
+            }
+        })
+    };
+    let r = conn.execute(sql, &[]);
+    done.store(true, Ordering::Release);
+    canceller.join().unwrap();
+    r.expect_err("the statement was cancelled")
+}
+
+#[test]
+fn another_thread_cancels_a_query_and_the_connection_goes_on() {
+    let mut conn = setup();
+    let e = run_cancelled(&mut conn, ENDLESS);
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Canceled, "57014"), "{e}");
+    assert_eq!(e.message, "canceling statement due to user request");
+    // A request made while nothing runs does not cancel the next statement.
+    conn.interrupt_handle().interrupt();
+    let r = conn.query("SELECT count(*) FROM big", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(2000));
+}
+
+#[test]
+fn a_cancelled_write_changes_nothing() {
+    let mut conn = setup();
+    let e = run_cancelled(&mut conn, "INSERT INTO big SELECT x.a FROM big x, big y, big z");
+    assert_eq!(e.sqlstate, "57014", "{e}");
+    let r = conn.query("SELECT count(*) FROM big", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(2000));
+
+    // In a block, the cancel aborts the block (as any error does) until ROLLBACK.
+    conn.execute("BEGIN", &[]).unwrap();
+    conn.execute("INSERT INTO big VALUES (1)", &[]).unwrap();
+    let e = run_cancelled(&mut conn, ENDLESS);
+    assert_eq!(e.sqlstate, "57014", "{e}");
+    let e = conn.execute("SELECT 1", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "25P02", "{e}");
+    conn.execute("ROLLBACK", &[]).unwrap();
+    let r = conn.query("SELECT count(*) FROM big", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(2000));
+}
+
+#[test]
+fn statement_timeout_cancels_long_statements_only() {
+    let mut conn = setup();
+    conn.execute("SET statement_timeout = '100ms'", &[]).unwrap();
+    let r = conn.query("SHOW statement_timeout", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::Text("100ms".into()));
+    let e = conn.execute(ENDLESS, &[]).unwrap_err();
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Canceled, "57014"), "{e}");
+    assert_eq!(e.message, "canceling statement due to statement timeout");
+    // Each statement has its own deadline.
+    let r = conn.query("SELECT count(*) FROM big", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(2000));
+    conn.execute("SET statement_timeout = '2min'", &[]).unwrap();
+    let r = conn.query("SHOW statement_timeout", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::Text("2min".into()));
+    conn.execute("RESET statement_timeout", &[]).unwrap();
+    let r = conn.query("SHOW statement_timeout", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::Text("0".into()));
+    let e = conn.execute("SET statement_timeout = 'soon'", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "22023", "{e}");
+}
