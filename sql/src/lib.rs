@@ -30,12 +30,7 @@ pub mod vector;
 
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
-<<<<<<< HEAD
-    Column, Connection, Database, DatabaseOptions, FromValue, QueryResult, Row, Settings,
-    STATEMENT_CACHE_SIZE, Statement,
-=======
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,
-    Settings, Statement,
->>>>>>> main
+    STATEMENT_CACHE_SIZE, Settings, Statement,
 };
 pub use types::{DataType, Value};

@@ -18,7 +18,10 @@
 mod copy;
 mod ddl;
 mod dml;
+mod plan_cache;
 mod query;
+
+pub use plan_cache::PlanCache;
 
 use std::sync::Arc;
 
@@ -174,6 +177,8 @@ pub struct Ctx<'a> {
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
+    /// The statement's plan cache, when it runs as a `Statement` (not a batch).
+    pub plan_cache: Option<&'a PlanCache>,
     /// Cancel requests and `statement_timeout`, checked by long-running loops.
     pub interrupt: Interrupt,
 }
@@ -227,6 +232,7 @@ pub fn execute(
     ast: &Statement,
     params: &[Value],
     statement_bees: Option<&StatementBees>,
+    plan_cache: Option<&PlanCache>,
 ) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
     match ast {
@@ -275,6 +281,7 @@ pub fn execute(
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
         statement_bees,
+        plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
     };
     match &mut conn.txn {
@@ -316,6 +323,7 @@ struct Env<'a> {
     memory_limit: usize,
     bees: BeeSettings,
     statement_bees: Option<&'a StatementBees>,
+    plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
 }
 
@@ -338,6 +346,7 @@ fn run_in(
         bees: env.bees,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
+        plan_cache: env.plan_cache,
         interrupt: env.interrupt.clone(),
     };
     dispatch(&mut ctx, ast)

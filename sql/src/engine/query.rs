@@ -1,5 +1,7 @@
 //! Queries and EXPLAIN.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, Statement};
 
 use super::Ctx;
@@ -51,6 +53,23 @@ pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params
     Ok(bq)
 }
 
+/// `generic` (a plan without bees) with the bees the session's settings allow: the
+/// plan itself when they allow none, else a copy with them attached.
+pub fn with_bees(ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
+    if !ctx.bees.scan() && !ctx.bees.deform() {
+        return Ok(generic);
+    }
+    let mut bq = (*generic).clone();
+    let env = crate::bees::BeeEnv {
+        cache: ctx.bee_cache,
+        settings: ctx.bees,
+        statement: ctx.statement_bees,
+        params,
+    };
+    crate::bees::attach_query(&mut bq, &env)?;
+    Ok(Arc::new(bq))
+}
+
 /// Parameter values cast to the types their uses gave them.
 pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<Value>> {
     params
@@ -97,7 +116,13 @@ pub fn stream(
 }
 
 pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {
-    let (bq, params) = plan_query(ctx, q)?;
+    let (bq, params) = match ctx.plan_cache {
+        Some(cache) => cache.plan_query(ctx, q)?,
+        None => {
+            let (bq, params) = plan_query(ctx, q)?;
+            (Arc::new(bq), params)
+        }
+    };
     let rows = run(ctx, &bq, &params, None)?;
     Ok(rows_result(&bq.plan, rows))
 }

@@ -169,7 +169,7 @@ impl Connection {
             let statements = parser::parse(sql)?;
             let mut results = Vec::with_capacity(statements.len());
             for ast in &statements {
-                results.push(engine::execute(conn, sql, ast, &[], None)?);
+                results.push(engine::execute(conn, sql, ast, &[], None, None)?);
             }
             Ok(results)
         })
@@ -199,6 +199,7 @@ impl Connection {
             ast,
             param_count,
             bees: keep_bees.then(|| Arc::new(StatementBees::new())),
+            plan: Arc::new(engine::PlanCache::default()),
         })
     }
 
@@ -252,8 +253,9 @@ impl StatementCache {
     }
 }
 
-/// A parsed statement. Its plan is made at each execution against the current
-/// catalog, so a prepared statement survives schema changes.
+/// A parsed statement. A query's plan is kept across executions and made again
+/// when the catalog (schema or statistics) changed since, so a prepared statement
+/// survives schema changes and never runs a stale plan (see `engine::plan_cache`).
 #[derive(Debug, Clone)]
 pub struct Statement {
     sql: String,
@@ -261,11 +263,19 @@ pub struct Statement {
     param_count: usize,
     /// The statement's query bees (prepared statements only).
     bees: Option<Arc<StatementBees>>,
+    /// Its query plan, kept across executions (see `engine::plan_cache`).
+    plan: Arc<engine::PlanCache>,
 }
 
 impl Statement {
     pub fn sql(&self) -> &str {
         &self.sql
+    }
+
+    /// Whether a plan is kept for the next execution (for tests).
+    #[cfg(test)]
+    pub(crate) fn plan_is_cached(&self) -> bool {
+        self.plan.is_cached()
     }
 
     /// Number of parameters (`$1…$n`, or each `?`).
@@ -285,7 +295,7 @@ impl Statement {
             ));
         }
         guarded(conn, |conn| {
-            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref())
+            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref(), Some(&self.plan))
         })
     }
 }
@@ -310,6 +320,36 @@ fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T
                 engine::TxnState::Idle
             };
             Err(Error::internal(format!("internal error (a bug in BeeDB): {what}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans that read the clock or a system table at bind time are made again at
+    /// each execution; others are kept.
+    #[test]
+    fn plans_read_at_bind_time_are_not_cached() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+        let kept = c.prepare("SELECT v FROM t WHERE id = $1").unwrap();
+        kept.execute(&mut c, &[Value::Integer(1)]).unwrap();
+        assert!(kept.plan_is_cached());
+        let update = c.prepare("UPDATE t SET v = v + 1 WHERE id = $1").unwrap();
+        update.execute(&mut c, &[Value::Integer(1)]).unwrap();
+        assert!(update.plan_is_cached());
+        for sql in [
+            "SELECT now()",
+            "SELECT id FROM t WHERE v < extract(year from current_date)",
+            "UPDATE t SET v = 1 WHERE current_timestamp > now()",
+            "SELECT count(*) FROM information_schema.tables",
+        ] {
+            let stmt = c.prepare(sql).unwrap();
+            stmt.execute(&mut c, &[]).unwrap();
+            assert!(!stmt.plan_is_cached(), "{sql}");
         }
     }
 }
