@@ -1,5 +1,7 @@
 //! Queries and EXPLAIN.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, Statement};
 
 use super::Ctx;
@@ -50,11 +52,17 @@ pub fn optimize(
     optimizer::optimize_query(plan, subqueries, &rules, stats)
 }
 
+/// The optimized plan of a statement, without bees: the session's optimizer rules
+/// (decorrelation included) over the relation sizes the engine knows.
+pub fn optimize_generic(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
+    let stats = EngineStats { cache: ctx.bee_cache };
+    optimizer::optimize_query(plan, subqueries, &ctx.optimizer, &stats)
+}
+
 /// The optimized plan with the bees the session's settings allow attached to its
 /// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
 pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
-    let stats = EngineStats { cache: ctx.bee_cache };
-    let mut bq = optimizer::optimize_query(plan, subqueries, &ctx.optimizer, &stats);
+    let mut bq = optimize_generic(ctx, plan, subqueries);
     let env = crate::bees::BeeEnv {
         cache: ctx.bee_cache,
         settings: ctx.bees,
@@ -63,6 +71,23 @@ pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params
     };
     crate::bees::attach_query(&mut bq, &env)?;
     Ok(bq)
+}
+
+/// `generic` (a plan without bees) with the bees the session's settings allow: the
+/// plan itself when they allow none, else a copy with them attached.
+pub fn with_bees(ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
+    if !ctx.bees.scan() && !ctx.bees.deform() {
+        return Ok(generic);
+    }
+    let mut bq = (*generic).clone();
+    let env = crate::bees::BeeEnv {
+        cache: ctx.bee_cache,
+        settings: ctx.bees,
+        statement: ctx.statement_bees,
+        params,
+    };
+    crate::bees::attach_query(&mut bq, &env)?;
+    Ok(Arc::new(bq))
 }
 
 /// Parameter values cast to the types their uses gave them.
@@ -111,7 +136,13 @@ pub fn stream(
 }
 
 pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {
-    let (bq, params) = plan_query(ctx, q)?;
+    let (bq, params) = match ctx.plan_cache {
+        Some(cache) => cache.plan_query(ctx, q)?,
+        None => {
+            let (bq, params) = plan_query(ctx, q)?;
+            (Arc::new(bq), params)
+        }
+    };
     let rows = run(ctx, &bq, &params, None)?;
     Ok(rows_result(&bq.plan, rows))
 }
