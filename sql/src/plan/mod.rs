@@ -187,7 +187,7 @@ pub enum JoinMethod {
 }
 
 /// A plan node, its output columns and the optimizer's estimates.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Plan {
     pub node: Node,
     pub schema: Vec<OutputColumn>,
@@ -254,6 +254,19 @@ pub enum Node {
         left: Box<Plan>,
         right: Box<Plan>,
     },
+}
+
+/// Plans are as deep as the statement (a 7,500-table FROM list): each level's copy is
+/// a guarded step (see `crate::stack`), so copying a plan (the plan cache hands out
+/// copies) cannot overflow the stack.
+impl Clone for Plan {
+    fn clone(&self) -> Plan {
+        crate::stack::guarded(|| Plan {
+            node: self.node.clone(),
+            schema: self.schema.clone(),
+            est: self.est,
+        })
+    }
 }
 
 impl Plan {
