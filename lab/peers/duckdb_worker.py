@@ -15,6 +15,9 @@ Requests:
   {"op": "version"}                   duckdb.__version__
   {"op": "size"}                      CHECKPOINT, then bytes of the file and its WAL
   {"op": "copy", "table": T, "file": F}   bulk load of a '|'-delimited text file
+  {"op": "timeout", "ms": N}          interrupt later statements running over N ms
+                                      (0: no limit); such a statement's answer is
+                                      {"ok": false, "timed_out": true, ...}
 
 Responses: {"ok": true, ...} or {"ok": false, "error": "message"}. The first line
 the worker writes says whether the database opened: {"ok": true, "ready": true}.
@@ -32,6 +35,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 
 # The protocol owns stdout: anything else that prints goes to stderr.
@@ -110,11 +114,44 @@ def first_keyword(sql):
     return "".join(word).upper()
 
 
-def run_sql(con, sql, params):
-    start = time.perf_counter_ns()
+class TimedOut(Exception):
+    pass
+
+
+# Statement timeout in seconds (None: no limit), set by the "timeout" request.
+TIMEOUT = [None]
+
+
+def execute_and_fetch(con, sql, params):
     con.execute(sql, params)
     description = con.description
     rows = con.fetchall() if description is not None else []
+    return description, rows
+
+
+def run_sql(con, sql, params):
+    start = time.perf_counter_ns()
+    if TIMEOUT[0] is None:
+        description, rows = execute_and_fetch(con, sql, params)
+    else:
+        # DuckDB releases the GIL while it works, so the timer thread can interrupt.
+        fired = threading.Event()
+
+        def interrupt():
+            fired.set()
+            con.interrupt()
+
+        timer = threading.Timer(TIMEOUT[0], interrupt)
+        timer.start()
+        try:
+            description, rows = execute_and_fetch(con, sql, params)
+        except Exception as e:  # noqa: BLE001 - an interrupt is reported as a timeout
+            if fired.is_set():
+                raise TimedOut("{} (after the statement timeout of {} s)".format(e, TIMEOUT[0]))
+            raise
+        finally:
+            timer.cancel()
+            timer.join()
     ns = time.perf_counter_ns() - start
     if (
         first_keyword(sql) in DML
@@ -172,6 +209,10 @@ def handle(con, duckdb, path, request):
         return size(con, path)
     if op == "copy":
         return copy(con, request["table"], request["file"])
+    if op == "timeout":
+        ms = request.get("ms") or 0
+        TIMEOUT[0] = ms / 1000.0 if ms > 0 else None
+        return {"ok": True}
     return {"ok": False, "error": "unknown op {!r}".format(op)}
 
 
@@ -199,6 +240,8 @@ def main():
             continue
         try:
             response = handle(con, duckdb, path, json.loads(line))
+        except TimedOut as e:
+            response = {"ok": False, "error": str(e), "timed_out": True}
         except Exception as e:  # noqa: BLE001 - every failure becomes the answer
             response = {"ok": False, "error": str(e) or type(e).__name__}
         try:

@@ -162,6 +162,7 @@ pub fn measure_statements(
             }
         };
         out.push(Measurement {
+            timed_out: false,
             item: item.to_string(),
             engine: open.kind.name().to_string(),
             value: verify::median(&times),

@@ -125,6 +125,7 @@ pub fn run(ctx: &mut Ctx, n: usize, query: &str, seed: u64) -> Result<Report, St
         let ir = total_instructions(&text).ok_or("callgrind's output has no total")?;
         answers.push(String::from_utf8_lossy(&output.stdout).trim().to_string());
         results.push(Measurement {
+            timed_out: false,
             item: q.item(),
             engine: kind.name().into(),
             value: ir as f64,

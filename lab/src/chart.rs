@@ -481,6 +481,7 @@ mod tests {
 
     fn m(item: &str, engine: &str, value: f64, unit: &str, verified: bool) -> Measurement {
         Measurement {
+            timed_out: false,
             item: item.into(),
             engine: engine.into(),
             value,

@@ -9,7 +9,7 @@ use crate::bench::Ctx;
 use crate::engine::{Durability, EngineKind, Peers};
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::workload::{load, tp1, wisconsin};
+use crate::workload::{load, tp1, tpch, wisconsin};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -19,6 +19,8 @@ pub enum Workload {
     Tp1,
     /// COPY of every TPC-H table: seconds and bytes on disk per table.
     Load,
+    /// The 22 TPC-H queries on data loaded into every engine, answers verified.
+    Tpch,
     /// A tour of a few minutes through all of them at small sizes.
     Quick,
 }
@@ -74,10 +76,21 @@ pub struct Args {
     /// TP1: measured seconds per run.
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
-    /// Load: TPC-H scale factor.
+    /// Load, TPC-H: TPC-H scale factor.
     #[arg(long, default_value_t = 1.0)]
     pub sf: f64,
-    /// Wisconsin: print EXPLAIN ANALYZE (per-operator times) of each BeeDB query.
+    /// TPC-H: queries to run, comma-separated numbers (e.g. 1,3,6) [default: all 22].
+    #[arg(long, value_delimiter = ',')]
+    pub queries: Option<Vec<u32>>,
+    /// TPC-H: seconds one statement may run before the engine stops it (it is then
+    /// reported as `timeout`); 0 = no limit.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// TPC-H: threads every engine may use for one query.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Wisconsin, TPC-H: keep EXPLAIN ANALYZE (per-operator times) of each query on
+    /// the engines that have it (BeeDB; for TPC-H also PostgreSQL).
     #[arg(long)]
     pub profile: bool,
     /// Wisconsin: count the instructions of one query (e.g. q9) under callgrind with
@@ -211,6 +224,29 @@ pub fn run(args: &Args) -> Result<bool, String> {
             .collect()
     };
 
+    let tpch_options = |sf: f64| -> Result<tpch::Options, String> {
+        if sf <= 0.0 {
+            return Err("--sf must be positive".into());
+        }
+        if !(args.timeout >= 0.0 && args.timeout.is_finite()) {
+            return Err("--timeout must be a number of seconds, 0 for no limit".into());
+        }
+        if args.threads == 0 {
+            return Err("--threads must be at least 1".into());
+        }
+        let queries = args.queries.clone().unwrap_or_else(|| (1..=22).collect());
+        if let Some(q) = queries.iter().find(|q| !(1..=22).contains(*q)) {
+            return Err(format!("--queries: there is no TPC-H query {q} (1 to 22)"));
+        }
+        Ok(tpch::Options {
+            sf,
+            queries,
+            timeout: (args.timeout > 0.0).then(|| std::time::Duration::from_secs_f64(args.timeout)),
+            threads: args.threads,
+            material: tpch::find_material()?,
+        })
+    };
+
     let mut reports = Vec::new();
     match args.workload {
         Workload::Wisconsin => {
@@ -232,15 +268,23 @@ pub fn run(args: &Args) -> Result<bool, String> {
             ctx.runs = args.runs.unwrap_or(1);
             reports.push(load::run(&mut ctx, args.sf));
         }
+        Workload::Tpch => {
+            let options = tpch_options(args.sf)?;
+            ctx.runs = args.runs.unwrap_or(3);
+            reports.push(tpch::run(&mut ctx, &options));
+        }
         Workload::Quick => {
             // Small sizes: Wisconsin at N = 10,000, TP1 at a tenth of TPC-B's scale
-            // for 1 s per run, loading TPC-H SF 0.01.
+            // for 1 s per run, loading TPC-H SF 0.01 and its 22 queries.
+            let tpch = tpch_options(0.01)?;
             ctx.runs = args.runs.unwrap_or(3);
             reports.push(wisconsin::run(&mut ctx, 10_000, args.seed));
             let options = tp1_options(1.0, vec![tp1::Shape::tpcb(0.1)])?;
             reports.push(tp1::run(&mut ctx, &options));
             ctx.runs = args.runs.unwrap_or(1);
             reports.push(load::run(&mut ctx, 0.01));
+            ctx.runs = args.runs.unwrap_or(3);
+            reports.push(tpch::run(&mut ctx, &tpch));
         }
     }
     finish(args, &mut ctx, reports)

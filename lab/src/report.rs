@@ -32,6 +32,10 @@ pub struct Measurement {
     pub unit: String,
     /// The engine's answer equalled every other engine's (or the known answer).
     pub verified: bool,
+    /// The item ran over the workload's timeout and was stopped: `value` is NaN,
+    /// `runs` holds the runs that finished, and `verified` is false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
     /// Every measured run, in order (after the warm-up).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<f64>,
@@ -103,6 +107,7 @@ impl Report {
         let engines: Vec<&str> = self.engines.iter().map(|e| e.name.as_str()).collect();
         let base = engines.iter().copied().find(|e| *e == "beedb").or(engines.first().copied());
         let mut unverified = false;
+        let mut timed_out = false;
         for unit in self.units() {
             let what = match unit.as_str() {
                 "ms" => "median milliseconds (lower is better)",
@@ -133,6 +138,10 @@ impl Report {
                 let mut row = vec![item.clone()];
                 for e in &engines {
                     row.push(match self.find(item, e, &unit) {
+                        Some(m) if m.timed_out => {
+                            timed_out = true;
+                            "timeout".into()
+                        }
                         Some(m) => {
                             unverified |= !m.verified;
                             format!("{}{}", format_value(m.value, &unit), if m.verified { "" } else { " !" })
@@ -165,6 +174,9 @@ impl Report {
         }
         if unverified {
             out.push_str("!: the answer did not match the other engines' (see the failures below).\n");
+        }
+        if timed_out {
+            out.push_str("timeout: stopped at the statement timeout, no answer (see the failures below).\n");
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));
@@ -245,7 +257,7 @@ mod tests {
     use super::*;
 
     fn m(item: &str, engine: &str, value: f64, unit: &str, verified: bool) -> Measurement {
-        Measurement { item: item.into(), engine: engine.into(), value, unit: unit.into(), verified, runs: vec![value] }
+        Measurement { item: item.into(), engine: engine.into(), value, unit: unit.into(), verified, timed_out: false, runs: vec![value] }
     }
 
     fn report() -> Report {

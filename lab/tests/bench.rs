@@ -77,11 +77,57 @@ fn load_copies_every_tpch_table_and_measures_bytes() {
 }
 
 #[test]
+fn tpch_queries_match_the_known_answers_on_every_engine() {
+    if beedb_lab::workload::tpch::find_material().is_err() {
+        println!("note: shared/tpch not found (set BEEDB_TPCH_DIR); skipped");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    // One query of each shape: aggregate over a scan, date arithmetic and joins,
+    // extract(), a parameterised fraction (Q11), an outer join, substring + NOT EXISTS.
+    let ok = run(&args(&["tpch", "--sf", "0.01", "--queries", "1,3,9,11,13,22", "--runs", "1"], out.path())).unwrap();
+    assert!(ok, "every answer verifies against the known answers and across engines");
+    let json = saved_json(out.path(), "tpch");
+    assert_eq!(json["parameters"]["sf"], "0.01");
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6 * 3, "{json}");
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(r.get("timed_out").is_none(), "{r}");
+        assert_eq!(r["unit"], "ms");
+    }
+}
+
+#[test]
+fn a_tpch_query_over_its_timeout_is_stopped_and_reported() {
+    if beedb_lab::workload::tpch::find_material().is_err() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    // Q9 (a six-way join over lineitem) cannot finish in a millisecond on any engine.
+    let mut a = args(&["tpch", "--sf", "0.01", "--queries", "9", "--runs", "1", "--timeout", "0.001"], out.path());
+    a.engines = Some(vec!["beedb".into(), "sqlite".into()]);
+    let ok = run(&a).unwrap();
+    assert!(!ok, "a query without an answer fails the run");
+    let json = saved_json(out.path(), "tpch");
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{json}");
+    for r in results {
+        assert_eq!(r["timed_out"], true, "{r}");
+        assert_eq!(r["verified"], false, "{r}");
+    }
+    let notes = json["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("q9 on beedb: timed out")), "{notes:?}");
+}
+
+#[test]
 fn bad_arguments_are_errors_not_panics() {
     let out = tempfile::tempdir().unwrap();
     assert!(run(&args(&["wisconsin", "--n", "10"], out.path())).is_err());
     assert!(run(&args(&["tp1", "--configs", "nope"], out.path())).is_err());
     assert!(Args::try_parse_from(["beedb bench", "nosuchworkload"]).is_err());
+    assert!(run(&args(&["tpch", "--queries", "23"], out.path())).unwrap_err().contains("no TPC-H query 23"));
+    assert!(run(&args(&["tpch", "--threads", "0"], out.path())).is_err());
     let mut a = args(&["wisconsin"], out.path());
     a.engines = Some(vec!["oracle".into()]);
     assert!(run(&a).unwrap_err().contains("unknown engine"));

@@ -33,6 +33,6 @@ pub use engine::copy::MAX_COPY_LINE_BYTES;
 pub use error::{Error, ErrorKind, Result};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,
-    Settings, Statement,
+    STATEMENT_CACHE_SIZE, Settings, Statement,
 };
 pub use types::{DataType, Value};

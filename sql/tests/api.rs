@@ -277,3 +277,210 @@ fn read_only_databases_answer_queries_and_refuse_writes() {
     drop(db);
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file is unchanged");
 }
+
+/// `Connection::execute` keeps parsed statements by text: a text run again after
+/// `ALTER TABLE`, `DROP INDEX` or `DROP TABLE` sees the new schema (each execution
+/// plans against the current catalog), and more distinct texts than the cache holds
+/// still give the same rows as fresh parses.
+#[test]
+fn statements_cached_by_text_follow_schema_changes() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX t_v ON t (v);
+         INSERT INTO t VALUES (1, 10), (2, 20), (3, 30);",
+    )
+    .unwrap();
+    let select = "SELECT * FROM t WHERE v = 20";
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns.len(), 2);
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 2);
+
+    c.execute("DROP INDEX t_v", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 2);
+
+    c.execute("ALTER TABLE t ADD COLUMN w TEXT", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns.len(), 3, "the cached text sees the added column");
+    assert_eq!(r.columns[2].name, "w");
+
+    // Another connection changes the schema: this one's cached text follows too.
+    db.connect().execute("DROP TABLE t", &[]).unwrap();
+    let e = c.query(select, &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "42P01", "{e}");
+    // A new table of that name with its columns in another order.
+    c.execute("CREATE TABLE t (v INTEGER, id INTEGER)", &[]).unwrap();
+    c.execute("INSERT INTO t VALUES (20, 7)", &[]).unwrap();
+    let r = c.query(select, &[]).unwrap();
+    assert_eq!(r.columns[0].name, "v");
+    assert_eq!(r.rows[0].0, vec![Value::Integer(20), Value::Integer(7)]);
+
+    // More distinct texts than the cache holds, each run twice: same rows as a fresh
+    // connection (which parses every text once).
+    c.execute_batch("DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+    for i in 0..100 {
+        c.execute(&format!("INSERT INTO t VALUES ({i}, {})", i * 3), &[]).unwrap();
+    }
+    let texts: Vec<String> = (0..2 * beedb_sql::STATEMENT_CACHE_SIZE)
+        .map(|i| format!("SELECT id, v FROM t WHERE id % {} = 1 ORDER BY id", i + 2))
+        .collect();
+    for _ in 0..2 {
+        for text in texts.iter().chain(texts.iter().rev()) {
+            let cached = c.query(text, &[]).unwrap();
+            let fresh = db.connect().query(text, &[]).unwrap();
+            assert_eq!(cached.rows, fresh.rows, "{text}");
+        }
+    }
+    // A text that fails to parse is not cached and fails each time.
+    for _ in 0..2 {
+        let e = c.query("SELEC 1", &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "42601");
+    }
+}
+
+/// A prepared statement keeps its plan across executions; a plan made before
+/// `DROP INDEX`, `ALTER TABLE` or `DROP TABLE` is never used after it.
+#[test]
+fn cached_plans_are_not_used_after_schema_changes() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); CREATE INDEX t_v ON t (v);
+         INSERT INTO t VALUES (1, 10), (2, 20), (3, 20);",
+    )
+    .unwrap();
+    let by_v = c.prepare("SELECT * FROM t WHERE v = $1 ORDER BY id").unwrap();
+    let ids = |c: &mut beedb_sql::Connection, v: i32| -> Vec<i64> {
+        let r = by_v.execute(c, &[Value::Integer(v)]).unwrap();
+        r.rows.iter().map(|r| r.get::<i64>(0).unwrap()).collect()
+    };
+    assert_eq!(ids(&mut c, 20), [2, 3]);
+    assert_eq!(ids(&mut c, 10), [1]);
+
+    // After DROP INDEX the index is no longer kept: a plan still reading it would
+    // miss the rows inserted since.
+    c.execute("DROP INDEX t_v", &[]).unwrap();
+    c.execute("INSERT INTO t VALUES (4, 20), (5, 10)", &[]).unwrap();
+    assert_eq!(ids(&mut c, 20), [2, 3, 4]);
+    assert_eq!(ids(&mut c, 10), [1, 5]);
+    // A new index of that name on another column.
+    c.execute("CREATE INDEX t_v ON t (id)", &[]).unwrap();
+    c.execute("INSERT INTO t VALUES (6, 20)", &[]).unwrap();
+    assert_eq!(ids(&mut c, 20), [2, 3, 4, 6]);
+
+    // ALTER TABLE: the cached UPDATE and SELECT plans knew two columns.
+    let set_v = c.prepare("UPDATE t SET v = $2 WHERE id = $1").unwrap();
+    set_v.execute(&mut c, &[Value::Integer(1), Value::Integer(11)]).unwrap();
+    c.execute("ALTER TABLE t ADD COLUMN w TEXT", &[]).unwrap();
+    c.execute("UPDATE t SET w = 'kept'", &[]).unwrap();
+    let r = set_v.execute(&mut c, &[Value::Integer(1), Value::Integer(12)]).unwrap();
+    assert_eq!(r.rows_affected, 1);
+    let r = by_v.execute(&mut c, &[Value::Integer(12)]).unwrap();
+    assert_eq!(r.columns.len(), 3, "the SELECT sees the added column");
+    assert_eq!(r.rows[0].0, vec![Value::Integer(1), Value::Integer(12), Value::Text("kept".into())]);
+    let delete = c.prepare("DELETE FROM t WHERE id = $1").unwrap();
+    delete.execute(&mut c, &[Value::Integer(6)]).unwrap();
+
+    // Inside a block the transaction's own schema change counts too.
+    c.execute("BEGIN", &[]).unwrap();
+    c.execute("ALTER TABLE t DROP COLUMN w", &[]).unwrap();
+    let r = by_v.execute(&mut c, &[Value::Integer(12)]).unwrap();
+    assert_eq!(r.columns.len(), 2);
+    c.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(by_v.execute(&mut c, &[Value::Integer(12)]).unwrap().columns.len(), 3);
+
+    // DROP TABLE from another connection; then a table of that name whose columns
+    // are in another order.
+    db.connect().execute("DROP TABLE t", &[]).unwrap();
+    assert_eq!(by_v.execute(&mut c, &[Value::Integer(12)]).unwrap_err().sqlstate, "42P01");
+    assert_eq!(
+        set_v.execute(&mut c, &[Value::Integer(1), Value::Integer(2)]).unwrap_err().sqlstate,
+        "42P01"
+    );
+    assert_eq!(delete.execute(&mut c, &[Value::Integer(1)]).unwrap_err().sqlstate, "42P01");
+    c.execute_batch("CREATE TABLE t (v INTEGER, id INTEGER); INSERT INTO t VALUES (12, 1), (12, 2)")
+        .unwrap();
+    set_v.execute(&mut c, &[Value::Integer(2), Value::Integer(13)]).unwrap();
+    let r = by_v.execute(&mut c, &[Value::Integer(12)]).unwrap();
+    assert_eq!(r.rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), vec![vec![
+        Value::Integer(12),
+        Value::Integer(1)
+    ]]);
+    delete.execute(&mut c, &[Value::Integer(1)]).unwrap();
+    assert_eq!(by_v.execute(&mut c, &[Value::Integer(12)]).unwrap().rows.len(), 0);
+}
+
+/// Differential: prepared statements run many times with changing parameters (cached
+/// plans) give the same rows and changes as each statement planned fresh on a new
+/// connection.
+#[test]
+fn cached_and_fresh_plans_agree() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    let schema = "CREATE TABLE a (id INTEGER PRIMARY KEY, g INTEGER, x DOUBLE PRECISION, s TEXT);
+         CREATE INDEX a_g ON a (g);
+         CREATE TABLE b (g INTEGER PRIMARY KEY, name TEXT);";
+    c.execute_batch(schema).unwrap();
+    for g in 0..10 {
+        c.execute("INSERT INTO b VALUES ($1, $2)", &[Value::Integer(g), Value::Text(format!("g{g}"))])
+            .unwrap();
+    }
+    for i in 0..300 {
+        c.execute(
+            "INSERT INTO a VALUES ($1, $2, $3, $4)",
+            &[Value::Integer(i), Value::Integer(i % 10), Value::Double(i as f64 / 7.0), Value::Text(format!("s{}", i % 13))],
+        )
+        .unwrap();
+    }
+    let queries = [
+        "SELECT * FROM a WHERE id = $1",
+        "SELECT id, s FROM a WHERE g = $1 AND id > $2 ORDER BY id",
+        "SELECT g, count(*), sum(x) FROM a WHERE id BETWEEN $1 AND $2 GROUP BY g ORDER BY g",
+        "SELECT a.id, b.name FROM a JOIN b ON a.g = b.g WHERE a.id < $1 AND b.g <> $2 ORDER BY a.id",
+        "SELECT id FROM a WHERE s = (SELECT max(s) FROM a WHERE g = $1) AND id > $2 ORDER BY id",
+    ];
+    let prepared: Vec<_> = queries.iter().map(|q| c.prepare(q).unwrap()).collect();
+    let update = c.prepare("UPDATE a SET x = x + $2, s = s || 'u' WHERE g = $1 AND id % 3 = 0").unwrap();
+    let delete = c.prepare("DELETE FROM a WHERE id = $1").unwrap();
+    let twin = Database::open(":memory:").unwrap();
+    twin.connect().execute_batch(&format!("{schema}\n{}", dump(&mut c))).unwrap();
+    for round in 0..20i32 {
+        for (q, stmt) in queries.iter().zip(&prepared) {
+            let params = [Value::Integer(round % 10), Value::Integer(round * 7)];
+            let params = &params[..stmt.param_count()];
+            let cached = stmt.execute(&mut c, params).unwrap();
+            let fresh = twin.connect().query(q, params).unwrap();
+            assert_eq!(cached.rows, fresh.rows, "{q} with {params:?}");
+        }
+        let params = [Value::Integer(round % 10), Value::Double(0.5)];
+        let cached = update.execute(&mut c, &params).unwrap();
+        let fresh = twin.connect().execute(update.sql(), &params).unwrap();
+        assert_eq!(cached.rows_affected, fresh.rows_affected);
+        let params = [Value::Integer(round * 11)];
+        delete.execute(&mut c, &params).unwrap();
+        twin.connect().execute(delete.sql(), &params).unwrap();
+    }
+    assert_eq!(dump(&mut c), dump(&mut twin.connect()));
+}
+
+/// Table `a` and `b` as INSERT statements (the differential test's comparison).
+fn dump(c: &mut beedb_sql::Connection) -> String {
+    let mut out = String::new();
+    for (table, cols) in [("b", "g, name"), ("a", "id, g, x, s")] {
+        let r = c.query(&format!("SELECT {cols} FROM {table} ORDER BY 1"), &[]).unwrap();
+        for row in &r.rows {
+            let values: Vec<String> = row
+                .values()
+                .iter()
+                .map(|v| match v {
+                    Value::Text(s) => format!("'{s}'"),
+                    other => other.to_string(),
+                })
+                .collect();
+            out.push_str(&format!("INSERT INTO {table} VALUES ({});\n", values.join(", ")));
+        }
+    }
+    out
+}

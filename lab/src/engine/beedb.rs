@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use beedb_sql::{Connection, Database, Statement, Value};
 
@@ -45,6 +45,8 @@ fn error(e: beedb_sql::Error) -> LabError {
     let text = format!("{} (SQLSTATE {})", e.message, e.sqlstate);
     if e.sqlstate == "40001" || e.sqlstate == "55P03" {
         LabError::retryable(text)
+    } else if e.sqlstate == "57014" {
+        LabError::timed_out(text)
     } else {
         LabError::new(text)
     }
@@ -128,5 +130,24 @@ impl Engine for BeedbEngine {
 
     fn explain_analyze(&mut self, sql: &str) -> LabResult<Option<String>> {
         super::explain_analyze_text(self, sql)
+    }
+
+    /// BeeDB's `statement_timeout` (SQLSTATE 57014 when it fires).
+    fn set_statement_timeout(&mut self, timeout: Option<Duration>) -> LabResult<()> {
+        let ms = timeout.map_or(0, |t| t.as_millis().max(1));
+        self.conn.set("statement_timeout", &format!("{ms}ms")).map_err(error)
+    }
+
+    /// The `threads` setting where the engine has one; without it BeeDB runs each
+    /// query on one thread, and the note says so.
+    fn set_threads(&mut self, threads: usize) -> LabResult<String> {
+        match self.conn.set("threads", &threads.to_string()) {
+            Ok(()) => Ok(format!("{}: threads = {threads}", self.kind())),
+            Err(e) => Ok(format!(
+                "{}: one thread per query whatever --threads says (setting threads = {threads}: {})",
+                self.kind(),
+                e.message
+            )),
+        }
     }
 }

@@ -178,6 +178,9 @@ impl DuckdbEngine {
             return Ok(response);
         }
         let message = response.get("error").and_then(Value::as_str).unwrap_or("unknown error").to_string();
+        if response.get("timed_out") == Some(&Value::Bool(true)) {
+            return Err(LabError::timed_out(message));
+        }
         if is_conflict(&message) { Err(LabError::retryable(message)) } else { Err(LabError::new(message)) }
     }
 
@@ -286,6 +289,17 @@ impl Engine for DuckdbEngine {
 
     fn connect_another(&self) -> LabResult<Box<dyn Engine>> {
         Err(LabError::new("DuckDB allows one process per database file; the lab runs it with one client"))
+    }
+
+    /// A timer thread in the worker calls the connection's `interrupt()`.
+    fn set_statement_timeout(&mut self, timeout: Option<Duration>) -> LabResult<()> {
+        let ms = timeout.map_or(0, |t| t.as_millis().max(1) as u64);
+        self.request(&json!({ "op": "timeout", "ms": ms })).map(|_| ())
+    }
+
+    fn set_threads(&mut self, threads: usize) -> LabResult<String> {
+        self.run(&format!("SET threads = {}", threads.max(1)), &[])?;
+        Ok(format!("duckdb: threads = {}", threads.max(1)))
     }
 }
 

@@ -134,15 +134,22 @@ pub struct LabError {
     /// The engine reported a serialization failure (SQLSTATE 40001) or a busy or
     /// locked database: the transaction can be retried.
     pub retryable: bool,
+    /// The statement was stopped because it ran longer than the timeout set with
+    /// [`Engine::set_statement_timeout`].
+    pub timed_out: bool,
 }
 
 impl LabError {
     pub fn new(message: impl Into<String>) -> LabError {
-        LabError { message: message.into(), retryable: false }
+        LabError { message: message.into(), retryable: false, timed_out: false }
     }
 
     pub fn retryable(message: impl Into<String>) -> LabError {
-        LabError { message: message.into(), retryable: true }
+        LabError { message: message.into(), retryable: true, timed_out: false }
+    }
+
+    pub fn timed_out(message: impl Into<String>) -> LabError {
+        LabError { message: message.into(), retryable: false, timed_out: true }
     }
 }
 
@@ -196,6 +203,20 @@ pub trait Engine: Send {
     /// the lab does not profile the engine.
     fn explain_analyze(&mut self, _sql: &str) -> LabResult<Option<String>> {
         Ok(None)
+    }
+
+    /// Stops every later statement that runs longer than `timeout` (`None`: no limit)
+    /// with an error whose `timed_out` is set, leaving the connection usable: the
+    /// engine's own cancel (BeeDB's and PostgreSQL's `statement_timeout`, SQLite's
+    /// interrupt, DuckDB's interrupt), so nothing is left running.
+    fn set_statement_timeout(&mut self, _timeout: Option<Duration>) -> LabResult<()> {
+        Err(LabError::new(format!("{}: statement timeouts are not supported", self.kind())))
+    }
+
+    /// Lets one query use up to `threads` threads, as far as the engine can; returns
+    /// what that means for this engine (for the report's notes).
+    fn set_threads(&mut self, _threads: usize) -> LabResult<String> {
+        Err(LabError::new(format!("{}: a thread count cannot be set", self.kind())))
     }
 }
 

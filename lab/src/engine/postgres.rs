@@ -362,7 +362,13 @@ fn error(e: postgres::Error) -> LabError {
                 text.push_str(extra);
             }
             // Serialization failure and deadlock: the transaction can be retried.
-            if matches!(code, "40001" | "40P01") { LabError::retryable(text) } else { LabError::new(text) }
+            if matches!(code, "40001" | "40P01") {
+                LabError::retryable(text)
+            } else if code == "57014" {
+                LabError::timed_out(text)
+            } else {
+                LabError::new(text)
+            }
         }
         None => {
             let mut text = e.to_string();
@@ -796,6 +802,21 @@ impl Engine for PostgresEngine {
 
     fn explain_analyze(&mut self, sql: &str) -> LabResult<Option<String>> {
         super::explain_analyze_text(self, sql)
+    }
+
+    /// PostgreSQL's `statement_timeout` (SQLSTATE 57014 when it fires).
+    fn set_statement_timeout(&mut self, timeout: Option<Duration>) -> LabResult<()> {
+        let ms = timeout.map_or(0, |t| t.as_millis().max(1));
+        self.client.batch_execute(&format!("SET statement_timeout = {ms}")).map_err(error)
+    }
+
+    /// Parallel query: the backend plus `threads - 1` workers per Gather.
+    fn set_threads(&mut self, threads: usize) -> LabResult<String> {
+        let workers = threads.max(1) - 1;
+        self.client
+            .batch_execute(&format!("SET max_parallel_workers_per_gather = {workers}"))
+            .map_err(error)?;
+        Ok(format!("postgres: max_parallel_workers_per_gather = {workers}"))
     }
 }
 

@@ -18,6 +18,36 @@ pub struct SqliteEngine {
     conn: rusqlite::Connection,
     path: PathBuf,
     durability: Durability,
+    /// `set_statement_timeout`: a watchdog thread interrupts a statement that runs longer.
+    timeout: Option<Duration>,
+}
+
+/// Interrupts the connection's running statement when `timeout` passes before
+/// [`Watchdog::stop`] (SQLite has no statement timeout of its own).
+struct Watchdog {
+    stop: std::sync::mpsc::Sender<()>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(timeout: Duration, handle: rusqlite::InterruptHandle) -> Watchdog {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&fired);
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                handle.interrupt();
+            }
+        });
+        Watchdog { stop, fired }
+    }
+
+    /// Whether the watchdog fired (the statement was interrupted).
+    fn stop(self) -> bool {
+        let _ = self.stop.send(());
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 fn error(e: rusqlite::Error) -> LabError {
@@ -38,9 +68,41 @@ impl SqliteEngine {
         conn.busy_timeout(Duration::from_secs(120)).map_err(error)?;
         conn.set_prepared_statement_cache_capacity(64);
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(error)?;
-        let mut engine = SqliteEngine { conn, path: path.to_path_buf(), durability };
+        let mut engine = SqliteEngine { conn, path: path.to_path_buf(), durability, timeout: None };
         engine.set_durability(durability)?;
         Ok(engine)
+    }
+}
+
+impl SqliteEngine {
+    /// One statement, timed around the call.
+    fn execute(&mut self, sql: &str, params: &[Param]) -> LabResult<Outcome> {
+        let rewritten;
+        let sql = if params.is_empty() {
+            sql
+        } else {
+            rewritten = numbered_params(sql);
+            &rewritten
+        };
+        let start = Instant::now();
+        let mut statement = self.conn.prepare_cached(sql).map_err(error)?;
+        let values = rusqlite::params_from_iter(params.iter().map(bind));
+        let width = statement.column_count();
+        let mut rows = Vec::new();
+        let mut affected = 0;
+        if width == 0 {
+            affected = statement.execute(values).map_err(error)? as u64;
+        } else {
+            let mut cursor = statement.query(values).map_err(error)?;
+            while let Some(row) = cursor.next().map_err(error)? {
+                let mut out = Vec::with_capacity(width);
+                for i in 0..width {
+                    out.push(cell(row.get_ref(i).map_err(error)?));
+                }
+                rows.push(out);
+            }
+        }
+        Ok(Outcome { elapsed: start.elapsed(), rows, affected })
     }
 }
 
@@ -82,32 +144,30 @@ impl Engine for SqliteEngine {
     }
 
     fn run(&mut self, sql: &str, params: &[Param]) -> LabResult<Outcome> {
-        let rewritten;
-        let sql = if params.is_empty() {
-            sql
-        } else {
-            rewritten = numbered_params(sql);
-            &rewritten
+        let Some(timeout) = self.timeout else {
+            return self.execute(sql, params);
         };
-        let start = Instant::now();
-        let mut statement = self.conn.prepare_cached(sql).map_err(error)?;
-        let values = rusqlite::params_from_iter(params.iter().map(bind));
-        let width = statement.column_count();
-        let mut rows = Vec::new();
-        let mut affected = 0;
-        if width == 0 {
-            affected = statement.execute(values).map_err(error)? as u64;
-        } else {
-            let mut cursor = statement.query(values).map_err(error)?;
-            while let Some(row) = cursor.next().map_err(error)? {
-                let mut out = Vec::with_capacity(width);
-                for i in 0..width {
-                    out.push(cell(row.get_ref(i).map_err(error)?));
-                }
-                rows.push(out);
-            }
+        let watchdog = Watchdog::start(timeout, self.conn.get_interrupt_handle());
+        let result = self.execute(sql, params);
+        let fired = watchdog.stop();
+        match result {
+            Err(e) if fired => Err(LabError::timed_out(format!("{e} (after the statement timeout of {timeout:?})"))),
+            other => other,
         }
-        Ok(Outcome { elapsed: start.elapsed(), rows, affected })
+    }
+
+    /// A watchdog thread per statement calls `sqlite3_interrupt` when it runs over.
+    fn set_statement_timeout(&mut self, timeout: Option<Duration>) -> LabResult<()> {
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// SQLite runs each query on one thread; `PRAGMA threads` only lets a large sort
+    /// use helper threads.
+    fn set_threads(&mut self, threads: usize) -> LabResult<String> {
+        let helpers = threads.max(1) - 1;
+        self.conn.query_row(&format!("PRAGMA threads = {helpers}"), [], |_| Ok(())).map_err(error)?;
+        Ok(format!("sqlite: one thread per query (PRAGMA threads = {helpers}: helper threads for sorting only)"))
     }
 
     fn begin_write(&mut self) -> LabResult<()> {

@@ -119,6 +119,7 @@ pub fn run(ctx: &mut Ctx, sf: f64) -> Report {
                     _ => (bytes[e][t], Vec::new()),
                 };
                 results.push(Measurement {
+                    timed_out: false,
                     item: if t < TABLE_NAMES.len() { TABLE_NAMES[t] } else { "all tables" }.into(),
                     engine: kind.name().into(),
                     value,

@@ -2,4 +2,5 @@
 
 pub mod load;
 pub mod tp1;
+pub mod tpch;
 pub mod wisconsin;

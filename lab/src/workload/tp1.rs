@@ -290,6 +290,7 @@ pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
                         ctx.note(format!("TP1 {item} on {kind}: {retries} transactions retried (serialization failures or busy)"));
                     }
                     measured.push(Measurement {
+                        timed_out: false,
                         item,
                         engine: kind.name().to_string(),
                         value: verify::median(&runs),

@@ -1275,6 +1275,7 @@ impl Binder<'_> {
             // once per transaction). BeeDB has no time zones: the time is UTC, as a
             // `timestamp` (PostgreSQL's `current_timestamp` is `timestamptz`).
             "current_timestamp" | "now" | "localtimestamp" | "current_date" if args.is_empty() => {
+                self.reads_at_bind = true;
                 let micros = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_micros() as i64)

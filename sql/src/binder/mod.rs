@@ -85,6 +85,9 @@ pub struct Binder<'a> {
     /// Set when an aggregate in a subquery turned out to belong to the non-aggregating
     /// SELECT at this level: that SELECT binds its output again as an aggregation.
     outer_agg_request: Option<usize>,
+    /// Set when the plan holds something read at bind time that a later execution
+    /// must read again (the clock, a system table's rows): such a plan is not cached.
+    pub reads_at_bind: bool,
 }
 
 impl<'a> Binder<'a> {
@@ -95,6 +98,7 @@ impl<'a> Binder<'a> {
             sql,
             param_count,
             param_types: vec![None; param_count],
+            reads_at_bind: false,
             subqueries: Vec::new(),
             frames: vec![Frame {
                 scope: Scope::default(),
@@ -119,6 +123,12 @@ impl<'a> Binder<'a> {
     /// Finishes binding: the subqueries collected so far.
     pub fn into_subqueries(self) -> Vec<Subplan> {
         self.subqueries
+    }
+
+    /// The subqueries bound so far, leaving none (for a caller that still needs the
+    /// binder's other state).
+    pub fn take_subqueries(&mut self) -> Vec<Subplan> {
+        std::mem::take(&mut self.subqueries)
     }
 
     fn set_scope(&mut self, scope: Scope) -> Scope {

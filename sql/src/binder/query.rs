@@ -842,6 +842,7 @@ impl Binder<'_> {
             return Ok((self.bind_view(&v)?, short));
         }
         if let Some(p) = super::system::system_table(self.catalog, self.bees, n) {
+            self.reads_at_bind = true;
             return Ok((p, short));
         }
         Err(Error::undefined_table(n).at(self.pos(at)))

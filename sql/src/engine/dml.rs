@@ -9,7 +9,8 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use super::Ctx;
-use super::query::{cast_params, optimize, optimize_with, run};
+use super::plan_cache::CachedPlan;
+use super::query::{cast_params, optimize, optimize_generic, optimize_with, run, with_bees};
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident, object_name};
 use crate::catalog::TableDef;
@@ -17,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::exec::dml as xdml;
 use crate::exec::i64_to_tid;
 use crate::expr::Expr;
-use crate::plan::{Access, Node, OutputColumn, Plan};
+use crate::plan::{Access, BoundQuery, Node, OutputColumn, Plan};
 use crate::session::QueryResult;
 use crate::types::{DataType, Value};
 
@@ -255,11 +256,81 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     if u.from.is_some() || u.returning.is_some() {
         return Err(Error::not_supported("UPDATE … FROM / RETURNING"));
     }
-    let (name, alias) = single_table(&u.table)?;
-    let catalog = ctx.txn.catalog.clone();
-    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
-    let table = binder.table(name)?;
-    let (scan, scope) = target_scan(&mut binder, &table, alias, u.selection.as_ref())?;
+    let (table, bq, params) = match cached_write(ctx) {
+        Some(cached) => cached,
+        None => {
+            let (name, alias) = single_table(&u.table)?;
+            let catalog = ctx.txn.catalog.clone();
+            let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            let table = binder.table(name)?;
+            let plan = update_plan(&mut binder, &table, alias, u)?;
+            plan_write(ctx, binder, table, plan)?
+        }
+    };
+    let n = table.columns.len();
+    let rows = run(ctx, &bq, &params, None)?;
+    let mut former = ctx.row_former(&table)?;
+    let w = ctx.txn.writer()?;
+    let mut staged = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Value::BigInt(t) = row[n] else {
+            return Err(Error::internal("UPDATE lost a tuple id"));
+        };
+        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
+    }
+    let count = staged.len();
+    // Uniqueness is checked row by row, as PostgreSQL does.
+    for (i, (tid, new, old)) in staged.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
+        }
+        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
+    }
+    Ok(affected(format!("UPDATE {count}"), count))
+}
+
+
+/// The cached plan of the running UPDATE or DELETE, with its bees and its cast
+/// parameter values, when the statement has one for the transaction's catalog.
+fn cached_write(ctx: &Ctx<'_>) -> Option<(Arc<TableDef>, Arc<BoundQuery>, Vec<Value>)> {
+    let plan = ctx.plan_cache?.get(ctx)?;
+    let table = plan.table?;
+    // An error here (a parameter that does not cast) is found again by binding.
+    let params = cast_params(ctx.params, &plan.param_types).ok()?;
+    let bq = with_bees(ctx, plan.query, &params).ok()?;
+    Some((table, bq, params))
+}
+
+/// Optimizes the plan an UPDATE or DELETE reads its rows with, keeps it in the
+/// statement's plan cache, and attaches its bees.
+fn plan_write(
+    ctx: &Ctx<'_>,
+    mut binder: Binder<'_>,
+    table: Arc<TableDef>,
+    plan: Plan,
+) -> Result<(Arc<TableDef>, Arc<BoundQuery>, Vec<Value>)> {
+    let params = cast_params(ctx.params, &binder.param_types)?;
+    let generic = Arc::new(optimize_generic(ctx, plan, binder.take_subqueries()));
+    if let Some(cache) = ctx.plan_cache {
+        let cached = CachedPlan {
+            query: generic.clone(),
+            param_types: binder.param_types.clone(),
+            table: Some(table.clone()),
+        };
+        cache.put(ctx, &binder, cached);
+    }
+    let bq = with_bees(ctx, generic, &params)?;
+    Ok((table, bq, params))
+}
+
+/// UPDATE's plan: the target rows with their new values, tuple ids and old values.
+fn update_plan(
+    binder: &mut Binder<'_>,
+    table: &Arc<TableDef>,
+    alias: Option<&ast::TableAlias>,
+    u: &ast::Update,
+) -> Result<Plan> {
+    let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref())?;
     let n = table.columns.len();
     // New values: assignments over the old row; then the tuple id and the old row.
     let mut new: Vec<Option<Expr>> = vec![None; n];
@@ -286,7 +357,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         }
         let col = &table.columns[c];
         new[c] = Some(if is_default_keyword(&a.value) {
-            default_expr(&mut binder, &table, c)?
+            default_expr(binder, table, c)?
         } else {
             binder.bind_assignment(scope.clone(), &a.value, &col.name, col.ty)?
         });
@@ -298,31 +369,10 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         .collect();
     exprs.push(Expr::column(n, DataType::BigInt));
     exprs.extend((0..n).map(|c| Expr::column(c, table.columns[c].ty)));
-    let mut schema = table_schema(&table);
+    let mut schema = table_schema(table);
     schema.push(OutputColumn { name: "tid".into(), ty: DataType::BigInt });
-    schema.extend(table_schema(&table));
-    let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
-    let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize_with(ctx, plan, binder.into_subqueries(), &params)?;
-    let rows = run(ctx, &bq, &params, None)?;
-    let mut former = ctx.row_former(&table)?;
-    let w = ctx.txn.writer()?;
-    let mut staged = Vec::with_capacity(rows.len());
-    for row in rows {
-        let Value::BigInt(t) = row[n] else {
-            return Err(Error::internal("UPDATE lost a tuple id"));
-        };
-        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
-    }
-    let count = staged.len();
-    // Uniqueness is checked row by row, as PostgreSQL does.
-    for (i, (tid, new, old)) in staged.iter().enumerate() {
-        if i % CHECK_EVERY == 0 {
-            ctx.interrupt.check()?;
-        }
-        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
-    }
-    Ok(affected(format!("UPDATE {count}"), count))
+    schema.extend(table_schema(table));
+    Ok(Plan::new(Node::Project { input: Box::new(scan), exprs }, schema))
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
@@ -335,13 +385,17 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let [t] = from.as_slice() else {
         return Err(Error::not_supported("DELETE from several tables"));
     };
-    let (name, alias) = single_table(t)?;
-    let catalog = ctx.txn.catalog.clone();
-    let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
-    let table = binder.table(name)?;
-    let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
-    let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize_with(ctx, scan, binder.into_subqueries(), &params)?;
+    let (table, bq, params) = match cached_write(ctx) {
+        Some(cached) => cached,
+        None => {
+            let (name, alias) = single_table(t)?;
+            let catalog = ctx.txn.catalog.clone();
+            let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            let table = binder.table(name)?;
+            let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
+            plan_write(ctx, binder, table, scan)?
+        }
+    };
     let rows = run(ctx, &bq, &params, None)?;
     let n = table.columns.len();
     let w = ctx.txn.writer()?;

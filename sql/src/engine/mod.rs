@@ -18,7 +18,10 @@
 pub(crate) mod copy;
 mod ddl;
 mod dml;
+mod plan_cache;
 mod query;
+
+pub use plan_cache::PlanCache;
 
 use std::sync::Arc;
 
@@ -176,6 +179,8 @@ pub struct Ctx<'a> {
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
+    /// The statement's plan cache, when it runs as a `Statement` (not a batch).
+    pub plan_cache: Option<&'a PlanCache>,
     /// Cancel requests and `statement_timeout`, checked by long-running loops.
     pub interrupt: Interrupt,
 }
@@ -243,6 +248,7 @@ pub fn execute(
     ast: &Statement,
     params: &[Value],
     statement_bees: Option<&StatementBees>,
+    plan_cache: Option<&PlanCache>,
 ) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
     match ast {
@@ -292,6 +298,7 @@ pub fn execute(
         bees: conn.settings.bees,
         optimizer: conn.settings.optimizer,
         statement_bees,
+        plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
     };
     match &mut conn.txn {
@@ -334,6 +341,7 @@ struct Env<'a> {
     bees: BeeSettings,
     optimizer: crate::optimizer::Rules,
     statement_bees: Option<&'a StatementBees>,
+    plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
 }
 
@@ -357,6 +365,7 @@ fn run_in(
         optimizer: env.optimizer,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
+        plan_cache: env.plan_cache,
         interrupt: env.interrupt.clone(),
     };
     dispatch(&mut ctx, ast)

@@ -1,5 +1,7 @@
 //! Queries and EXPLAIN.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, Statement};
 
 use super::Ctx;
@@ -38,30 +40,29 @@ impl optimizer::Stats for EngineStats<'_> {
     }
 }
 
-/// The optimized plan, without bees (for callers that run it on the generic path).
+/// The optimized plan, without bees and without decorrelation (for DML's and DDL's
+/// internal plans, which run on the generic path and expect their scan's shape).
 pub fn optimize(
     plan: Plan,
     subqueries: Vec<Subplan>,
     rules: &optimizer::Rules,
     stats: &dyn optimizer::Stats,
 ) -> BoundQuery {
-    BoundQuery {
-        plan: optimizer::optimize(plan, rules, stats),
-        subqueries: subqueries
-            .into_iter()
-            .map(|s| Subplan {
-                plan: optimizer::optimize(s.plan, rules, stats),
-                ..s
-            })
-            .collect(),
-    }
+    let rules = optimizer::Rules { decorrelate: false, ..*rules };
+    optimizer::optimize_query(plan, subqueries, &rules, stats)
+}
+
+/// The optimized plan of a statement, without bees: the session's optimizer rules
+/// (decorrelation included) over the relation sizes the engine knows.
+pub fn optimize_generic(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
+    let stats = EngineStats { cache: ctx.bee_cache };
+    optimizer::optimize_query(plan, subqueries, &ctx.optimizer, &stats)
 }
 
 /// The optimized plan with the bees the session's settings allow attached to its
 /// scans ([`crate::bees::attach_query`]); `params` are the (cast) parameter values.
 pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params: &[Value]) -> Result<BoundQuery> {
-    let stats = EngineStats { cache: ctx.bee_cache };
-    let mut bq = optimize(plan, subqueries, &ctx.optimizer, &stats);
+    let mut bq = optimize_generic(ctx, plan, subqueries);
     let env = crate::bees::BeeEnv {
         cache: ctx.bee_cache,
         settings: ctx.bees,
@@ -70,6 +71,23 @@ pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params
     };
     crate::bees::attach_query(&mut bq, &env)?;
     Ok(bq)
+}
+
+/// `generic` (a plan without bees) with the bees the session's settings allow: the
+/// plan itself when they allow none, else a copy with them attached.
+pub fn with_bees(ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
+    if !ctx.bees.scan() && !ctx.bees.deform() {
+        return Ok(generic);
+    }
+    let mut bq = (*generic).clone();
+    let env = crate::bees::BeeEnv {
+        cache: ctx.bee_cache,
+        settings: ctx.bees,
+        statement: ctx.statement_bees,
+        params,
+    };
+    crate::bees::attach_query(&mut bq, &env)?;
+    Ok(Arc::new(bq))
 }
 
 /// Parameter values cast to the types their uses gave them.
@@ -118,7 +136,13 @@ pub fn stream(
 }
 
 pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {
-    let (bq, params) = plan_query(ctx, q)?;
+    let (bq, params) = match ctx.plan_cache {
+        Some(cache) => cache.plan_query(ctx, q)?,
+        None => {
+            let (bq, params) = plan_query(ctx, q)?;
+            (Arc::new(bq), params)
+        }
+    };
     let rows = run(ctx, &bq, &params, None)?;
     Ok(rows_result(&bq.plan, rows))
 }
@@ -138,6 +162,16 @@ pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
         rows: rows.into_iter().map(Row).collect(),
         tag: format!("SELECT {n}"),
         rows_affected: n,
+    }
+}
+
+/// A subplan's heading in EXPLAIN: a correlated one left by decorrelation runs once
+/// per distinct set of outer values, which is worth seeing.
+fn subplan_title(i: usize, s: &Subplan) -> String {
+    if s.correlated {
+        format!("SubPlan {} (correlated: re-executed per outer row)", i + 1)
+    } else {
+        format!("SubPlan {}", i + 1)
     }
 }
 
@@ -207,14 +241,14 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
         let elapsed = start.elapsed();
         lines.extend(explain::explain_with(&bq.plan, Some(&profile), &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain_with(&s.plan, Some(&profile), &options.text).into_iter().map(|l| format!("  {l}")));
         }
         lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
     } else {
         lines.extend(explain::explain_with(&bq.plan, None, &options.text));
         for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(format!("SubPlan {}", i + 1));
+            lines.push(subplan_title(i, s));
             lines.extend(explain::explain_with(&s.plan, None, &options.text).into_iter().map(|l| format!("  {l}")));
         }
     }

@@ -16,6 +16,10 @@
 //!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
 //!
+//! Before these, `decorrelate.rs` turns subqueries into semi, anti and left joins
+//! (switch `optimizer_decorrelate`), so the joins it makes go through the join rules
+//! with the others; [`optimize_query`] runs it.
+//!
 //! Estimates use the relation sizes [`Stats`] provides; where it knows none, a
 //! default. Column statistics (distinct counts, histograms) are not kept yet, so
 //! selectivities are PostgreSQL's defaults for the case without statistics.
@@ -23,6 +27,7 @@
 pub mod access;
 pub mod cardinality;
 pub mod cost;
+pub mod decorrelate;
 pub mod join_order;
 pub mod physical;
 pub mod pushdown;
@@ -38,6 +43,8 @@ use crate::types::DataType;
 /// heap scans, the right input as build side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
+    /// `optimizer_decorrelate`: subqueries become joins ([`decorrelate`]).
+    pub decorrelate: bool,
     /// `optimizer_join_order`: inner joins reordered by estimated cost.
     pub join_order: bool,
     /// `optimizer_filter_pushdown`: filters pushed below joins and into scans.
@@ -52,6 +59,7 @@ pub struct Rules {
 impl Default for Rules {
     fn default() -> Self {
         Rules {
+            decorrelate: true,
             join_order: true,
             filter_pushdown: true,
             index_access: true,
@@ -82,8 +90,30 @@ pub(crate) fn deep<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, f)
 }
 
+/// Optimizes a query and its subplans: decorrelation first (when `rules` allow it),
+/// then [`optimize`] on the plan and on each subplan that remains.
+pub fn optimize_query(
+    plan: Plan,
+    subqueries: Vec<crate::plan::Subplan>,
+    rules: &Rules,
+    stats: &dyn Stats,
+) -> crate::plan::BoundQuery {
+    let (plan, subqueries) = if rules.decorrelate {
+        decorrelate::decorrelate(plan, subqueries)
+    } else {
+        (plan, subqueries)
+    };
+    crate::plan::BoundQuery {
+        plan: optimize(plan, rules, stats),
+        subqueries: subqueries
+            .into_iter()
+            .map(|s| crate::plan::Subplan { plan: optimize(s.plan, rules, stats), ..s })
+            .collect(),
+    }
+}
+
 /// Applies the rules `rules` allows to `plan` (one query block tree; subplans are
-/// optimized separately by the caller).
+/// optimized separately, by [`optimize_query`]).
 pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let plan = if rules.join_order {
         join_order::reorder_joins(plan, stats)
@@ -209,10 +239,16 @@ pub(crate) fn filter(input: Plan, preds: Vec<Expr>) -> Plan {
     }
 }
 
+/// `plan` with `f` applied to each child (left before right), on a guarded stack.
 pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan {
     let Plan { node, schema, est } = plan;
+    Plan { node: map_node_children(node, f), schema, est }
+}
+
+/// [`map_children`] for a node taken out of its plan.
+pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> Node {
     let mut b = |p: Box<Plan>| Box::new(deep(|| f(*p)));
-    let node = match node {
+    match node {
         Node::Filter { input, predicate } => Node::Filter { input: b(input), predicate },
         Node::Project { input, exprs } => Node::Project { input: b(input), exprs },
         Node::Aggregate { input, groups, aggs } => Node::Aggregate { input: b(input), groups, aggs },
@@ -230,10 +266,8 @@ pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan 
             method,
         },
         n @ (Node::TableScan { .. } | Node::Values { .. }) => n,
-    };
-    Plan { node, schema, est }
+    }
 }
-
 
 #[cfg(test)]
 mod tests;

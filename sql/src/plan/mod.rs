@@ -213,6 +213,14 @@ impl Plan {
     /// Calls `f` on every expression of this node and of its inputs (the top-level
     /// expressions; `f` descends into them itself).
     pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        self.for_each_own_expr_mut(f);
+        for c in self.children_mut() {
+            c.for_each_expr_mut(f);
+        }
+    }
+
+    /// Calls `f` on every expression of this node (not its children's).
+    pub fn for_each_own_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         match &mut self.node {
             Node::TableScan { filter, access, .. } => {
                 filter.iter_mut().for_each(&mut *f);
@@ -238,9 +246,6 @@ impl Plan {
             }
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
             Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
-        }
-        for c in self.children_mut() {
-            c.for_each_expr_mut(f);
         }
     }
 

@@ -104,6 +104,7 @@ impl Database {
             db: self.clone(),
             settings: Settings::default(),
             txn: engine::TxnState::default(),
+            statements: StatementCache::default(),
             interrupt: InterruptHandle::default(),
         }
     }
@@ -128,6 +129,9 @@ pub struct Connection {
     pub(crate) db: Database,
     pub(crate) settings: Settings,
     pub(crate) txn: engine::TxnState,
+    /// Statements run by [`Connection::execute`], by SQL text, so a repeated text is
+    /// not parsed again.
+    statements: StatementCache,
     pub(crate) interrupt: InterruptHandle,
 }
 
@@ -144,9 +148,18 @@ impl Connection {
     }
 
     /// Runs exactly one statement, with values for its `$1…$n` (or `?`) parameters.
-    /// Its query bees are one-off (kept in the cache's small LRU).
+    /// The parsed statement is kept in the connection's statement cache (the last
+    /// [`STATEMENT_CACHE_SIZE`] distinct texts), so running the same text again skips
+    /// parsing. Its query bees stay one-off (shared through the bee cache's LRU).
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
-        let stmt = self.parse_one(sql, false)?;
+        let stmt = match self.statements.get(sql) {
+            Some(stmt) => stmt,
+            None => {
+                let stmt = Arc::new(self.parse_one(sql, false)?);
+                self.statements.insert(stmt.clone());
+                stmt
+            }
+        };
         stmt.execute(self, params)
     }
 
@@ -162,7 +175,7 @@ impl Connection {
             let statements = parser::parse(sql)?;
             let mut results = Vec::with_capacity(statements.len());
             for ast in &statements {
-                results.push(engine::execute(conn, sql, ast, &[], None)?);
+                results.push(engine::execute(conn, sql, ast, &[], None, None)?);
             }
             Ok(results)
         })
@@ -192,6 +205,7 @@ impl Connection {
             ast,
             param_count,
             bees: keep_bees.then(|| Arc::new(StatementBees::new())),
+            plan: Arc::new(engine::PlanCache::default()),
         })
     }
 
@@ -216,8 +230,38 @@ impl Connection {
     }
 }
 
-/// A parsed statement. Its plan is made at each execution against the current
-/// catalog, so a prepared statement survives schema changes.
+/// Distinct SQL texts a connection keeps parsed for [`Connection::execute`].
+pub const STATEMENT_CACHE_SIZE: usize = 32;
+
+/// The parsed statements of the last [`STATEMENT_CACHE_SIZE`] distinct texts, most
+/// recently used first. A parse depends on the text alone (not on the catalog or
+/// the settings), so an entry is never stale: each execution still plans against the
+/// catalog of its transaction. A linear search over a few entries costs less than
+/// hashing the text would for the short statements this is for.
+#[derive(Default)]
+struct StatementCache {
+    entries: Vec<Arc<Statement>>,
+}
+
+impl StatementCache {
+    fn get(&mut self, sql: &str) -> Option<Arc<Statement>> {
+        let at = self.entries.iter().position(|s| s.sql == sql)?;
+        // Move to the front, keeping the others in recency order.
+        self.entries[..=at].rotate_right(1);
+        Some(self.entries[0].clone())
+    }
+
+    fn insert(&mut self, stmt: Arc<Statement>) {
+        if self.entries.len() >= STATEMENT_CACHE_SIZE {
+            self.entries.pop();
+        }
+        self.entries.insert(0, stmt);
+    }
+}
+
+/// A parsed statement. A query's plan is kept across executions and made again
+/// when the catalog (schema or statistics) changed since, so a prepared statement
+/// survives schema changes and never runs a stale plan (see `engine::plan_cache`).
 #[derive(Debug, Clone)]
 pub struct Statement {
     sql: String,
@@ -225,11 +269,25 @@ pub struct Statement {
     param_count: usize,
     /// The statement's query bees (prepared statements only).
     bees: Option<Arc<StatementBees>>,
+    /// Its query plan, kept across executions (see `engine::plan_cache`).
+    plan: Arc<engine::PlanCache>,
 }
 
 impl Statement {
     pub fn sql(&self) -> &str {
         &self.sql
+    }
+
+    /// Whether a plan is kept for the next execution (for tests).
+    #[cfg(test)]
+    pub(crate) fn plan_is_cached(&self) -> bool {
+        self.plan.is_cached()
+    }
+
+    /// How many times a plan was made and kept (for tests).
+    #[cfg(test)]
+    pub(crate) fn plans_kept(&self) -> usize {
+        self.plan.plans_kept()
     }
 
     /// Number of parameters (`$1…$n`, or each `?`).
@@ -249,7 +307,7 @@ impl Statement {
             ));
         }
         guarded(conn, |conn| {
-            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref())
+            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref(), Some(&self.plan))
         })
     }
 }
@@ -275,5 +333,68 @@ fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T
             };
             Err(Error::internal(format!("internal error (a bug in BeeDB): {what}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plans that read the clock or a system table at bind time are made again at
+    /// each execution; others are kept.
+    #[test]
+    fn plans_read_at_bind_time_are_not_cached() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+        let kept = c.prepare("SELECT v FROM t WHERE id = $1").unwrap();
+        kept.execute(&mut c, &[Value::Integer(1)]).unwrap();
+        assert!(kept.plan_is_cached());
+        let update = c.prepare("UPDATE t SET v = v + 1 WHERE id = $1").unwrap();
+        update.execute(&mut c, &[Value::Integer(1)]).unwrap();
+        assert!(update.plan_is_cached());
+        for sql in [
+            "SELECT now()",
+            "SELECT id FROM t WHERE v < extract(year from current_date)",
+            "UPDATE t SET v = 1 WHERE current_timestamp > now()",
+            "SELECT count(*) FROM information_schema.tables",
+        ] {
+            let stmt = c.prepare(sql).unwrap();
+            stmt.execute(&mut c, &[]).unwrap();
+            assert!(!stmt.plan_is_cached(), "{sql}");
+        }
+    }
+
+    /// A kept plan is made again when the optimizer switches change or a relation
+    /// it reads changed size more than 2× (its join order and build sides were
+    /// chosen for the old sizes), and only then.
+    #[test]
+    fn plans_are_made_again_for_other_switches_or_sizes() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch(
+            "CREATE TABLE a (id INTEGER PRIMARY KEY, v INTEGER); CREATE TABLE b (id INTEGER, w INTEGER);
+             INSERT INTO a VALUES (1, 1), (2, 2); INSERT INTO b VALUES (1, 5)",
+        )
+        .unwrap();
+        let q = c.prepare("SELECT count(*) FROM a JOIN b ON a.id = b.id").unwrap();
+        let count = |c: &mut Connection| q.execute(c, &[]).unwrap().rows[0].get::<i64>(0).unwrap();
+        assert_eq!(count(&mut c), 1);
+        assert_eq!(count(&mut c), 1);
+        assert_eq!(q.plans_kept(), 1, "the same plan runs twice");
+        c.execute("SET optimizer_build_side = off", &[]).unwrap();
+        assert_eq!(count(&mut c), 1);
+        assert_eq!(q.plans_kept(), 2, "other switches: planned again");
+        assert_eq!(count(&mut c), 1);
+        assert_eq!(q.plans_kept(), 2);
+        // One row more in b (1 → 2) is within 2×; then b grows to 100 rows.
+        c.execute("INSERT INTO b VALUES (2, 6)", &[]).unwrap();
+        assert_eq!(count(&mut c), 2);
+        assert_eq!(q.plans_kept(), 2, "a small change keeps the plan");
+        for i in 0..98 {
+            c.execute(&format!("INSERT INTO b VALUES ({}, {i})", i % 2 + 1), &[]).unwrap();
+        }
+        assert_eq!(count(&mut c), 100);
+        assert_eq!(q.plans_kept(), 3, "b grew 50×: planned again");
     }
 }

@@ -17,6 +17,7 @@
 //! | `optimizer_filter_pushdown` | `on`, `off`: filters pushed below joins and into scans | `on` |
 //! | `optimizer_index_access` | `on`, `off`: scans read through an index where one applies | `on` |
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
+//! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
@@ -92,6 +93,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_filter_pushdown",
     "optimizer_index_access",
     "optimizer_build_side",
+    "optimizer_decorrelate",
 ];
 
 fn unknown(name: &str) -> Error {
@@ -186,6 +188,7 @@ impl Settings {
             "optimizer_filter_pushdown" => self.optimizer.filter_pushdown = parse_switch(name, value)?,
             "optimizer_index_access" => self.optimizer.index_access = parse_switch(name, value)?,
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
+            "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
         }
         Ok(())
@@ -201,6 +204,7 @@ impl Settings {
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_build_side" => "on",
+            "optimizer_decorrelate" => "on",
             _ => return Err(unknown(name)),
         };
         self.set(name, value, t)
@@ -234,6 +238,7 @@ impl Settings {
             "optimizer_filter_pushdown" => show_switch(self.optimizer.filter_pushdown),
             "optimizer_index_access" => show_switch(self.optimizer.index_access),
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
+            "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
             _ => return Err(unknown(name)),
         })
     }

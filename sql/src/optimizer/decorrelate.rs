@@ -1,0 +1,605 @@
+//! Subquery decorrelation: subqueries in WHERE and in the select list become joins, so
+//! they run once as part of the plan instead of once per distinct outer value.
+//!
+//! Rewrites (each exact, for a conjunct of a filter):
+//! - `EXISTS (q)` → semi join; `NOT EXISTS (q)` → anti join. A `LIMIT n` (n ≥ 1,
+//!   no OFFSET), `ORDER BY`, `DISTINCT` or projection on top of `q` does not change
+//!   whether a row exists and is dropped.
+//! - `x IN (q)` → semi join on `x = q.col` (a NULL on either side never matches, which
+//!   is what a filter needs: NULL and false both reject the row).
+//! - correlated `x NOT IN (q)` → NULL-aware anti join: the row survives when no row of
+//!   `q` for its correlation values has `x = col OR x IS NULL OR col IS NULL` (so a NULL
+//!   in `q`'s result or in `x` gives PostgreSQL's answer: the row is rejected unless
+//!   `q` is empty). Uncorrelated `NOT IN` stays: it runs once into a hashed set.
+//! - a correlated scalar subquery `(SELECT f(agg…) FROM … WHERE inner = outer …)`
+//!   whose correlation is equalities → a left join with the aggregate grouped by the
+//!   inner sides of those equalities (the "group by the correlated columns, then left
+//!   join" rewrite). An outer row without a matching group gets the subquery's value
+//!   on an empty input (`count` gives 0, the other aggregates NULL), so COUNT over an
+//!   empty group still gives 0. Grouping by the correlation keys makes one row per key,
+//!   so the "more than one row" error cannot arise.
+//!
+//! The correlation is found by pulling the conjuncts that use the subquery's
+//! parameters up through its filters, inner joins, projections (which then also
+//! output the columns those conjuncts read), DISTINCT and ORDER BY. Where that is
+//! impossible — a parameter under an aggregate other than the scalar form above, under
+//! LIMIT/OFFSET, in an outer join's condition, in a select list, in a nested
+//! subquery's correlation (correlation skipping a level), non-equality correlation of
+//! an aggregate — the subquery stays and is re-executed per distinct outer value;
+//! EXPLAIN marks such subplans "correlated: re-executed per outer row".
+//!
+//! Subqueries are processed innermost first (the binder numbers a nested subquery
+//! before its parent), so a subquery whose own subqueries became joins can itself be
+//! inlined. Subplans no longer referenced are dropped and the rest renumbered.
+
+use crate::binder::query_util::{for_each_child_mut, shift_columns};
+use crate::expr::{Expr, ExprKind, SubqueryExpr, SubqueryKind};
+use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Subplan};
+use crate::types::{DataType, Value};
+
+use super::and_all;
+
+/// Decorrelates the subqueries of `plan` and of every subplan; returns the plan and
+/// the subplans still referenced (renumbered).
+pub fn decorrelate(plan: Plan, mut subs: Vec<Subplan>) -> (Plan, Vec<Subplan>) {
+    for id in 0..subs.len() {
+        let p = std::mem::replace(&mut subs[id].plan, Plan::one_row());
+        let p = rewrite(p, &subs);
+        subs[id].plan = p;
+    }
+    let plan = rewrite(plan, &subs);
+    compact(plan, subs)
+}
+
+/// Bottom-up: filters and projections whose expressions hold subqueries get them as
+/// joins where possible.
+fn rewrite(plan: Plan, subs: &[Subplan]) -> Plan {
+    let Plan { node, schema, .. } = plan;
+    let node = super::map_node_children(node, &mut |p| rewrite(p, subs));
+    match node {
+        Node::Filter { input, predicate } if has_subquery(&predicate) => {
+            rewrite_filter(*input, predicate, subs, schema)
+        }
+        Node::Project { input, exprs } if exprs.iter().any(has_correlated_scalar) => {
+            let mut cur = *input;
+            let exprs = exprs
+                .into_iter()
+                .map(|e| replace_scalars(e, &mut cur, subs))
+                .collect();
+            Plan::new(Node::Project { input: Box::new(cur), exprs }, schema)
+        }
+        node => Plan::new(node, schema),
+    }
+}
+
+fn rewrite_filter(input: Plan, predicate: Expr, subs: &[Subplan], schema: Vec<OutputColumn>) -> Plan {
+    let mut parts = Vec::new();
+    split_and(predicate, &mut parts);
+    let (special, plain): (Vec<Expr>, Vec<Expr>) = parts
+        .into_iter()
+        .partition(|c| semi_form(c).is_some() || has_correlated_scalar(c));
+    // The other conjuncts stay directly over the input, where the join rules see them.
+    let mut cur = with_filter(input, plain);
+    let width = cur.schema.len();
+    let mut rest = Vec::new();
+    for c in special {
+        if let Some(next) = try_semi(&c, &cur, subs) {
+            cur = next;
+            continue;
+        }
+        rest.push(replace_scalars(c, &mut cur, subs));
+    }
+    let mut out = with_filter(cur, rest);
+    if out.schema.len() != width {
+        let exprs = (0..width).map(|i| Expr::column(i, out.schema[i].ty)).collect();
+        out = Plan::new(Node::Project { input: Box::new(out), exprs }, schema.clone());
+    }
+    out.schema = schema;
+    out
+}
+
+fn split_and(e: Expr, out: &mut Vec<Expr>) {
+    match e.kind {
+        ExprKind::And(v) => v.into_iter().for_each(|c| split_and(c, out)),
+        kind => out.push(Expr::new(kind, e.ty)),
+    }
+}
+
+fn with_filter(input: Plan, preds: Vec<Expr>) -> Plan {
+    match and_all(preds) {
+        None => input,
+        Some(p) => {
+            let schema = input.schema.clone();
+            Plan::new(Node::Filter { input: Box::new(input), predicate: p }, schema)
+        }
+    }
+}
+
+/// What a conjunct asks of its subquery, when it is a semi/anti-join form.
+enum SemiForm<'a> {
+    Exists { sub: &'a SubqueryExpr, negated: bool },
+    In { sub: &'a SubqueryExpr, x: &'a Expr, negated: bool },
+}
+
+fn semi_form(c: &Expr) -> Option<SemiForm<'_>> {
+    let (inner, not) = match &c.kind {
+        ExprKind::Not(e) => (&**e, true),
+        _ => (c, false),
+    };
+    let ExprKind::Subquery(s) = &inner.kind else { return None };
+    match &s.kind {
+        // Uncorrelated EXISTS runs once; as a join it would pair every row.
+        SubqueryKind::Exists if s.correlated.is_empty() => None,
+        SubqueryKind::Exists => Some(SemiForm::Exists { sub: s, negated: not }),
+        SubqueryKind::In { expr, negated } => {
+            let negated = *negated != not;
+            // Uncorrelated NOT IN runs once into a hashed set already; as a join it
+            // would need a nested loop for its NULL-aware condition.
+            if negated && s.correlated.is_empty() {
+                return None;
+            }
+            Some(SemiForm::In { sub: s, x: expr, negated })
+        }
+        _ => None,
+    }
+}
+
+/// `cur` semi/anti-joined with the conjunct's subquery, if the conjunct is such a
+/// form and the subquery's correlation can be pulled up.
+fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
+    let form = semi_form(c)?;
+    let (sub, negated) = match &form {
+        SemiForm::Exists { sub, negated } | SemiForm::In { sub, negated, .. } => (*sub, *negated),
+    };
+    let subplan = subs.get(sub.id)?;
+    let base = subplan.param_base;
+    if skips_level(sub, base) {
+        return None;
+    }
+    let mut body = subplan.plan.clone();
+    if matches!(form, SemiForm::Exists { .. }) {
+        body = strip_for_exists(body)?;
+    }
+    let pulled = pull_up(body, base)?;
+    let nleft = cur.schema.len();
+    let mut on: Vec<Expr> = pulled
+        .preds
+        .iter()
+        .map(|p| to_join(p, nleft, base, &sub.correlated))
+        .collect();
+    if let SemiForm::In { x, .. } = form {
+        let col = Expr::column(nleft, pulled.plan.schema[0].ty);
+        let eq = Expr::new(
+            ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new((*x).clone()), right: Box::new(col.clone()) },
+            DataType::Boolean,
+        );
+        if negated {
+            let is_null = |e: Expr| Expr::new(ExprKind::IsNull { expr: Box::new(e), negated: false }, DataType::Boolean);
+            on.push(Expr::new(ExprKind::Or(vec![eq, is_null((*x).clone()), is_null(col)]), DataType::Boolean));
+        } else {
+            on.push(eq);
+        }
+    }
+    let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
+    Some(Plan::new(
+        Node::Join {
+            left: Box::new(cur.clone()),
+            right: Box::new(pulled.plan),
+            kind,
+            on: and_all(on),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        cur.schema.clone(),
+    ))
+}
+
+/// An EXISTS subquery without what cannot change whether it has a row.
+fn strip_for_exists(plan: Plan) -> Option<Plan> {
+    match plan.node {
+        Node::Project { input, .. } | Node::Sort { input, .. } | Node::Distinct { input } => strip_for_exists(*input),
+        Node::Limit { input, limit, offset } => {
+            if offset > 0 || limit == Some(0) {
+                return None;
+            }
+            strip_for_exists(*input)
+        }
+        node => Some(Plan::new(node, plan.schema)),
+    }
+}
+
+/// A pulled-up correlation conjunct (over the subquery's output, with its parameters)
+/// as a join condition: subquery columns move right of the `nleft` outer columns and
+/// parameters become the outer expressions they stand for.
+fn to_join(p: &Expr, nleft: usize, base: usize, correlated: &[Expr]) -> Expr {
+    let mut e = p.clone();
+    fn go(e: &mut Expr, nleft: usize, base: usize, correlated: &[Expr]) {
+        match &mut e.kind {
+            ExprKind::Column(i) => *i += nleft,
+            ExprKind::Param(k) if *k >= base => *e = correlated[*k - base].clone(),
+            _ => for_each_child_mut(e, &mut |c| go(c, nleft, base, correlated)),
+        }
+    }
+    go(&mut e, nleft, base, correlated);
+    e
+}
+
+/// A subquery body without references to its parameters, and the conjuncts that
+/// had them, over the body's output columns.
+struct Pulled {
+    plan: Plan,
+    preds: Vec<Expr>,
+}
+
+fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
+    if !plan_uses_params(&plan, base) {
+        return Some(Pulled { plan, preds: vec![] });
+    }
+    let Plan { node, schema, .. } = plan;
+    match node {
+        Node::Filter { input, predicate } => {
+            let inner = pull_up(*input, base)?;
+            let mut preds = inner.preds;
+            let keep = take_correlated(predicate, base, &mut preds)?;
+            Some(Pulled { plan: with_filter(inner.plan, keep), preds })
+        }
+        Node::TableScan { table, columns, filter: Some(f), access, with_tid, bees } => {
+            let mut preds = Vec::new();
+            let keep = take_correlated(f, base, &mut preds)?;
+            let node = Node::TableScan { table, columns, filter: and_all(keep), access, with_tid, bees };
+            Some(Pulled { plan: Plan::new(node, schema), preds })
+        }
+        Node::Project { input, mut exprs } => {
+            if exprs.iter().any(|e| uses_params(e, base)) {
+                return None;
+            }
+            let inner = pull_up(*input, base)?;
+            let mut schema = schema;
+            let mut map = vec![usize::MAX; inner.plan.schema.len()];
+            let mut used = Vec::new();
+            for p in &inner.preds {
+                p.columns_used(&mut used);
+            }
+            for c in used {
+                let pos = exprs.iter().position(|e| matches!(e.kind, ExprKind::Column(i) if i == c));
+                map[c] = match pos {
+                    Some(p) => p,
+                    None => {
+                        exprs.push(Expr::column(c, inner.plan.schema[c].ty));
+                        schema.push(inner.plan.schema[c].clone());
+                        exprs.len() - 1
+                    }
+                };
+            }
+            let preds = inner.preds.iter().map(|p| remap(p, &map)).collect();
+            let node = Node::Project { input: Box::new(inner.plan), exprs };
+            Some(Pulled { plan: Plan::new(node, schema), preds })
+        }
+        Node::Join { left, right, kind, on, left_keys, right_keys, method } => {
+            let nleft = left.schema.len();
+            let nright = right.schema.len();
+            let mut preds = Vec::new();
+            let on = match on {
+                Some(on) if kind == JoinKind::Inner => and_all(take_correlated(on, base, &mut preds)?),
+                Some(on) if uses_params(&on, base) => return None,
+                on => on,
+            };
+            if left_keys.iter().chain(&right_keys).any(|e| uses_params(e, base)) {
+                return None;
+            }
+            let l = pull_up(*left, base)?;
+            let r = if kind == JoinKind::Inner {
+                pull_up(*right, base)?
+            } else if plan_uses_params(&right, base) || matches!(kind, JoinKind::Right | JoinKind::Full) {
+                return None;
+            } else {
+                Pulled { plan: *right, preds: vec![] }
+            };
+            // A side that had to output more columns would move the other's.
+            if l.plan.schema.len() != nleft || r.plan.schema.len() != nright {
+                return None;
+            }
+            preds.extend(l.preds);
+            preds.extend(r.preds.iter().map(|p| shift_columns(p, nleft)));
+            let node = Node::Join { left: Box::new(l.plan), right: Box::new(r.plan), kind, on, left_keys, right_keys, method };
+            Some(Pulled { plan: Plan::new(node, schema), preds })
+        }
+        Node::Distinct { input } => {
+            let inner = pull_up(*input, base)?;
+            let schema = inner.plan.schema.clone();
+            Some(Pulled { plan: Plan::new(Node::Distinct { input: Box::new(inner.plan) }, schema), preds: inner.preds })
+        }
+        Node::Sort { input, keys } => {
+            if keys.iter().any(|k| uses_params(&k.expr, base)) {
+                return None;
+            }
+            let inner = pull_up(*input, base)?;
+            let schema = inner.plan.schema.clone();
+            Some(Pulled { plan: Plan::new(Node::Sort { input: Box::new(inner.plan), keys }, schema), preds: inner.preds })
+        }
+        _ => None,
+    }
+}
+
+/// Moves the conjuncts of `e` that use parameters into `preds`; returns the others.
+/// `None` when a conjunct with parameters also holds a subquery.
+fn take_correlated(e: Expr, base: usize, preds: &mut Vec<Expr>) -> Option<Vec<Expr>> {
+    let mut parts = Vec::new();
+    split_and(e, &mut parts);
+    let mut keep = Vec::new();
+    for p in parts {
+        if !uses_params(&p, base) {
+            keep.push(p);
+        } else if has_subquery(&p) {
+            return None;
+        } else {
+            preds.push(p);
+        }
+    }
+    Some(keep)
+}
+
+fn remap(e: &Expr, map: &[usize]) -> Expr {
+    let mut e = e.clone();
+    fn go(e: &mut Expr, map: &[usize]) {
+        if let ExprKind::Column(i) = &mut e.kind {
+            *i = map[*i];
+            return;
+        }
+        for_each_child_mut(e, &mut |c| go(c, map));
+    }
+    go(&mut e, map);
+    e
+}
+
+/// Replaces each correlated scalar subquery of `e` that can be unnested by a column
+/// of a left join added to `cur`.
+fn replace_scalars(mut e: Expr, cur: &mut Plan, subs: &[Subplan]) -> Expr {
+    fn go(e: &mut Expr, cur: &mut Plan, subs: &[Subplan]) {
+        if let ExprKind::Subquery(s) = &e.kind
+            && matches!(s.kind, SubqueryKind::Scalar)
+            && !s.correlated.is_empty()
+            && let Some((plan, value)) = unnest_scalar(s, e.ty, cur, subs)
+        {
+            *cur = plan;
+            *e = value;
+            return;
+        }
+        for_each_child_mut(e, &mut |c| go(c, cur, subs));
+    }
+    go(&mut e, cur, subs);
+    e
+}
+
+/// `cur` left-joined with the scalar subquery's aggregate grouped by its correlation
+/// keys, and the expression (over the join) that gives the subquery's value.
+fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -> Option<(Plan, Expr)> {
+    let subplan = subs.get(s.id)?;
+    let base = subplan.param_base;
+    if skips_level(s, base) {
+        return None;
+    }
+    // The shape: [Project over] Aggregate without GROUP BY.
+    let (top, agg) = match subplan.plan.node.clone() {
+        Node::Project { input, exprs } => (Some(exprs), *input),
+        node => (None, Plan::new(node, subplan.plan.schema.clone())),
+    };
+    let Node::Aggregate { input, groups, aggs } = agg.node else { return None };
+    if !groups.is_empty() || aggs.iter().any(|a| a.arg.as_ref().is_some_and(|x| uses_params(x, base))) {
+        return None;
+    }
+    let top = match top {
+        Some(t) if t.iter().any(|e| uses_params(e, base) || has_subquery(e)) => return None,
+        Some(t) => t,
+        None => vec![Expr::column(0, aggs.first()?.ty)],
+    };
+    if top.len() != 1 {
+        return None;
+    }
+    let pulled = pull_up(*input, base)?;
+    // Every correlation conjunct must be `inner = outer`.
+    let mut keys = Vec::new();
+    let mut outer = Vec::new();
+    for p in &pulled.preds {
+        let ExprKind::Compare { op: crate::expr::CmpOp::Eq, left, right } = &p.kind else { return None };
+        let inner_side = |e: &Expr| !uses_params(e, base) && !has_subquery(e);
+        let outer_side = |e: &Expr| {
+            let mut c = Vec::new();
+            e.columns_used(&mut c);
+            c.is_empty() && !has_subquery(e)
+        };
+        if inner_side(left) && outer_side(right) {
+            keys.push((**left).clone());
+            outer.push((**right).clone());
+        } else if inner_side(right) && outer_side(left) {
+            keys.push((**right).clone());
+            outer.push((**left).clone());
+        } else {
+            return None;
+        }
+    }
+    if keys.is_empty() {
+        return None;
+    }
+    let nkeys = keys.len();
+    let mut agg_schema: Vec<OutputColumn> =
+        keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
+    agg_schema.extend(aggs.iter().enumerate().map(|(i, a)| OutputColumn { name: format!("agg{i}"), ty: a.ty }));
+    // The value on an empty input: count gives 0, every other aggregate NULL.
+    let empty: Vec<Expr> = aggs
+        .iter()
+        .map(|a| match a.func {
+            AggFunc::Count | AggFunc::CountStar => Expr::literal(Value::BigInt(0), a.ty),
+            _ => Expr::literal(Value::Null, a.ty),
+        })
+        .collect();
+    let value = top[0].clone();
+    let empty_value = substitute_columns(&value, &empty);
+    let aggregate = Plan::new(Node::Aggregate { input: Box::new(pulled.plan), groups: keys, aggs }, agg_schema);
+    let mut exprs = vec![shift_columns(&value, nkeys)];
+    let mut schema = vec![OutputColumn { name: "value".into(), ty: value.ty }];
+    for (i, c) in aggregate.schema[..nkeys].iter().enumerate() {
+        exprs.push(Expr::column(i, c.ty));
+        schema.push(c.clone());
+    }
+    let right = Plan::new(Node::Project { input: Box::new(aggregate), exprs }, schema);
+    let nleft = cur.schema.len();
+    let on: Vec<Expr> = outer
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let o = to_join(&o, 0, base, &s.correlated);
+            let k = Expr::column(nleft + 1 + i, right.schema[1 + i].ty);
+            Expr::new(ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(o), right: Box::new(k) }, DataType::Boolean)
+        })
+        .collect();
+    let mut jschema = cur.schema.clone();
+    jschema.extend(right.schema.iter().cloned());
+    let join = Plan::new(
+        Node::Join {
+            left: Box::new(cur.clone()),
+            right: Box::new(right),
+            kind: JoinKind::Left,
+            on: and_all(on),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        jschema,
+    );
+    let col = Expr::column(nleft, ty);
+    let result = if matches!(empty_value.kind, ExprKind::Literal(Value::Null)) {
+        col
+    } else {
+        // A key column is NULL exactly when the outer row found no group.
+        let unmatched = Expr::new(
+            ExprKind::IsNull { expr: Box::new(Expr::column(nleft + 1, join.schema[nleft + 1].ty)), negated: false },
+            DataType::Boolean,
+        );
+        Expr::new(ExprKind::Case { whens: vec![(unmatched, empty_value)], else_: Some(Box::new(col)) }, ty)
+    };
+    Some((join, result))
+}
+
+/// `e` with column `i` replaced by `values[i]`.
+fn substitute_columns(e: &Expr, values: &[Expr]) -> Expr {
+    let mut e = e.clone();
+    fn go(e: &mut Expr, values: &[Expr]) {
+        if let ExprKind::Column(i) = e.kind {
+            *e = values[i].clone();
+            return;
+        }
+        for_each_child_mut(e, &mut |c| go(c, values));
+    }
+    go(&mut e, values);
+    e
+}
+
+/// Whether the subquery refers to a level above its parent (its correlated values use
+/// the parent's own parameters): unnesting it would put those parameters into the
+/// parent's joins, which would then have to be re-executed whole per outer row.
+fn skips_level(s: &SubqueryExpr, base: usize) -> bool {
+    s.correlated.iter().any(|e| uses_params(e, base))
+}
+
+fn has_subquery(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Subquery(_)) || e.children().iter().any(|c| has_subquery(c))
+}
+
+fn has_correlated_scalar(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subquery(s) if matches!(s.kind, SubqueryKind::Scalar) && !s.correlated.is_empty() => true,
+        _ => e.children().iter().any(|c| has_correlated_scalar(c)),
+    }
+}
+
+/// Whether `e` reads a correlation parameter (numbered from `base`), including in the
+/// correlated values it passes to a nested subquery.
+fn uses_params(e: &Expr, base: usize) -> bool {
+    matches!(e.kind, ExprKind::Param(k) if k >= base) || e.children().iter().any(|c| uses_params(c, base))
+}
+
+fn plan_uses_params(plan: &Plan, base: usize) -> bool {
+    let mut found = false;
+    for_each_expr(plan, &mut |e| found |= uses_params(e, base));
+    found || plan.children().iter().any(|c| plan_uses_params(c, base))
+}
+
+/// Calls `f` on every expression of `plan`'s own node (not its children's).
+fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
+    match &plan.node {
+        Node::TableScan { filter, access, .. } => {
+            filter.iter().for_each(&mut *f);
+            if let crate::plan::Access::Index { eq, lower, upper, .. } = access {
+                eq.iter().for_each(&mut *f);
+                lower.iter().chain(upper).for_each(|(e, _)| f(e));
+            }
+        }
+        Node::Values { rows } => rows.iter().flatten().for_each(f),
+        Node::Filter { predicate, .. } => f(predicate),
+        Node::Project { exprs, .. } => exprs.iter().for_each(f),
+        Node::Join { on, left_keys, right_keys, .. } => {
+            on.iter().chain(left_keys).chain(right_keys).for_each(f);
+        }
+        Node::Aggregate { groups, aggs, .. } => {
+            groups.iter().for_each(&mut *f);
+            aggs.iter().filter_map(|a| a.arg.as_ref()).for_each(f);
+        }
+        Node::Sort { keys, .. } => keys.iter().for_each(|k| f(&k.expr)),
+        Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
+    }
+}
+
+/// Every subquery id `e` refers to, directly.
+fn subquery_ids(e: &Expr, out: &mut Vec<usize>) {
+    if let ExprKind::Subquery(s) = &e.kind {
+        out.push(s.id);
+    }
+    e.children().iter().for_each(|c| subquery_ids(c, out));
+}
+
+fn plan_subquery_ids(plan: &Plan, out: &mut Vec<usize>) {
+    for_each_expr(plan, &mut |e| subquery_ids(e, out));
+    plan.children().iter().for_each(|c| plan_subquery_ids(c, out));
+}
+
+fn renumber(plan: &mut Plan, map: &[usize]) {
+    fn go(e: &mut Expr, map: &[usize]) {
+        if let ExprKind::Subquery(s) = &mut e.kind {
+            s.id = map[s.id];
+        }
+        for_each_child_mut(e, &mut |c| go(c, map));
+    }
+    plan.for_each_expr_mut(&mut |e| go(e, map));
+}
+
+/// Drops the subplans nothing refers to any more and renumbers the rest.
+fn compact(mut plan: Plan, subs: Vec<Subplan>) -> (Plan, Vec<Subplan>) {
+    let mut used = vec![false; subs.len()];
+    let mut stack = Vec::new();
+    plan_subquery_ids(&plan, &mut stack);
+    while let Some(id) = stack.pop() {
+        if id < used.len() && !used[id] {
+            used[id] = true;
+            plan_subquery_ids(&subs[id].plan, &mut stack);
+        }
+    }
+    if used.iter().all(|&u| u) {
+        return (plan, subs);
+    }
+    let mut map = vec![usize::MAX; subs.len()];
+    let mut next = 0;
+    for (id, &u) in used.iter().enumerate() {
+        if u {
+            map[id] = next;
+            next += 1;
+        }
+    }
+    let mut kept: Vec<Subplan> = subs.into_iter().zip(&used).filter(|(_, u)| **u).map(|(s, _)| s).collect();
+    renumber(&mut plan, &map);
+    for s in &mut kept {
+        renumber(&mut s.plan, &map);
+    }
+    (plan, kept)
+}
