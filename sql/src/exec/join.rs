@@ -2,9 +2,7 @@
 //! with the left), and nested loops when there are no keys. Both check the residual
 //! condition `on` on the combined rows of candidate pairs, in batches.
 
-use rustc_hash::FxHashMap;
-
-use super::keys::row_key;
+use super::key_table::{KeyTable, NO_ID};
 use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
 use crate::error::Result;
 use crate::expr::Expr;
@@ -26,8 +24,49 @@ struct Build {
     cols: Vec<Vector>,
     len: usize,
     /// Key → rows (None when joining without keys: every row is a candidate).
-    map: Option<FxHashMap<Vec<u8>, Vec<u32>>>,
+    map: Option<HashIndex>,
     matched: Vec<bool>,
+}
+
+/// The build rows by key: the distinct keys in a [`KeyTable`], and the rows of key `id`
+/// at `rows[starts[id]..starts[id + 1]]`, ascending.
+struct HashIndex {
+    table: KeyTable,
+    /// The key id of each build row ([`NO_ID`] for a NULL key), until `finish`.
+    row_ids: Vec<u32>,
+    starts: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+impl HashIndex {
+    /// Groups the build rows by key id (a counting sort, so rows stay in order).
+    fn finish(&mut self) {
+        let nkeys = self.table.len();
+        let mut starts = vec![0u32; nkeys + 1];
+        for &id in &self.row_ids {
+            if id != NO_ID {
+                starts[id as usize + 1] += 1;
+            }
+        }
+        for i in 0..nkeys {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut rows = vec![0u32; starts[nkeys] as usize];
+        for (r, &id) in self.row_ids.iter().enumerate() {
+            if id != NO_ID {
+                rows[next[id as usize] as usize] = r as u32;
+                next[id as usize] += 1;
+            }
+        }
+        self.row_ids = Vec::new();
+        self.starts = starts;
+        self.rows = rows;
+    }
+
+    fn candidates(&self, id: u32) -> &[u32] {
+        &self.rows[self.starts[id as usize] as usize..self.starts[id as usize + 1] as usize]
+    }
 }
 
 pub(super) fn join(
@@ -45,14 +84,19 @@ pub(super) fn join(
     let keyed = !s.left_keys.is_empty();
 
     // Build.
+    let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
     let mut build = Build {
         cols: right_types.iter().map(|t| Vector::new(*t, 0)).collect(),
         len: 0,
-        map: keyed.then(FxHashMap::default),
+        map: keyed.then(|| HashIndex {
+            table: KeyTable::new(&key_types),
+            row_ids: Vec::new(),
+            starts: Vec::new(),
+            rows: Vec::new(),
+        }),
         matched: Vec::new(),
     };
-    let mut key_bytes = 0usize;
-    let mut key = Vec::new();
+    let mut ids = Vec::new();
     ex.node(s.right, right_id, None, &mut |b| {
         let n = b.rows();
         if n == 0 {
@@ -64,28 +108,28 @@ pub(super) fn join(
                 .iter()
                 .map(|e| ex.eval(e, &b))
                 .collect::<Result<Vec<_>>>()?;
-            for k in 0..n {
-                key.clear();
-                if row_key(&kv, k, &mut key) {
-                    continue; // NULL keys never match
-                }
-                key_bytes += key.len() + 48;
-                map.entry(key.clone())
-                    .or_default()
-                    .push((build.len + k) as u32);
-            }
+            // NULL keys never match: such rows get no key id.
+            map.table.insert(&kv, n, true, &mut ids);
+            map.row_ids.extend_from_slice(&ids);
         }
         let b = super::dense(b, &right_types);
         for (c, v) in build.cols.iter_mut().zip(&b.columns) {
             c.extend(v);
         }
         build.len += n;
+        let key_bytes = build
+            .map
+            .as_ref()
+            .map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
         let bytes =
             key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
         ex.check_mem("Hash Join", bytes)?;
         Ok(Flow::Continue)
     })?;
     build.matched = vec![false; build.len];
+    if let Some(map) = &mut build.map {
+        map.finish();
+    }
     if build.len == 0 && matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi) {
         return Ok(Flow::Continue);
     }
@@ -96,6 +140,7 @@ pub(super) fn join(
         JoinKind::Inner | JoinKind::Left | JoinKind::Right | JoinKind::Full
     );
     let mut stopped = false;
+    let mut probe_ids = Vec::new();
     let r = ex.node(s.left, left_id, None, &mut |b| {
         let n = b.rows();
         if n == 0 {
@@ -111,7 +156,7 @@ pub(super) fn join(
             Vec::new()
         };
         let mut left_matched = vec![false; n];
-        let Some(map) = build.map.take() else {
+        let Some(mut map) = build.map.take() else {
             let all_right: Vec<u32> = (0..build.len as u32).collect();
             let f = nested_loop(
                 ex,
@@ -131,15 +176,13 @@ pub(super) fn join(
             return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
         };
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
-        let mut key = Vec::new();
         let mut flow = Flow::Continue;
-        'rows: for l in 0..n {
-            key.clear();
-            if row_key(&kv, l, &mut key) {
+        map.table.find(&kv, n, &mut probe_ids);
+        'rows: for (l, &id) in probe_ids.iter().enumerate() {
+            if id == NO_ID {
                 continue;
             }
-            let Some(cands) = map.get(&key) else { continue };
-            for &r in cands {
+            for &r in map.candidates(id) {
                 pairs.push((l as u32, r));
                 if pairs.len() >= BATCH_SIZE
                     && flush(

@@ -19,6 +19,7 @@ mod agg;
 pub mod dml;
 pub mod interrupt;
 mod join;
+pub mod key_table;
 pub mod keys;
 mod scan;
 mod setop;

@@ -501,14 +501,14 @@ fn compute(
                             work = 0;
                         }
                         let mut a = Acc::new(&agg)?;
-                        a.push_group();
+                        a.push_groups(1);
                         cs = s;
                         ce = s;
                         acc.insert(a)
                     }
                 };
                 if e > ce {
-                    state.update(zeros, arg, &rows[ce..e])?;
+                    state.update(zeros, arg, Some(&rows[ce..e]))?;
                     ce = e;
                 }
                 res[rows[k] as usize] = cast_to(state.result(0, &ty)?, &ty)?;
