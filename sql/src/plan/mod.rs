@@ -119,12 +119,24 @@ pub enum JoinMethod {
 }
 
 /// A plan node, its output columns and the optimizer's estimates.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Plan {
     pub node: Node,
     pub schema: Vec<OutputColumn>,
     /// Set by the optimizer's last pass (`None` on plans the optimizer has not seen).
     pub est: Option<Estimate>,
+}
+
+/// Cloned on a guarded stack: a plan may be thousands of nodes deep (a cached plan is
+/// cloned to attach each execution's bees).
+impl Clone for Plan {
+    fn clone(&self) -> Plan {
+        crate::stack::guarded(|| Plan {
+            node: self.node.clone(),
+            schema: self.schema.clone(),
+            est: self.est,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
