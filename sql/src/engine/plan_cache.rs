@@ -61,19 +61,20 @@ fn size_moved(then: u64, now: u64) -> bool {
     }
 }
 
-/// The ids of the relations `bq` scans (plan and subplans).
+/// The ids of the relations `bq` scans (plan and subplans). Iterative: a plan may be
+/// thousands of nodes deep.
 fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
-    fn walk(p: &crate::plan::Plan, out: &mut Vec<u64>) {
+    let mut out = Vec::new();
+    let mut todo: Vec<&crate::plan::Plan> = vec![&bq.plan];
+    todo.extend(bq.subqueries.iter().map(|s| &s.plan));
+    while let Some(p) = todo.pop() {
         if let crate::plan::Node::TableScan { table, .. } = &p.node
             && !out.contains(&(table.id as u64))
         {
             out.push(table.id as u64);
         }
-        p.children().into_iter().for_each(|c| walk(c, out));
+        todo.extend(p.children());
     }
-    let mut out = Vec::new();
-    walk(&bq.plan, &mut out);
-    bq.subqueries.iter().for_each(|s| walk(&s.plan, &mut out));
     out
 }
 

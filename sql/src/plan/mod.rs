@@ -195,6 +195,18 @@ pub struct Plan {
     pub est: Option<Estimate>,
 }
 
+/// Cloned on a guarded stack: a plan may be thousands of nodes deep (a cached plan is
+/// cloned to attach each execution's bees).
+impl Clone for Plan {
+    fn clone(&self) -> Plan {
+        crate::stack::guarded(|| Plan {
+            node: self.node.clone(),
+            schema: self.schema.clone(),
+            est: self.est,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     /// Rows of a table: the table columns `columns` (in that order), then, if
