@@ -268,19 +268,6 @@ pub enum Node {
     },
 }
 
-/// Plans are as deep as the statement (a 7,500-table FROM list): each level's copy is
-/// a guarded step (see `crate::stack`), so copying a plan (the plan cache hands out
-/// copies) cannot overflow the stack.
-impl Clone for Plan {
-    fn clone(&self) -> Plan {
-        crate::stack::guarded(|| Plan {
-            node: self.node.clone(),
-            schema: self.schema.clone(),
-            est: self.est,
-        })
-    }
-}
-
 impl Plan {
     pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
         Plan { node, schema, est: None }
