@@ -484,3 +484,39 @@ fn dump(c: &mut beedb_sql::Connection) -> String {
     }
     out
 }
+
+#[test]
+fn window_frame_offsets_take_parameters_per_execution() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER, x INTEGER); \
+         INSERT INTO t VALUES (1, 1), (2, 2), (3, 4), (4, 8), (5, 16)",
+    )
+    .unwrap();
+    let rows = c
+        .prepare("SELECT sum(x) OVER (ORDER BY id ROWS BETWEEN $1 PRECEDING AND CURRENT ROW) FROM t ORDER BY id")
+        .unwrap();
+    let range = c
+        .prepare("SELECT count(*) OVER (ORDER BY x RANGE BETWEEN $1 PRECEDING AND $2 FOLLOWING) FROM t ORDER BY id")
+        .unwrap();
+    let column = |r: beedb_sql::QueryResult| -> Vec<i64> {
+        r.rows.iter().map(|row| row.get::<i64>(0).unwrap()).collect()
+    };
+    // The same prepared statement (and cached plan) with different offsets.
+    assert_eq!(column(rows.execute(&mut c, &[Value::BigInt(0)]).unwrap()), [1, 2, 4, 8, 16]);
+    assert_eq!(column(rows.execute(&mut c, &[Value::BigInt(1)]).unwrap()), [1, 3, 6, 12, 24]);
+    assert_eq!(column(rows.execute(&mut c, &[Value::Integer(10)]).unwrap()), [1, 3, 7, 15, 31]);
+    assert_eq!(
+        column(range.execute(&mut c, &[Value::BigInt(3), Value::BigInt(0)]).unwrap()),
+        [1, 2, 3, 1, 1]
+    );
+    assert_eq!(
+        column(range.execute(&mut c, &[Value::BigInt(0), Value::BigInt(100)]).unwrap()),
+        [5, 4, 3, 2, 1]
+    );
+    let e = rows.execute(&mut c, &[Value::BigInt(-1)]).unwrap_err();
+    assert_eq!(e.sqlstate, "22013", "{e}");
+    let e = rows.execute(&mut c, &[Value::Null]).unwrap_err();
+    assert_eq!(e.sqlstate, "22004", "{e}");
+}

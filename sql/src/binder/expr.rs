@@ -1549,22 +1549,13 @@ impl Binder<'_> {
                 .at(self.pos(e)));
             }
         };
-        let ty = match (&func, arg.as_ref().map(|a| a.ty)) {
-            (AggFunc::CountStar | AggFunc::Count, _) => DataType::BigInt,
-            (AggFunc::Sum, Some(DataType::SmallInt | DataType::Integer)) => DataType::BigInt,
-            (AggFunc::Sum, Some(DataType::BigInt | DataType::Decimal { .. })) => DataType::NUMERIC,
-            (AggFunc::Sum, Some(t @ (DataType::Real | DataType::Double | DataType::Interval))) => t,
-            (AggFunc::Avg, Some(t)) if numeric_rank(&t).is_some_and(|r| r <= 4) => DataType::NUMERIC,
-            (AggFunc::Avg, Some(DataType::Real | DataType::Double)) => DataType::Double,
-            (AggFunc::Avg, Some(DataType::Interval)) => DataType::Interval,
-            (AggFunc::Min | AggFunc::Max, Some(t)) if t != DataType::Boolean => t,
-            (_, Some(t)) => {
-                return Err(Error::undefined_function(format!(
-                    "function {name}({t}) does not exist"
-                ))
-                .at(self.pos(e)));
+        // The same result types as the aggregate used as a window function.
+        let ty = match super::window::aggregate_type(func, arg.as_ref().map(|a| a.ty)) {
+            Some(t) => t,
+            None => {
+                let t = arg.as_ref().map_or("*".to_string(), |a| a.ty.to_string());
+                return Err(Error::undefined_function(format!("function {name}({t}) does not exist")).at(self.pos(e)));
             }
-            (_, None) => unreachable!("only count takes *"),
         };
         let call = AggCall {
             func,
