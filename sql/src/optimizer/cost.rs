@@ -79,5 +79,8 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], table_rows: f64) -> f64
         }
         Node::Limit { .. } => 0.0,
         Node::SetOp { .. } => inputs.iter().sum::<f64>() * AGG_ROW,
+        // Each row output is hashed (UNION) or copied into the next round's table.
+        Node::RecursiveUnion { .. } => rows * AGG_ROW,
+        Node::WorkTableScan { .. } => rows * EVAL_ROW,
     }
 }
