@@ -43,8 +43,13 @@ impl Binder<'_> {
 
     fn bind_query_guarded(&mut self, q: &ast::Query) -> Result<Plan> {
         let pushed = if let Some(with) = &q.with {
+            let order = if with.recursive {
+                self.with_recursive_order(with)?
+            } else {
+                (0..with.cte_tables.len()).collect()
+            };
             self.ctes.push(HashMap::new());
-            for cte in &with.cte_tables {
+            for cte in order.into_iter().map(|k| &with.cte_tables[k]) {
                 let name = ident(&cte.alias.name);
                 if self.ctes.last().expect("pushed").contains_key(&name) {
                     self.ctes.pop();
@@ -860,6 +865,57 @@ impl Binder<'_> {
             return Ok((p, short));
         }
         Err(Error::undefined_table(n).at(self.pos(at)))
+    }
+
+    /// The order to bind the CTEs of a `WITH RECURSIVE` in: each after the other CTEs
+    /// of the list it refers to, since under RECURSIVE a CTE sees every CTE of its
+    /// list, later ones too (as in PostgreSQL), and otherwise in the written order.
+    /// CTEs that refer to each other in a cycle are 0A000, as in PostgreSQL. A
+    /// reference is any relation of that name in the CTE's query.
+    fn with_recursive_order(&self, with: &ast::With) -> Result<Vec<usize>> {
+        let names: Vec<String> = with.cte_tables.iter().map(|c| ident(&c.alias.name)).collect();
+        for (k, name) in names.iter().enumerate() {
+            if names[..k].contains(name) {
+                return Err(Error::semantic(
+                    "42712",
+                    format!("WITH query name \"{name}\" specified more than once"),
+                )
+                .at(crate::parser::span_offset(self.sql, with.cte_tables[k].alias.name.span)));
+            }
+        }
+        // uses[k]: the other CTEs of the list that CTE k refers to.
+        let uses: Vec<Vec<usize>> = with
+            .cte_tables
+            .iter()
+            .enumerate()
+            .map(|(k, cte)| {
+                let mut used = Vec::new();
+                let _ = ast::visit_relations(&*cte.query, |relation: &ast::ObjectName| {
+                    if let [ast::ObjectNamePart::Identifier(i)] = relation.0.as_slice()
+                        && let Some(j) = names.iter().position(|n| *n == ident(i))
+                        && j != k
+                        && !used.contains(&j)
+                    {
+                        used.push(j);
+                    }
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+                used
+            })
+            .collect();
+        let mut order = Vec::with_capacity(names.len());
+        let mut bound = vec![false; names.len()];
+        while order.len() < names.len() {
+            let next = (0..names.len()).find(|&k| !bound[k] && uses[k].iter().all(|&j| bound[j]));
+            let Some(k) = next else {
+                let k = (0..names.len()).find(|&k| !bound[k]).expect("an unbound CTE");
+                return Err(Error::not_supported("mutual recursion between WITH items is not implemented")
+                    .at(crate::parser::span_offset(self.sql, with.cte_tables[k].alias.name.span)));
+            };
+            bound[k] = true;
+            order.push(k);
+        }
+        Ok(order)
     }
 
     /// A `WITH RECURSIVE` CTE's query (PostgreSQL's rules, `parse_cte.c`): when it
