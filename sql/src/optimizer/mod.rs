@@ -72,6 +72,10 @@ impl Default for Rules {
 pub trait Stats {
     /// The number of rows in `table`, if known.
     fn table_rows(&self, table: &TableDef) -> Option<f64>;
+    /// The statistics of column `column` of `table`, once ANALYZE gathered them.
+    fn column(&self, _table: &TableDef, _column: usize) -> Option<&crate::catalog::ColumnStats> {
+        None
+    }
 }
 
 /// No statistics at all: every estimate uses the defaults.
