@@ -126,7 +126,7 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     };
     let plan = pushdown::push_filters(plan, rules.filter_pushdown);
     let plan = if rules.index_access {
-        access::choose_access(plan)
+        access::choose_access(plan, stats)
     } else {
         plan
     };
