@@ -461,4 +461,108 @@ mod terminal {
         p.send_line(".quit").unwrap();
         p.exp_eof().unwrap();
     }
+
+    /// A query that runs for minutes: a billion-row cross join of ten rows.
+    const LONG_QUERY: &str =
+        "SELECT count(*) FROM d a, d b, d c, d e, d f, d g, d h, d i, d j;";
+
+    /// Sends Ctrl-C `after` a statement started and returns how long the shell took
+    /// to print the cancel error.
+    fn cancel_after(p: &mut PtySession, after: Duration) -> Duration {
+        std::thread::sleep(after);
+        let sent = std::time::Instant::now();
+        p.send_control('c').unwrap();
+        p.exp_string("ERROR:  canceling statement due to user request")
+            .unwrap();
+        sent.elapsed()
+    }
+
+    #[test]
+    fn ctrl_c_cancels_the_running_statement_and_the_shell_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &["cancel.db"]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE d (x INT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line("INSERT INTO d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);")
+            .unwrap();
+        p.exp_string("INSERT 0 10").unwrap();
+        // The timeout must not be what stops the query.
+        p.send_line("SET statement_timeout = '10min';").unwrap();
+        p.exp_string("SET").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        p.send_line(LONG_QUERY).unwrap();
+        let took = cancel_after(&mut p, Duration::from_millis(700));
+        assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+        p.exp_string("beedb> ").unwrap();
+
+        // The next statement runs, and so does a Ctrl-C at the prompt followed by
+        // a statement: the prompt's Ctrl-C does not cancel it.
+        p.send_line("SELECT 40 + 2 AS answer;").unwrap();
+        p.exp_string("42").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string("press Ctrl-C again to exit").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT count(*) AS n FROM d;").unwrap();
+        p.exp_string("10").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        // Inside a transaction block the cancel aborts the block, as in PostgreSQL.
+        p.send_line("BEGIN;").unwrap();
+        p.exp_string("BEGIN").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("INSERT INTO d VALUES (10);").unwrap();
+        p.exp_string("INSERT 0 1").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(LONG_QUERY).unwrap();
+        cancel_after(&mut p, Duration::from_millis(300));
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("ROLLBACK;").unwrap();
+        p.exp_string("ROLLBACK").unwrap();
+        p.exp_string("beedb> ").unwrap();
+
+        // After `.open` Ctrl-C cancels the new connection's statement.
+        p.send_line(".open other.db").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE d (x INT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line("INSERT INTO d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);")
+            .unwrap();
+        p.exp_string("INSERT 0 10").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(LONG_QUERY).unwrap();
+        cancel_after(&mut p, Duration::from_millis(500));
+        p.exp_string("beedb> ").unwrap();
+
+        // Two Ctrl-C in a row at an empty prompt leave the shell, saving history.
+        p.send_control('c').unwrap();
+        p.exp_string("press Ctrl-C again to exit").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_eof().unwrap();
+        let history = std::fs::read_to_string(dir.path().join(".beedb_history")).unwrap();
+        assert!(history.contains(LONG_QUERY), "{history}");
+        assert!(history.contains("SELECT 40 + 2 AS answer;"), "{history}");
+    }
+
+    #[test]
+    fn ctrl_c_on_a_half_typed_statement_clears_it_and_does_not_count_towards_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string("press Ctrl-C again to exit").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        // Text on the line: Ctrl-C clears it, and starts the count again.
+        p.send("SELECT").unwrap();
+        p.send_control('c').unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT 'still here' AS s;").unwrap();
+        p.exp_string("still here").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+    }
 }

@@ -118,3 +118,21 @@ fn statement_timeout_cancels_long_statements_only() {
     let e = conn.execute("SET statement_timeout = 'soon'", &[]).unwrap_err();
     assert_eq!(e.sqlstate, "22023", "{e}");
 }
+
+/// A recursion that never ends and never grows (one row per round, UNION ALL) is
+/// stopped by a cancel request, and by `statement_timeout`.
+#[test]
+fn an_endless_recursive_cte_is_cancelled() {
+    let mut conn = setup();
+    let endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r) SELECT count(*) FROM r";
+    let e = run_cancelled(&mut conn, endless);
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Canceled, "57014"), "{e}");
+    conn.execute("SET statement_timeout = '100ms'", &[]).unwrap();
+    let e = conn.query(endless, &[]).expect_err("timed out");
+    assert_eq!(e.message, "canceling statement due to statement timeout");
+    conn.execute("SET statement_timeout = 0", &[]).unwrap();
+    let r = conn
+        .query("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT sum(n) FROM r", &[])
+        .unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(15));
+}

@@ -66,3 +66,29 @@ fn window_functions_count_against_memory_limit() {
         .unwrap();
     assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 100_000);
 }
+
+/// A recursion that never ends but keeps finding new rows is stopped by
+/// `memory_limit` (PostgreSQL has no depth limit either): under UNION by the set of
+/// rows seen, under UNION ALL by a working table that doubles every round. One that
+/// ends within the limit answers.
+#[test]
+fn recursive_ctes_count_against_memory_limit() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("SET memory_limit = '2MB'").unwrap();
+    for sql in [
+        "WITH RECURSIVE t(n) AS (SELECT CAST(1 AS BIGINT) UNION SELECT n + 1 FROM t) SELECT count(*) FROM t",
+        "WITH RECURSIVE t(s) AS (SELECT 'x' UNION ALL SELECT s FROM t, (VALUES (1), (2)) v(k)) SELECT count(*) FROM t",
+    ] {
+        let e = c.query(sql, &[]).expect_err("over the limit");
+        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
+        assert!(e.message.contains("Recursive Union"), "{e}");
+    }
+    let r = c
+        .query(
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n + 1 FROM t WHERE n < 10000) SELECT count(*) FROM t",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10000);
+}

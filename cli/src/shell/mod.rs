@@ -3,6 +3,7 @@
 //! `-f` or `.read`).
 
 pub mod args;
+pub mod ctrl_c;
 pub mod errors;
 pub mod format;
 pub mod repl;
@@ -34,7 +35,8 @@ Dot commands (one line each, no semicolon):
   .read FILE              Run the statements in FILE
   .open FILE              Close this database and open FILE
                           (:memory: for a new in-memory database)
-Ctrl-C clears the statement being typed.
+Ctrl-C cancels the running statement; at the prompt it clears the statement
+being typed, and pressed twice at an empty prompt it leaves the shell.
 ";
 
 /// Whether the shell should go on after a command.
@@ -55,6 +57,9 @@ pub struct Shell {
     /// Whether any statement or command failed.
     pub failed: bool,
     read_depth: usize,
+    /// The SIGINT registration that cancels this connection's statements, in an
+    /// interactive session ([`Shell::cancel_on_ctrl_c`]).
+    ctrl_c: Option<ctrl_c::CtrlC>,
 }
 
 impl Shell {
@@ -84,7 +89,27 @@ impl Shell {
             err,
             failed: false,
             read_depth: 0,
+            ctrl_c: None,
         })
+    }
+
+    /// Makes Ctrl-C (SIGINT) cancel the running statement instead of ending the
+    /// process, for interactive sessions (`repl::run`); kept across `.open`. Scripts
+    /// and pipes keep the default, so Ctrl-C stops them as it stops `psql -f`.
+    pub fn cancel_on_ctrl_c(&mut self) -> std::io::Result<()> {
+        self.ctrl_c = Some(ctrl_c::CtrlC::register(&self.conn.interrupt_handle())?);
+        Ok(())
+    }
+
+    /// After the connection changed (`.open`): points an active Ctrl-C registration
+    /// at the new connection. The new one is registered before the old one is
+    /// dropped, so SIGINT never falls back to ending the process in between.
+    fn renew_ctrl_c(&mut self) {
+        if self.ctrl_c.is_some()
+            && let Err(e) = self.cancel_on_ctrl_c()
+        {
+            self.error(&format!("could not handle Ctrl-C: {e}"));
+        }
     }
 
     pub fn path(&self) -> &str {
@@ -392,7 +417,7 @@ impl Shell {
         self.conn = Database::open(MEMORY)
             .expect("in-memory database")
             .connect();
-        match Database::open(path) {
+        let opened = match Database::open(path) {
             Ok(db) => {
                 self.conn = db.connect();
                 self.path = path.to_string();
@@ -410,7 +435,9 @@ impl Shell {
                 }
                 false
             }
-        }
+        };
+        self.renew_ctrl_c();
+        opened
     }
 }
 

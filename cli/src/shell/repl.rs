@@ -1,10 +1,17 @@
 //! The interactive loop: line editing and history (rustyline), a continuation prompt
-//! until a statement is complete, Ctrl-C to clear the input, Ctrl-D to leave.
+//! until a statement is complete, Ctrl-D to leave. Ctrl-C cancels a running
+//! statement (`ctrl_c.rs`); at the prompt it clears the input, and a second Ctrl-C
+//! in a row at an empty prompt leaves the shell.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
+use rustyline::{
+    Cmd, ConditionalEventHandler, DefaultEditor, Event, EventContext, EventHandler, KeyEvent,
+    RepeatCount,
+};
 
 use super::splitter::Splitter;
 use super::{Flow, Shell};
@@ -31,15 +38,41 @@ pub fn banner(shell: &Shell) -> String {
     text
 }
 
-/// Runs the interactive loop until `.quit` or Ctrl-D.
+/// Printed after a Ctrl-C at an empty prompt.
+pub const EXIT_HINT: &str = "(press Ctrl-C again to exit, or Ctrl-D, or enter .quit)";
+
+/// Bound to Ctrl-C at the prompt: notes whether the line being edited was empty,
+/// then lets rustyline do its default (`ReadlineError::Interrupted`), which does not
+/// say what was on the line.
+struct NoteEmptyLine(Arc<AtomicBool>);
+
+impl ConditionalEventHandler for NoteEmptyLine {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        self.0.store(ctx.line().is_empty(), Ordering::Relaxed);
+        None
+    }
+}
+
+/// Runs the interactive loop until `.quit`, Ctrl-D, or two Ctrl-C in a row at an
+/// empty prompt.
 pub fn run(shell: &mut Shell) -> Result<(), ReadlineError> {
     let mut editor = DefaultEditor::new()?;
+    let line_was_empty = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::ctrl('c'),
+        EventHandler::Conditional(Box::new(NoteEmptyLine(line_was_empty.clone()))),
+    );
+    if let Err(e) = shell.cancel_on_ctrl_c() {
+        eprintln!("beedb: Ctrl-C will end the shell, not cancel statements: {e}");
+    }
     let history = history_path();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
     print!("{}", banner(shell));
     let mut splitter = Splitter::new();
+    // Whether the last thing read was a Ctrl-C at an empty prompt.
+    let mut interrupted_at_empty_prompt = false;
     loop {
         let prompt = if splitter.is_idle() {
             PROMPT
@@ -48,6 +81,7 @@ pub fn run(shell: &mut Shell) -> Result<(), ReadlineError> {
         };
         match editor.readline(prompt) {
             Ok(line) => {
+                interrupted_at_empty_prompt = false;
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
                 }
@@ -56,8 +90,19 @@ pub fn run(shell: &mut Shell) -> Result<(), ReadlineError> {
                     break;
                 }
             }
-            // Ctrl-C: forget the statement being typed.
-            Err(ReadlineError::Interrupted) => splitter.clear(),
+            // Ctrl-C: forget the statement being typed; at an empty prompt, a
+            // second one in a row leaves (psql and node do the same).
+            Err(ReadlineError::Interrupted) => {
+                let empty = splitter.is_idle() && line_was_empty.load(Ordering::Relaxed);
+                splitter.clear();
+                if empty && interrupted_at_empty_prompt {
+                    break;
+                }
+                if empty {
+                    println!("{EXIT_HINT}");
+                }
+                interrupted_at_empty_prompt = empty;
+            }
             Err(ReadlineError::Eof) => break,
             Err(e) => {
                 if let Some(path) = &history {

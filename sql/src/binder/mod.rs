@@ -60,6 +60,25 @@ struct CteDef {
     /// The frame level the CTE was bound at: its correlated parameters refer to that
     /// level's outer references.
     level: usize,
+    /// Set while a `WITH RECURSIVE` CTE's own query binds: what a reference to the
+    /// CTE from inside it means (`plan` is then unused).
+    recursion: Option<Recursion>,
+}
+
+/// Where the binding of a `WITH RECURSIVE` CTE's own query is (`query.rs`,
+/// `bind_recursive_cte`).
+#[derive(Clone)]
+enum Recursion {
+    /// The query is not `base UNION [ALL] recursive`: a reference is an error.
+    NotUnionForm,
+    /// In the base term: a reference is an error.
+    BaseTerm,
+    /// In the recursive term: a reference is a scan of the working table, with
+    /// the base term's columns.
+    RecursiveTerm {
+        work_table: crate::plan::WorkTableId,
+        schema: Vec<crate::plan::OutputColumn>,
+    },
 }
 
 pub struct Binder<'a> {
@@ -76,6 +95,10 @@ pub struct Binder<'a> {
     ctes: Vec<HashMap<String, CteDef>>,
     /// Next `?` placeholder number.
     next_question: usize,
+    /// Next id for a recursive CTE's working table.
+    next_work_table: usize,
+    /// The references to recursive CTEs bound so far: working table and position.
+    recursive_refs: Vec<(crate::plan::WorkTableId, Option<usize>)>,
     /// Names of the views being expanded, outermost first.
     views: Vec<String>,
     /// Set while binding the expressions above an aggregation.
@@ -111,6 +134,8 @@ impl<'a> Binder<'a> {
             }],
             ctes: Vec::new(),
             next_question: 0,
+            next_work_table: 0,
+            recursive_refs: Vec::new(),
             views: Vec::new(),
             agg: None,
             outer_aggs: Vec::new(),

@@ -8,10 +8,10 @@ use sqlparser::ast;
 use super::expr::{AggState, contains_aggregate, output_name};
 use super::scope::{Scope, ScopeColumn};
 use super::types::common_type;
-use super::{Binder, CteDef, Frame, ident, is_unknown, object_name};
+use super::{Binder, CteDef, Frame, Recursion, ident, is_unknown, object_name};
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, ExprKind};
-use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, SetOpKind, SortKey};
+use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, SetOpKind, SortKey, WorkTableId};
 use crate::types::{DataType, Value};
 
 fn out(name: impl Into<String>, ty: DataType) -> OutputColumn {
@@ -43,9 +43,6 @@ impl Binder<'_> {
 
     fn bind_query_guarded(&mut self, q: &ast::Query) -> Result<Plan> {
         let pushed = if let Some(with) = &q.with {
-            if with.recursive {
-                return Err(Error::not_supported("WITH RECURSIVE").at(self.pos(q)));
-            }
             self.ctes.push(HashMap::new());
             for cte in &with.cte_tables {
                 let name = ident(&cte.alias.name);
@@ -57,7 +54,11 @@ impl Binder<'_> {
                     )
                     .at(crate::parser::span_offset(self.sql, cte.alias.name.span)));
                 }
-                let mut plan = self.bind_query(&cte.query)?;
+                let mut plan = if with.recursive {
+                    self.bind_recursive_cte(cte, &name)?
+                } else {
+                    self.bind_query(&cte.query)?
+                };
                 if !cte.alias.columns.is_empty() {
                     if cte.alias.columns.len() > plan.schema.len() {
                         return Err(Error::semantic(
@@ -76,7 +77,7 @@ impl Binder<'_> {
                 self.ctes
                     .last_mut()
                     .expect("pushed")
-                    .insert(name, CteDef { plan, level: self.frames.len() - 1 });
+                    .insert(name, CteDef { plan, level: self.frames.len() - 1, recursion: None });
             }
             true
         } else {
@@ -821,6 +822,9 @@ impl Binder<'_> {
     fn relation_plan(&mut self, n: &str, at: &ast::ObjectName) -> Result<(Plan, String)> {
         let short = n.rsplit('.').next().unwrap_or(n).to_string();
         if let Some(cte) = self.lookup_cte(n) {
+            if let Some(recursion) = cte.recursion.clone() {
+                return self.recursive_reference(n, recursion, cte.level, at).map(|p| (p, short));
+            }
             let (mut plan, level) = (cte.plan.clone(), cte.level);
             if level + 1 < self.frames.len() {
                 // Referenced from a deeper level: the CTE's correlated parameters are
@@ -856,6 +860,195 @@ impl Binder<'_> {
             return Ok((p, short));
         }
         Err(Error::undefined_table(n).at(self.pos(at)))
+    }
+
+    /// A `WITH RECURSIVE` CTE's query (PostgreSQL's rules, `parse_cte.c`): when it
+    /// refers to its own CTE it must be `base UNION [ALL] recursive` with the
+    /// reference in the recursive term, once, not inside a subquery, an outer join's
+    /// nullable side, INTERSECT, EXCEPT or an aggregate (42P19); the columns' types
+    /// are the base term's, and the recursive term's must resolve to them (42804).
+    /// A CTE that does not refer to itself binds as a plain CTE.
+    fn bind_recursive_cte(&mut self, cte: &ast::Cte, name: &str) -> Result<Plan> {
+        let q = &cte.query;
+        let snapshot = self.snapshot();
+        let refs_before = self.recursive_refs.len();
+        let level = self.frames.len() - 1;
+        let placeholder = |recursion| CteDef { plan: Plan::one_row(), level, recursion: Some(recursion) };
+        let ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right } = &*q.body
+        else {
+            self.define_cte(name, placeholder(Recursion::NotUnionForm));
+            let r = self.bind_query(q).map_err(|e| {
+                if e.message == not_union_form(name) {
+                    // PostgreSQL points at the CTE's query, not at the reference.
+                    Error { position: self.pos(&**q), ..e }
+                } else {
+                    e
+                }
+            });
+            self.undefine_cte(name);
+            return r;
+        };
+        if q.with.is_some() {
+            return Err(Error::not_supported("WITH inside a WITH RECURSIVE query").at(self.pos(&**q)));
+        }
+        let distinct = match set_quantifier {
+            ast::SetQuantifier::All => false,
+            ast::SetQuantifier::Distinct | ast::SetQuantifier::None => true,
+            _ => return Err(Error::not_supported("BY NAME set operations")),
+        };
+
+        self.define_cte(name, placeholder(Recursion::BaseTerm));
+        let base = self.bind_set_expr(left);
+        let mut base = match base {
+            Ok(b) => b,
+            Err(e) => {
+                self.undefine_cte(name);
+                return Err(e);
+            }
+        };
+        if cte.alias.columns.len() > base.schema.len() {
+            self.undefine_cte(name);
+            return Err(Error::semantic(
+                "42P10",
+                format!(
+                    "WITH query \"{name}\" has {} columns available but {} columns specified",
+                    base.schema.len(),
+                    cte.alias.columns.len()
+                ),
+            ));
+        }
+        for (c, a) in base.schema.iter_mut().zip(&cte.alias.columns) {
+            c.name = ident(&a.name);
+        }
+        let work_table = WorkTableId(self.next_work_table);
+        self.next_work_table += 1;
+        self.define_cte(
+            name,
+            placeholder(Recursion::RecursiveTerm { work_table, schema: base.schema.clone() }),
+        );
+        let recursive = self.bind_set_expr(right);
+        self.undefine_cte(name);
+        let recursive = recursive?;
+        let refs: Vec<Option<usize>> = self
+            .recursive_refs
+            .drain(refs_before..)
+            .filter(|(w, _)| *w == work_table)
+            .map(|(_, at)| at)
+            .collect();
+        if refs.is_empty() {
+            // Not recursive after all: bind it as any CTE, from a clean state.
+            self.restore(snapshot);
+            return self.bind_query(q);
+        }
+        let not_implemented = |what: &str| Error::not_supported(format!("{what} in a recursive query is not implemented"));
+        if q.order_by.is_some() {
+            return Err(not_implemented("ORDER BY").at(self.pos(&**q)));
+        }
+        if let Some(lc) = &q.limit_clause {
+            let offset = match lc {
+                ast::LimitClause::LimitOffset { offset, .. } => offset.is_some(),
+                ast::LimitClause::OffsetCommaLimit { .. } => true,
+            };
+            return Err(not_implemented(if offset { "OFFSET" } else { "LIMIT" }).at(self.pos(&**q)));
+        }
+        if q.fetch.is_some() {
+            return Err(not_implemented("LIMIT").at(self.pos(&**q)));
+        }
+        if !q.locks.is_empty() {
+            return Err(not_implemented("FOR UPDATE/SHARE").at(self.pos(&**q)));
+        }
+        let invalid = |message: String| Error::semantic("42P19", message);
+        if refs.len() > 1 {
+            return Err(invalid(format!("recursive reference to query \"{name}\" must not appear more than once")).at(refs[1]));
+        }
+        if let Some(place) = misplaced_reference(&recursive, work_table, Place::default()) {
+            let message = match place {
+                Misplaced::OuterJoin => format!("recursive reference to query \"{name}\" must not appear within an outer join"),
+                Misplaced::SetOp(op) => format!("recursive reference to query \"{name}\" must not appear within {op}"),
+                Misplaced::Aggregate => "aggregate functions are not allowed in a recursive query's recursive term".to_string(),
+            };
+            return Err(invalid(message).at(refs[0]));
+        }
+        if base.schema.len() != recursive.schema.len() {
+            return Err(Error::semantic("42601", "each UNION query must have the same number of columns")
+                .at(self.pos(&**right)));
+        }
+        // The working table has the base term's types; the union's (PostgreSQL's
+        // rule for UNION) must be the same, or the rows of later rounds would not fit.
+        let base_types = base.types();
+        for (i, (b, r)) in base.schema.iter().zip(&recursive.schema).enumerate() {
+            if unknown_column(&recursive, i) {
+                continue;
+            }
+            let overall = match common_type(&b.ty, &r.ty) {
+                Some(DataType::Char(_)) if b.ty != r.ty => DataType::Text,
+                Some(t) => t,
+                None => {
+                    return Err(Error::datatype_mismatch(format!(
+                        "UNION types {} and {} cannot be matched",
+                        super::types::type_name(&b.ty),
+                        super::types::type_name(&r.ty)
+                    ))
+                    .at(self.pos(&**right)));
+                }
+            };
+            if overall != b.ty {
+                return Err(Error::datatype_mismatch(format!(
+                    "recursive query \"{name}\" column {} has type {} in non-recursive term but type {} overall",
+                    i + 1,
+                    super::types::type_name(&b.ty),
+                    super::types::type_name(&overall)
+                ))
+                .at(self.pos(&**left)));
+            }
+        }
+        let recursive = cast_plan(recursive, &base_types);
+        let schema = base.schema.clone();
+        Ok(Plan::new(
+            Node::RecursiveUnion {
+                work_table,
+                name: name.to_string(),
+                distinct,
+                base: Box::new(base),
+                recursive: Box::new(recursive),
+            },
+            schema,
+        ))
+    }
+
+    /// Makes `def` the CTE `name` of the innermost WITH (a recursive CTE's
+    /// placeholder while its own query binds).
+    fn define_cte(&mut self, name: &str, def: CteDef) {
+        self.ctes.last_mut().expect("a WITH is binding").insert(name.to_string(), def);
+    }
+
+    fn undefine_cte(&mut self, name: &str) {
+        self.ctes.last_mut().expect("a WITH is binding").remove(name);
+    }
+
+    /// A reference to the recursive CTE `name` from inside its own query.
+    fn recursive_reference(
+        &mut self,
+        name: &str,
+        recursion: Recursion,
+        level: usize,
+        at: &ast::ObjectName,
+    ) -> Result<Plan> {
+        let pos = self.pos(at);
+        let invalid = |message: String| Error::semantic("42P19", message).at(pos);
+        match recursion {
+            Recursion::NotUnionForm => Err(invalid(not_union_form(name))),
+            Recursion::BaseTerm => Err(invalid(format!(
+                "recursive reference to query \"{name}\" must not appear within its non-recursive term"
+            ))),
+            Recursion::RecursiveTerm { .. } if level + 1 < self.frames.len() => Err(invalid(format!(
+                "recursive reference to query \"{name}\" must not appear within a subquery"
+            ))),
+            Recursion::RecursiveTerm { work_table, schema } => {
+                self.recursive_refs.push((work_table, pos));
+                Ok(Plan::new(Node::WorkTableScan { work_table, name: name.to_string() }, schema))
+            }
+        }
     }
 
     /// Rewrites the correlated parameters in `e` (numbered from `param_count`) from
@@ -1074,6 +1267,69 @@ fn unknown_column(plan: &Plan, i: usize) -> bool {
         ) && exprs[i].ty == DataType::Text,
         _ => false,
     }
+}
+
+/// The error for a `WITH RECURSIVE` CTE that refers to itself without being
+/// `base UNION [ALL] recursive`.
+fn not_union_form(name: &str) -> String {
+    format!("recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term")
+}
+
+/// What encloses a node of a recursive term, for [`misplaced_reference`].
+#[derive(Clone, Copy, Default)]
+struct Place {
+    nullable: bool,
+    set_op: Option<&'static str>,
+    aggregate: bool,
+}
+
+/// Why a recursive reference may not be where it is.
+enum Misplaced {
+    OuterJoin,
+    SetOp(&'static str),
+    Aggregate,
+}
+
+/// Whether the scan of `work_table` in the recursive term `plan` stands where
+/// PostgreSQL refuses it: on an outer join's nullable side, in INTERSECT or EXCEPT,
+/// or under an aggregate.
+fn misplaced_reference(plan: &Plan, work_table: WorkTableId, place: Place) -> Option<Misplaced> {
+    crate::stack::guarded(|| match &plan.node {
+        Node::WorkTableScan { work_table: w, .. } if *w == work_table => {
+            if place.nullable {
+                Some(Misplaced::OuterJoin)
+            } else if let Some(op) = place.set_op {
+                Some(Misplaced::SetOp(op))
+            } else if place.aggregate {
+                Some(Misplaced::Aggregate)
+            } else {
+                None
+            }
+        }
+        Node::Join { left, right, kind, .. } => {
+            let (left_nullable, right_nullable) = match kind {
+                JoinKind::Left => (false, true),
+                JoinKind::Right => (true, false),
+                JoinKind::Full => (true, true),
+                _ => (false, false),
+            };
+            misplaced_reference(left, work_table, Place { nullable: place.nullable || left_nullable, ..place })
+                .or_else(|| misplaced_reference(right, work_table, Place { nullable: place.nullable || right_nullable, ..place }))
+        }
+        // PostgreSQL refuses the reference in INTERSECT ALL, in EXCEPT ALL and on
+        // EXCEPT's right side, and allows it in INTERSECT and on EXCEPT's left.
+        Node::SetOp { op: op @ (SetOpKind::Intersect | SetOpKind::Except), all, left, right } => {
+            let (name, left_refused, right_refused) = match op {
+                SetOpKind::Intersect => ("INTERSECT", *all, *all),
+                _ => ("EXCEPT", *all, true),
+            };
+            let side = |refused: bool| if refused { Place { set_op: Some(name), ..place } } else { place };
+            misplaced_reference(left, work_table, side(left_refused))
+                .or_else(|| misplaced_reference(right, work_table, side(right_refused)))
+        }
+        Node::Aggregate { input, .. } => misplaced_reference(input, work_table, Place { aggregate: true, ..place }),
+        _ => plan.children().into_iter().find_map(|c| misplaced_reference(c, work_table, place)),
+    })
 }
 
 fn take_plan(plan: &mut Plan, f: impl FnOnce(Plan) -> Plan) {

@@ -21,6 +21,7 @@ pub mod interrupt;
 mod join;
 pub mod key_table;
 pub mod keys;
+mod recursive;
 mod scan;
 mod setop;
 mod sort;
@@ -39,7 +40,7 @@ use beedb_storage::TupleId;
 
 use crate::error::{Error, Result};
 use crate::expr::{EvalContext, Expr, ExprKind, SubqueryKind, SubqueryResult, SubqueryRunner};
-use crate::plan::{Node, Plan, Subplan};
+use crate::plan::{Node, Plan, Subplan, WorkTableId};
 use crate::types::Value;
 use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
 
@@ -124,10 +125,12 @@ pub fn run(
     sink: &mut dyn FnMut(Batch) -> Result<bool>,
 ) -> Result<()> {
     let cache = RefCell::new(FxHashMap::default());
+    let work_tables = RefCell::new(FxHashMap::default());
     let ex = Exec {
         ctx,
         params: ctx.params,
         cache: &cache,
+        work_tables: &work_tables,
         profile: ctx.profile,
     };
     ex.node(plan, 0, None, &mut |b| {
@@ -168,6 +171,9 @@ pub(crate) struct Exec<'a> {
     params: &'a [Value],
     /// Results of uncorrelated subqueries, for the whole statement.
     cache: &'a RefCell<FxHashMap<(usize, u8), SubqueryResult>>,
+    /// The working tables of the recursive unions running now (`recursive.rs`),
+    /// shared with subquery executions.
+    work_tables: &'a RefCell<FxHashMap<WorkTableId, std::rc::Rc<Vec<Batch>>>>,
     profile: Option<&'a Profile>,
 }
 
@@ -198,6 +204,7 @@ impl SubqueryRunner for Exec<'_> {
             ctx: self.ctx,
             params: &params,
             cache: self.cache,
+            work_tables: self.work_tables,
             profile: None,
         };
         let result = match kind {
@@ -490,6 +497,25 @@ impl<'a> Exec<'a> {
                 left,
                 right,
             } => setop::set_op(self, plan, id, *op, *all, left, right, out),
+            Node::RecursiveUnion {
+                work_table,
+                distinct,
+                base,
+                recursive,
+                ..
+            } => recursive::recursive_union(
+                self,
+                plan,
+                id,
+                *work_table,
+                *distinct,
+                base,
+                recursive,
+                out,
+            ),
+            Node::WorkTableScan { work_table, name } => {
+                recursive::work_table_scan(self, *work_table, name, out)
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::types::DataType;
 use crate::vector::Batch;
 
 /// Rows of `b` whose key is new to `seen`, as a narrowed selection.
-fn first_seen(
+pub(super) fn first_seen(
     ex: &Exec<'_>,
     op: &str,
     b: Batch,

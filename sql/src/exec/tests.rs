@@ -1041,10 +1041,12 @@ fn subqueries_scalar_exists_values_and_cache() {
     ];
     let c = ctx(&w, &subs);
     let cache = std::cell::RefCell::new(FxHashMap::default());
+    let work_tables = std::cell::RefCell::new(FxHashMap::default());
     let ex = Exec {
         ctx: &c,
         params: &[],
         cache: &cache,
+        work_tables: &work_tables,
         profile: None,
     };
     assert_eq!(

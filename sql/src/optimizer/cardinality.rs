@@ -407,6 +407,10 @@ pub fn keys_selectivity(
         .fold(1.0, f64::min)
 }
 
+/// Rows assumed for one round of a recursive CTE's working table: the scan has no
+/// statistics and its size changes from round to round.
+const DEFAULT_WORK_TABLE_ROWS: f64 = 100.0;
+
 /// The rows `plan` produces, given its inputs' estimated rows `inputs` (in
 /// [`Plan::children`] order).
 pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
@@ -471,6 +475,10 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
             };
             if *all { n } else { (n / 2.0).max(1.0).min(n) }
         }
+        // PostgreSQL's guess: the base term's rows and ten rounds of the recursive
+        // term's (how many rounds a recursion takes is unknowable before it runs).
+        Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
+        Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
     };
     rows.max(0.0)
 }

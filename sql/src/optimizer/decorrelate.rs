@@ -562,7 +562,11 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
             }
             calls.iter().flat_map(|c| &c.args).for_each(f);
         }
-        Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
+        Node::Limit { .. }
+        | Node::Distinct { .. }
+        | Node::SetOp { .. }
+        | Node::RecursiveUnion { .. }
+        | Node::WorkTableScan { .. } => {}
     }
 }
 

@@ -270,7 +270,14 @@ pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> 
             right_keys,
             method,
         },
-        n @ (Node::TableScan { .. } | Node::Values { .. }) => n,
+        Node::RecursiveUnion { work_table, name, distinct, base, recursive } => Node::RecursiveUnion {
+            work_table,
+            name,
+            distinct,
+            base: b(base),
+            recursive: b(recursive),
+        },
+        n @ (Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. }) => n,
     }
 }
 

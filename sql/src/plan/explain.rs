@@ -338,6 +338,10 @@ fn describe(plan: &Plan) -> String {
             };
             format!("{o}{}", if *all { " All" } else { "" })
         }
+        Node::RecursiveUnion { name, distinct, .. } => {
+            format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" })
+        }
+        Node::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
     }
 }
 

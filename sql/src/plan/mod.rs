@@ -266,7 +266,29 @@ pub enum Node {
         left: Box<Plan>,
         right: Box<Plan>,
     },
+    /// `WITH RECURSIVE name AS (base UNION [ALL] recursive)`: runs `base`, then
+    /// `recursive` again and again, each time over the rows the previous round
+    /// produced (its [`Node::WorkTableScan`] of the same `work_table`), until a
+    /// round produces no rows; outputs every round's rows. With `distinct` (UNION)
+    /// a row already output anywhere is dropped, so a cycle ends.
+    RecursiveUnion {
+        work_table: WorkTableId,
+        /// The CTE's name, for EXPLAIN and errors.
+        name: String,
+        distinct: bool,
+        base: Box<Plan>,
+        recursive: Box<Plan>,
+    },
+    /// The recursive term's reference to its CTE: the rows of the enclosing
+    /// [`Node::RecursiveUnion`]'s previous round. The optimizer treats it as an
+    /// opaque relation (as it treats `Values`).
+    WorkTableScan { work_table: WorkTableId, name: String },
 }
+
+/// Names the working table a [`Node::RecursiveUnion`] shares with the
+/// [`Node::WorkTableScan`]s of its recursive term; unique per CTE in a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkTableId(pub usize);
 
 impl Plan {
     pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
@@ -284,7 +306,7 @@ impl Plan {
 
     pub fn children(&self) -> Vec<&Plan> {
         match &self.node {
-            Node::TableScan { .. } | Node::Values { .. } => vec![],
+            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } => vec![],
             Node::Filter { input, .. }
             | Node::Project { input, .. }
             | Node::Aggregate { input, .. }
@@ -295,6 +317,7 @@ impl Plan {
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }
+            Node::RecursiveUnion { base, recursive, .. } => vec![base, recursive],
         }
     }
 
@@ -348,13 +371,17 @@ impl Plan {
                 }
                 calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
             }
-            Node::Limit { .. } | Node::Distinct { .. } | Node::SetOp { .. } => {}
+            Node::Limit { .. }
+            | Node::Distinct { .. }
+            | Node::SetOp { .. }
+            | Node::RecursiveUnion { .. }
+            | Node::WorkTableScan { .. } => {}
         }
     }
 
     pub fn children_mut(&mut self) -> Vec<&mut Plan> {
         match &mut self.node {
-            Node::TableScan { .. } | Node::Values { .. } => vec![],
+            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } => vec![],
             Node::Filter { input, .. }
             | Node::Project { input, .. }
             | Node::Aggregate { input, .. }
@@ -365,6 +392,7 @@ impl Plan {
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }
+            Node::RecursiveUnion { base, recursive, .. } => vec![base, recursive],
         }
     }
 }
