@@ -5,7 +5,7 @@ use beedb_storage::PageId;
 
 use super::{ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::error::{Error, Result};
-use crate::types::DataType;
+use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
 
 const FORMAT_VERSION: u8 = 1;
 const KIND_TABLE: u8 = 1;
@@ -31,6 +31,70 @@ impl Writer {
     }
     fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f64(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A value with its own type tag (statistics hold values of any column type).
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null => self.u8(0),
+            Value::Boolean(b) => {
+                self.u8(1);
+                self.u8(*b as u8);
+            }
+            Value::SmallInt(x) => {
+                self.u8(2);
+                self.u64(*x as i64 as u64);
+            }
+            Value::Integer(x) => {
+                self.u8(3);
+                self.u64(*x as i64 as u64);
+            }
+            Value::BigInt(x) => {
+                self.u8(4);
+                self.u64(*x as u64);
+            }
+            Value::Real(x) => {
+                self.u8(5);
+                self.u32(x.to_bits());
+            }
+            Value::Double(x) => {
+                self.u8(6);
+                self.f64(*x);
+            }
+            Value::Decimal(d) => {
+                self.u8(7);
+                self.0.extend_from_slice(&d.unscaled().to_le_bytes());
+                self.u8(d.scale());
+            }
+            Value::Date(d) => {
+                self.u8(8);
+                self.u32(d.0 as u32);
+            }
+            Value::Timestamp(t) => {
+                self.u8(9);
+                self.u64(t.0 as u64);
+            }
+            Value::Interval(i) => {
+                self.u8(10);
+                self.u32(i.months as u32);
+                self.u32(i.days as u32);
+                self.u64(i.micros as u64);
+            }
+            Value::Char(s) => {
+                self.u8(11);
+                self.str(s);
+            }
+            Value::Varchar(s) => {
+                self.u8(12);
+                self.str(s);
+            }
+            Value::Text(s) => {
+                self.u8(13);
+                self.str(s);
+            }
+        }
     }
     fn str(&mut self, s: &str) {
         self.u32(s.len() as u32);
@@ -97,6 +161,53 @@ impl Reader<'_> {
         let (b, rest) = self.0.split_at(4);
         self.0 = rest;
         Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        let lo = self.u32()? as u64;
+        let hi = self.u32()? as u64;
+        Ok(lo | hi << 32)
+    }
+    fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn value(&mut self) -> Result<Value> {
+        Ok(match self.u8()? {
+            0 => Value::Null,
+            1 => Value::Boolean(self.u8()? != 0),
+            2 => Value::SmallInt(self.u64()? as i64 as i16),
+            3 => Value::Integer(self.u64()? as i64 as i32),
+            4 => Value::BigInt(self.u64()? as i64),
+            5 => Value::Real(f32::from_bits(self.u32()?)),
+            6 => Value::Double(self.f64()?),
+            7 => {
+                let unscaled = (self.u64()? as u128 | (self.u64()? as u128) << 64) as i128;
+                let scale = self.u8()?;
+                Value::Decimal(Decimal::new(unscaled, scale).map_err(|_| corrupt("decimal out of range"))?)
+            }
+            8 => Value::Date(Date(self.u32()? as i32)),
+            9 => Value::Timestamp(Timestamp(self.u64()? as i64)),
+            10 => Value::Interval(Interval {
+                months: self.u32()? as i32,
+                days: self.u32()? as i32,
+                micros: self.u64()? as i64,
+            }),
+            11 => Value::Char(self.str()?),
+            12 => Value::Varchar(self.str()?),
+            13 => Value::Text(self.str()?),
+            t => return Err(corrupt(&format!("unknown value tag {t}"))),
+        })
+    }
+    /// A count of following items, checked against the bytes left (each item takes at
+    /// least `min_item` bytes), so a damaged count cannot ask for a huge allocation.
+    fn count(&mut self, min_item: usize) -> Result<usize> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_item) > self.0.len() {
+            return Err(corrupt("count beyond the entry"));
+        }
+        Ok(n)
     }
     fn str(&mut self) -> Result<String> {
         let n = self.u32()? as usize;
@@ -174,13 +285,51 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
     w.0
 }
 
-/// A table's statistics: its id, then the fields (a newer field is appended, and a
-/// reader stops at the ones it knows).
+/// A table's statistics: its id, its row count, then its columns' statistics (an
+/// entry written before column statistics existed ends after the row count).
 pub fn encode_stats(table: u32, st: &super::TableStats) -> Vec<u8> {
     let mut w = Writer(vec![FORMAT_VERSION, KIND_STATS]);
     w.u32(table);
     w.u64(st.rows);
+    w.u32(st.columns.len() as u32);
+    for c in &st.columns {
+        w.f64(c.null_frac);
+        w.f64(c.distinct);
+        w.f64(c.avg_width);
+        w.f64(c.correlation);
+        w.value(&c.min);
+        w.value(&c.max);
+        w.u32(c.mcv.len() as u32);
+        for (v, f) in &c.mcv {
+            w.value(v);
+            w.f64(*f);
+        }
+        w.u32(c.histogram.len() as u32);
+        for v in &c.histogram {
+            w.value(v);
+        }
+    }
     w.0
+}
+
+fn decode_column_stats(r: &mut Reader<'_>) -> Result<super::ColumnStats> {
+    let null_frac = r.f64()?;
+    let distinct = r.f64()?;
+    let avg_width = r.f64()?;
+    let correlation = r.f64()?;
+    let min = r.value()?;
+    let max = r.value()?;
+    let n = r.count(9)?;
+    let mut mcv = Vec::with_capacity(n);
+    for _ in 0..n {
+        mcv.push((r.value()?, r.f64()?));
+    }
+    let n = r.count(1)?;
+    let mut histogram = Vec::with_capacity(n);
+    for _ in 0..n {
+        histogram.push(r.value()?);
+    }
+    Ok(super::ColumnStats { null_frac, distinct, avg_width, mcv, histogram, min, max, correlation })
 }
 
 pub fn encode_view(v: &ViewDef) -> Vec<u8> {
@@ -204,9 +353,16 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
         KIND_META => Ok(Object::Meta { next_id: r.u32()? }),
         KIND_STATS => {
             let table = r.u32()?;
-            let lo = r.u32()? as u64;
-            let hi = r.u32()? as u64;
-            Ok(Object::Stats { table, stats: super::TableStats { rows: lo | hi << 32 } })
+            let rows = r.u64()?;
+            let mut columns = Vec::new();
+            if !r.is_empty() {
+                let n = r.count(34)?;
+                columns.reserve(n);
+                for _ in 0..n {
+                    columns.push(decode_column_stats(&mut r)?);
+                }
+            }
+            Ok(Object::Stats { table, stats: super::TableStats { rows, columns } })
         }
         KIND_TABLE => {
             let id = r.u32()?;

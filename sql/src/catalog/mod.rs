@@ -20,7 +20,7 @@ use beedb_storage::{PageId, PageRead, Store, WriteTxn};
 pub use physical::{UNCONSTRAINED_KEY_SCALE, column_format, index_key_spec, key_kind};
 
 use crate::error::{Error, Result};
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
 /// Root slot of the database header that points at the catalog heap.
 pub const CATALOG_ROOT_SLOT: usize = 0;
@@ -115,12 +115,66 @@ pub struct ViewDef {
 }
 
 /// What the optimizer and the bee maker policy know of a table's contents, kept in
-/// the catalog so it survives reopening. Approximate: refreshed by COPY and ANALYZE,
-/// not by every INSERT or DELETE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// the catalog so it survives reopening. Approximate: the row count is refreshed by
+/// COPY and ANALYZE; column statistics by ANALYZE, which runs by itself after bulk
+/// writes and after enough rows were inserted or deleted (`engine::analyze`).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TableStats {
     /// Live rows when last counted.
     pub rows: u64,
+    /// One entry per table column, in column order, once ANALYZE ran (empty before,
+    /// and for a table that was empty when analyzed).
+    pub columns: Vec<ColumnStats>,
+}
+
+/// One column's statistics, as PostgreSQL's `pg_statistic` keeps them, computed from
+/// a sample of rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnStats {
+    /// The fraction of rows where the column is NULL.
+    pub null_frac: f64,
+    /// Distinct non-NULL values. Negative: minus a fraction of the rows (−1: every
+    /// row's value differs), for columns whose distinct values grow with the table,
+    /// as PostgreSQL's `n_distinct`.
+    pub distinct: f64,
+    /// Average stored width of the non-NULL values, in bytes.
+    pub avg_width: f64,
+    /// The most common values, most common first, with the fraction of all rows
+    /// holding each.
+    pub mcv: Vec<(Value, f64)>,
+    /// Bounds of an equi-depth histogram of the values that are not in `mcv`,
+    /// ascending: each bucket holds about the same number of rows. Empty when fewer
+    /// than two such values were seen.
+    pub histogram: Vec<Value>,
+    /// The smallest and the largest value seen (NULL when the column held none).
+    pub min: Value,
+    pub max: Value,
+    /// The correlation (−1 to 1) between the column's value order and the order of
+    /// the rows in the heap: near ±1 when the table is stored sorted on it, so an
+    /// index range scan reads pages in order.
+    pub correlation: f64,
+}
+
+impl Default for ColumnStats {
+    fn default() -> Self {
+        ColumnStats {
+            null_frac: 0.0,
+            distinct: 0.0,
+            avg_width: 0.0,
+            mcv: Vec::new(),
+            histogram: Vec::new(),
+            min: Value::Null,
+            max: Value::Null,
+            correlation: 0.0,
+        }
+    }
+}
+
+impl ColumnStats {
+    /// Distinct non-NULL values in a table of `rows` rows.
+    pub fn distinct_in(&self, rows: f64) -> f64 {
+        if self.distinct < 0.0 { -self.distinct * rows } else { self.distinct }
+    }
 }
 
 /// Every schema object of a database at one point in time.
@@ -317,9 +371,9 @@ mod tests {
                 },
             ];
             let t = TableDef::new(c.next_id, "t".into(), cols, heap.first_page, vec![]).unwrap();
-            c.stats.insert(t.id, TableStats { rows: 6_001_215 });
+            c.stats.insert(t.id, TableStats { rows: 6_001_215, columns: vec![] });
             // A dropped table's statistics are not saved.
-            c.stats.insert(t.id + 100, TableStats { rows: 5 });
+            c.stats.insert(t.id + 100, TableStats { rows: 5, columns: vec![] });
             c.next_id += 1;
             c.tables.insert("t".into(), Arc::new(t));
             c.views.insert(
@@ -341,8 +395,89 @@ mod tests {
         assert_eq!(t.columns[1].ty, DataType::decimal(12, 2).unwrap());
         assert_eq!(t.columns[1].default.as_deref(), Some("0"));
         assert_eq!(c.view("v").unwrap().columns, vec!["x".to_string()]);
-        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215 }));
+        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215, columns: vec![] }));
         assert_eq!(c.stats.len(), 1);
         assert_eq!(c.next_id, 1);
+    }
+
+    fn every_kind_of_value() -> Vec<Value> {
+        use crate::types::{Date, Decimal, Interval, Timestamp};
+        vec![
+            Value::Null,
+            Value::Boolean(true),
+            Value::SmallInt(-7),
+            Value::Integer(i32::MIN),
+            Value::BigInt(i64::MAX),
+            Value::Real(-0.5),
+            Value::Double(f64::NAN),
+            Value::Decimal(Decimal::new(-123_456_789_012_345_678_901_234_567, 9).unwrap()),
+            Value::Date(Date(-3)),
+            Value::Timestamp(Timestamp(1_700_000_000_000_000)),
+            Value::Interval(Interval { months: -1, days: 2, micros: -3 }),
+            Value::Char("ab  ".into()),
+            Value::Varchar(String::new()),
+            Value::Text("naïve, \"quoted\"".into()),
+        ]
+    }
+
+    #[test]
+    fn column_statistics_of_every_type_round_trip() {
+        let values = every_kind_of_value();
+        let columns: Vec<ColumnStats> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ColumnStats {
+                null_frac: i as f64 / 100.0,
+                distinct: if i % 2 == 0 { -0.5 } else { i as f64 },
+                avg_width: 3.5,
+                mcv: vec![(v.clone(), 0.25), (Value::Integer(1), 0.125)],
+                histogram: values.clone(),
+                min: v.clone(),
+                max: Value::Text("z".into()),
+                correlation: -0.75,
+            })
+            .collect();
+        let stats = TableStats { rows: 1 << 40, columns };
+        match codec::decode(&codec::encode_stats(9, &stats)).unwrap() {
+            codec::Object::Stats { table, stats: back } => {
+                assert_eq!(table, 9);
+                assert_eq!(back.rows, stats.rows);
+                assert_eq!(back.columns.len(), stats.columns.len());
+                // NaN is not equal to itself: compare the encodings instead.
+                assert_eq!(codec::encode_stats(9, &back), codec::encode_stats(9, &stats));
+                assert_eq!(back.columns[2].mcv[0].0, Value::SmallInt(-7));
+                assert_eq!(back.columns[3].distinct, 3.0);
+            }
+            _ => panic!("not statistics"),
+        }
+    }
+
+    #[test]
+    fn statistics_of_the_earlier_format_read() {
+        // Written before column statistics existed: the id and the row count only.
+        let mut old = vec![1u8, 4];
+        old.extend_from_slice(&5u32.to_le_bytes());
+        old.extend_from_slice(&1234u64.to_le_bytes());
+        match codec::decode(&old).unwrap() {
+            codec::Object::Stats { table, stats } => {
+                assert_eq!((table, stats.rows), (5, 1234));
+                assert!(stats.columns.is_empty());
+            }
+            _ => panic!("not statistics"),
+        }
+    }
+
+    #[test]
+    fn damaged_statistics_are_an_error_not_a_huge_allocation() {
+        let stats = TableStats { rows: 10, columns: vec![ColumnStats::default()] };
+        let mut bytes = codec::encode_stats(1, &stats);
+        // The column count claims four billion columns.
+        bytes[14..18].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(codec::decode(&bytes).is_err());
+        // Cut anywhere, the entry is an error.
+        let whole = codec::encode_stats(1, &stats);
+        for cut in 15..whole.len() {
+            assert!(codec::decode(&whole[..cut]).is_err(), "cut at {cut}");
+        }
     }
 }

@@ -388,6 +388,7 @@ pub fn copy(
     }
     ctx.note_inserts(&table, count);
     ctx.store_relation_size(&table);
+    super::analyze::analyze_if_stale(ctx, &table)?;
     Ok(affected(format!("COPY {count}"), count))
 }
 

@@ -163,6 +163,7 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     for r in &rows {
         xdml::insert_row_with(w, &table, r, former.as_mut())?;
     }
+    super::analyze::analyze_if_stale(ctx, &table)?;
     Ok(affected(format!("SELECT {}", rows.len()), rows.len()))
 }
 
@@ -194,36 +195,10 @@ pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResu
     t2.indexes.push(index);
     let pos = t2.indexes.len() - 1;
     xdml::create_index_entries(w, &t2, pos)?;
-    ctx.txn.catalog_mut().tables.insert(tname, Arc::new(t2));
+    let t2 = Arc::new(t2);
+    ctx.txn.catalog_mut().tables.insert(tname, t2.clone());
+    super::analyze::analyze_if_stale(ctx, &t2)?;
     Ok(QueryResult::command("CREATE INDEX"))
-}
-
-/// `ANALYZE [table]`: counts each table's rows (all tables without a name) and stores
-/// the count in the catalog's statistics. Only the row count so far: column statistics
-/// (distinct counts, histograms) and sampling are not implemented yet.
-pub fn analyze(ctx: &mut Ctx<'_>, a: &ast::Analyze) -> Result<QueryResult> {
-    if a.partitions.is_some() || !a.columns.is_empty() || a.for_columns || a.noscan || a.cache_metadata {
-        return Err(Error::not_supported("ANALYZE with options or a column list is not supported"));
-    }
-    let tables: Vec<Arc<TableDef>> = match &a.table_name {
-        Some(n) => {
-            let name = object_name(n)?;
-            vec![ctx.catalog().table(&name).cloned().ok_or_else(|| Error::undefined_table(&name))?]
-        }
-        None => ctx.catalog().tables.values().cloned().collect(),
-    };
-    for t in tables {
-        let mut rows = 0u64;
-        let r = ctx.txn.writer()?;
-        for g in HeapFile::open(t.heap).pages(r) {
-            let g = g?;
-            rows += beedb_storage::heap::HeapPage::new(&g, g.id())?.tuples()?.count() as u64;
-            ctx.interrupt.check()?;
-        }
-        ctx.bee_cache.note_relation_size(t.id as u64, rows);
-        ctx.store_relation_size(&t);
-    }
-    Ok(QueryResult::command("ANALYZE"))
 }
 
 pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult> {

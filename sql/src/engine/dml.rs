@@ -176,6 +176,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         }
         xdml::insert_row_with(w, &table, row, former.as_mut())?;
     }
+    // Enough inserts since the last ANALYZE: gather statistics again now, as
+    // PostgreSQL's autovacuum would in the background.
+    super::analyze::analyze_if_stale(ctx, &table)?;
     Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
 }
 

@@ -16,6 +16,7 @@
 //! catalog heap and installed for every connection when the transaction commits.
 
 pub(crate) mod copy;
+mod analyze;
 mod ddl;
 mod dml;
 mod plan_cache;
@@ -223,7 +224,7 @@ impl Ctx<'_> {
         let rows = self.bee_cache.relation_size(table.id as u64);
         let known = self.txn.catalog.stats.get(&table.id).map(|s| s.rows);
         if known != Some(rows) {
-            self.txn.catalog_mut().stats.insert(table.id, crate::catalog::TableStats { rows });
+            self.txn.catalog_mut().stats.entry(table.id).or_default().rows = rows;
         }
     }
 }
@@ -384,7 +385,7 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
             query::explain(ctx, statement, &options)
         }
         Statement::Insert(i) => dml::insert(ctx, i),
-        Statement::Analyze(a) => ddl::analyze(ctx, a),
+        Statement::Analyze(a) => analyze::analyze(ctx, a),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),

@@ -26,9 +26,11 @@ pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Valu
 }
 
 /// What the optimizer learns about relations from the engine: the sizes the bee cache
-/// has seen (full scans and inserts since the database was opened).
+/// has seen (full scans and inserts since the database was opened, seeded from the
+/// catalog at open) and the column statistics ANALYZE stored in the catalog.
 pub struct EngineStats<'a> {
     pub cache: &'a beedb_bees::BeeCache,
+    pub catalog: &'a crate::catalog::Catalog,
 }
 
 impl optimizer::Stats for EngineStats<'_> {
@@ -37,6 +39,10 @@ impl optimizer::Stats for EngineStats<'_> {
             0 => None,
             n => Some(n as f64),
         }
+    }
+
+    fn column(&self, table: &crate::catalog::TableDef, column: usize) -> Option<&crate::catalog::ColumnStats> {
+        self.catalog.stats.get(&table.id)?.columns.get(column)
     }
 }
 
@@ -55,7 +61,7 @@ pub fn optimize(
 /// The optimized plan of a statement, without bees: the session's optimizer rules
 /// (decorrelation included) over the relation sizes the engine knows.
 pub fn optimize_generic(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>) -> BoundQuery {
-    let stats = EngineStats { cache: ctx.bee_cache };
+    let stats = EngineStats { cache: ctx.bee_cache, catalog: ctx.catalog() };
     optimizer::optimize_query(plan, subqueries, &ctx.optimizer, &stats)
 }
 

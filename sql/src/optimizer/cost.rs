@@ -7,12 +7,17 @@
 //! open work (issue 11, item 2). Only their ratios matter: they decide build sides,
 //! join orders and access paths, never results.
 
+use super::Stats;
+use crate::catalog::TableDef;
 use crate::plan::{Access, JoinMethod, Node, Plan};
 
 /// Reading one row of a heap in a sequential scan.
 pub const SEQ_ROW: f64 = 1.0;
 /// Reading one row through an index (descent amortized, random heap access).
 pub const INDEX_ROW: f64 = 4.0;
+/// Reading one row through an index of a table stored in the index's order
+/// (correlation 1): the heap pages come in order, each read once.
+pub const INDEX_ROW_IN_ORDER: f64 = 1.5;
 /// Descending an index once.
 pub const INDEX_DESCENT: f64 = 20.0;
 /// Evaluating a predicate or expression list on one row.
@@ -30,6 +35,17 @@ pub const AGG_ROW: f64 = 1.0;
 /// One comparison of a sort.
 pub const SORT_COMPARE: f64 = 0.2;
 
+/// The cost of reading one row of `table` through index `index`: between a random
+/// heap access ([`INDEX_ROW`]) and one in order ([`INDEX_ROW_IN_ORDER`]) by the square
+/// of the correlation between the index's leading column and the heap order, as
+/// PostgreSQL interpolates (no statistics: random).
+pub fn index_row(table: &TableDef, index: usize, stats: &dyn Stats) -> f64 {
+    let leading = table.indexes.get(index).and_then(|i| i.columns.first().copied());
+    let c = leading.and_then(|c| stats.column(table, c)).map_or(0.0, |c| c.correlation);
+    let c2 = c * c;
+    c2 * INDEX_ROW_IN_ORDER + (1.0 - c2) * INDEX_ROW
+}
+
 /// The cost of a hash join of `probe` rows against a table built from `build` rows,
 /// producing `out` rows.
 pub fn hash_join(probe: f64, build: f64, out: f64) -> f64 {
@@ -41,17 +57,18 @@ pub fn nested_loop(left: f64, right: f64, out: f64) -> f64 {
     left * right * NESTED_LOOP_PAIR + left + right + out * JOIN_OUTPUT_ROW
 }
 
-/// The cost of `plan` alone (not its inputs), given its estimated output `rows`, its
-/// inputs' estimated rows `inputs` and, for scans, the table's row count.
-pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], table_rows: f64) -> f64 {
+/// The cost of `plan` alone (not its inputs), given its estimated output `rows` and
+/// its inputs' estimated rows `inputs`.
+pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], stats: &dyn Stats) -> f64 {
     let input = inputs.first().copied().unwrap_or(0.0);
     match &plan.node {
-        Node::TableScan { access, filter, .. } => {
+        Node::TableScan { access, filter, table, .. } => {
+            let table_rows = super::cardinality::table_rows(table, stats);
             let read = match access {
                 Access::Heap => table_rows * SEQ_ROW,
                 // The rows the index bounds select, before the residual filter: at
                 // least the output.
-                Access::Index { .. } => INDEX_DESCENT + rows * INDEX_ROW,
+                Access::Index { index, .. } => INDEX_DESCENT + rows * index_row(table, *index, stats),
             };
             read + if filter.is_some() { table_rows.min(read) * EVAL_ROW } else { 0.0 }
         }

@@ -72,6 +72,10 @@ impl Default for Rules {
 pub trait Stats {
     /// The number of rows in `table`, if known.
     fn table_rows(&self, table: &TableDef) -> Option<f64>;
+    /// The statistics of column `column` of `table`, once ANALYZE gathered them.
+    fn column(&self, _table: &TableDef, _column: usize) -> Option<&crate::catalog::ColumnStats> {
+        None
+    }
 }
 
 /// No statistics at all: every estimate uses the defaults.
@@ -122,7 +126,7 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     };
     let plan = pushdown::push_filters(plan, rules.filter_pushdown);
     let plan = if rules.index_access {
-        access::choose_access(plan)
+        access::choose_access(plan, stats)
     } else {
         plan
     };

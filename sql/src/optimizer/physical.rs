@@ -38,11 +38,7 @@ fn estimate(mut plan: Plan, stats: &dyn Stats) -> Plan {
     let inputs: Vec<f64> = children.iter().map(|c| c.est.map_or(0.0, |e| e.rows)).collect();
     let input_cost: f64 = children.iter().map(|c| c.est.map_or(0.0, |e| e.cost)).sum();
     let rows = cardinality::node_rows(&plan, &inputs, stats);
-    let table_rows = match &plan.node {
-        Node::TableScan { table, .. } => cardinality::table_rows(table, stats),
-        _ => 0.0,
-    };
-    let own = cost::node_cost(&plan, rows, &inputs, table_rows);
+    let own = cost::node_cost(&plan, rows, &inputs, stats);
     plan.est = Some(Estimate { rows, cost: input_cost + own });
     plan
 }

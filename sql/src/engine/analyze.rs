@@ -1,0 +1,420 @@
+//! ANALYZE: a table's row count and its columns' statistics ([`ColumnStats`]), from
+//! a sample of its rows, stored in the catalog; and the automatic ANALYZE that runs
+//! after bulk writes and after enough inserts, so no user has to run it (the lesson of
+//! the POSTGRES study: statistics nobody gathers are statistics nobody has).
+//!
+//! One pass over the heap counts the live tuples and keeps a uniform random sample
+//! of [`SAMPLE_ROWS`] of them (reservoir sampling, seeded by the table id so a plan
+//! does not change between two runs of ANALYZE on the same data). Only the sampled
+//! tuples are decoded. From the sample, per column, as PostgreSQL's `analyze.c`
+//! computes them: the NULL fraction, the distinct count (Haas and Stokes' Duj1
+//! estimator), the most common values, an equi-depth histogram of the rest, the
+//! minimum and maximum, the average width, and the correlation between value order
+//! and heap order.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use beedb_storage::heap::{HeapFile, HeapPage};
+use sqlparser::ast;
+
+use super::Ctx;
+use crate::binder::object_name;
+use crate::catalog::{ColumnStats, TableDef, TableStats};
+use crate::error::{Error, Result};
+use crate::exec::tuple_codec::{RowDecoder, encode_value_into};
+use crate::session::QueryResult;
+use crate::types::{DataType, Value};
+use crate::vector::Vector;
+
+/// Rows sampled per table: PostgreSQL's 300 × its default statistics target (100).
+/// Errors of the distinct-count and histogram estimates shrink with the sample, not
+/// with the table, so a fixed sample serves tables of any size.
+pub const SAMPLE_ROWS: usize = 30_000;
+/// Most common values kept per column, and histogram buckets (PostgreSQL's default
+/// statistics target).
+pub const STATISTICS_TARGET: usize = 100;
+/// Values wider than this (in bytes) are left out of the common values and the
+/// histogram: they would bloat the catalog, and equality with a long value is rare.
+const MAX_STORED_WIDTH: usize = 256;
+/// Automatic ANALYZE runs when a table's row count moved by more than this many rows
+/// plus [`AUTO_ANALYZE_FRACTION`] of the count at the last ANALYZE (PostgreSQL's
+/// autovacuum defaults).
+pub const AUTO_ANALYZE_ROWS: u64 = 50;
+pub const AUTO_ANALYZE_FRACTION: f64 = 0.1;
+
+/// `ANALYZE [table]`: statistics of one table, or of every table.
+pub fn analyze(ctx: &mut Ctx<'_>, a: &ast::Analyze) -> Result<QueryResult> {
+    if a.partitions.is_some() || !a.columns.is_empty() || a.for_columns || a.noscan || a.cache_metadata {
+        return Err(Error::not_supported("ANALYZE with options or a column list is not supported"));
+    }
+    let tables: Vec<Arc<TableDef>> = match &a.table_name {
+        Some(n) => {
+            let name = object_name(n)?;
+            vec![ctx.catalog().table(&name).cloned().ok_or_else(|| Error::undefined_table(&name))?]
+        }
+        None => ctx.catalog().tables.values().cloned().collect(),
+    };
+    for t in tables {
+        analyze_table(ctx, &t)?;
+    }
+    Ok(QueryResult::command("ANALYZE"))
+}
+
+/// After a statement wrote rows (COPY, CREATE TABLE AS, CREATE INDEX, INSERT):
+/// analyzes `table` when it has no column statistics yet or its size moved enough
+/// ([`needs_analyze`]).
+pub fn analyze_if_stale(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
+    if needs_analyze(ctx, table) {
+        analyze_table(ctx, table)?;
+    }
+    Ok(())
+}
+
+/// Whether `table`'s statistics are missing or stale: its row count (as the engine
+/// knows it, from inserts and full scans) moved by more than the automatic ANALYZE
+/// threshold since the last ANALYZE.
+pub fn needs_analyze(ctx: &Ctx<'_>, table: &TableDef) -> bool {
+    let now = ctx.bee_cache.relation_size(table.id as u64);
+    match ctx.catalog().stats.get(&table.id) {
+        Some(s) if !s.columns.is_empty() => {
+            let threshold = AUTO_ANALYZE_ROWS as f64 + AUTO_ANALYZE_FRACTION * s.rows as f64;
+            now.abs_diff(s.rows) as f64 > threshold
+        }
+        // Never analyzed (or empty when analyzed): as soon as it holds rows.
+        _ => now > 0,
+    }
+}
+
+/// Counts `table`'s rows, samples them, and stores the row count and column
+/// statistics in the transaction's catalog (saved at commit).
+pub fn analyze_table(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
+    let (rows, sample) = sample_rows(ctx, table)?;
+    let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
+    ctx.bee_cache.note_relation_size(table.id as u64, rows);
+    ctx.txn.catalog_mut().stats.insert(table.id, TableStats { rows, columns });
+    Ok(())
+}
+
+/// A sampled tuple: its ordinal in heap order and its bytes.
+type Sampled = (u64, Vec<u8>);
+
+/// SplitMix64: a small, fast generator whose quality is ample for choosing samples.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0); the bias of the modulo is below 2⁻⁴⁰ for the
+    /// table sizes a sample is drawn from.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One pass over the heap: the live tuple count and a uniform sample (Vitter's
+/// algorithm R), returned in heap order.
+fn sample_rows(ctx: &Ctx<'_>, table: &TableDef) -> Result<(u64, Vec<Sampled>)> {
+    let r = ctx.txn.reader();
+    let mut rng = SplitMix64(0x5EED ^ table.id as u64);
+    let mut sample: Vec<Sampled> = Vec::new();
+    let mut seen = 0u64;
+    for g in HeapFile::open(table.heap).pages(r) {
+        let g = g?;
+        for (_, tuple) in HeapPage::new(&g, g.id())?.tuples()? {
+            if sample.len() < SAMPLE_ROWS {
+                sample.push((seen, tuple.to_vec()));
+            } else {
+                let j = rng.below(seen + 1) as usize;
+                if j < SAMPLE_ROWS {
+                    let slot = &mut sample[j];
+                    slot.0 = seen;
+                    slot.1.clear();
+                    slot.1.extend_from_slice(tuple);
+                }
+            }
+            seen += 1;
+        }
+        ctx.interrupt.check()?;
+    }
+    sample.sort_unstable_by_key(|s| s.0);
+    Ok((seen, sample))
+}
+
+/// Every column's statistics from the sample of a table of `rows` rows.
+fn column_stats(ctx: &Ctx<'_>, table: &TableDef, rows: u64, sample: &[Sampled]) -> Result<Vec<ColumnStats>> {
+    let r = ctx.txn.reader();
+    let all: Vec<usize> = (0..table.columns.len()).collect();
+    let decoder = RowDecoder::new(table, &all);
+    let mut vectors = decoder.new_vectors(sample.len());
+    for (_, tuple) in sample {
+        decoder.decode_into(r, table, tuple, &mut vectors)?;
+    }
+    ctx.interrupt.check()?;
+    let whole_table = sample.len() as u64 == rows;
+    let mut out = Vec::with_capacity(vectors.len());
+    for (v, c) in vectors.iter().zip(&table.columns) {
+        out.push(one_column(v, &c.ty, rows, whole_table)?);
+        ctx.interrupt.check()?;
+    }
+    Ok(out)
+}
+
+/// One column's statistics from its sampled values `v` (in heap order).
+fn one_column(v: &Vector, ty: &DataType, rows: u64, whole_table: bool) -> Result<ColumnStats> {
+    let n_sample = v.len();
+    // Non-NULL values with their position in heap order.
+    let mut values: Vec<(Value, usize)> = (0..n_sample).filter(|&i| !v.is_null(i)).map(|i| (v.value(i), i)).collect();
+    let n = values.len();
+    let null_frac = (n_sample - n) as f64 / n_sample.max(1) as f64;
+    if n == 0 {
+        return Ok(ColumnStats { null_frac, ..ColumnStats::default() });
+    }
+    let mut scratch = Vec::new();
+    let mut width = 0usize;
+    for (x, _) in &values {
+        scratch.clear();
+        encode_value_into(x, ty, &mut scratch)?;
+        width += scratch.len();
+    }
+    let avg_width = width as f64 / n as f64;
+    // Values of one column always compare; `Equal` only guards against a type the
+    // comparison does not know.
+    let cmp = |a: &Value, b: &Value| a.cmp_sql(b).unwrap_or(Ordering::Equal);
+    values.sort_by(|a, b| cmp(&a.0, &b.0));
+    let correlation = correlation(&values);
+
+    // Runs of equal values: (first index in `values`, length).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for i in 0..n {
+        match runs.last_mut() {
+            Some((start, len)) if cmp(&values[*start].0, &values[i].0) == Ordering::Equal => *len += 1,
+            _ => runs.push((i, 1)),
+        }
+    }
+    let d = runs.len() as f64;
+    let f1 = runs.iter().filter(|r| r.1 == 1).count() as f64;
+    let nonnull_rows = (rows as f64 * (1.0 - null_frac)).max(n as f64);
+    let mut distinct = if whole_table {
+        d
+    } else if f1 == d {
+        // Every sampled value differs: take the column as unique.
+        nonnull_rows
+    } else {
+        // Duj1: n·d / (n − f1 + f1·n/N).
+        let n = n as f64;
+        (n * d / (n - f1 + f1 * n / nonnull_rows)).clamp(d, nonnull_rows)
+    };
+    // A column whose distinct values are a tenth of the rows or more grows with the
+    // table: store it as a fraction of the rows.
+    let total = rows.max(1) as f64;
+    if distinct > 0.1 * total {
+        distinct = -(distinct / total).min(1.0);
+    }
+    let ndv = if distinct < 0.0 { -distinct * total } else { distinct };
+
+    // Most common values: seen at least twice and clearly more often than the average
+    // value; all of them when the sample saw every value of the column.
+    let storable = |i: usize| match &values[i].0 {
+        Value::Char(s) | Value::Varchar(s) | Value::Text(s) => s.len() <= MAX_STORED_WIDTH,
+        _ => true,
+    };
+    let mut by_count: Vec<(usize, usize)> = runs.iter().copied().filter(|&(s, len)| len >= 2 && storable(s)).collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let all_seen = runs.len() <= STATISTICS_TARGET && (whole_table || f1 == 0.0);
+    let min_count = if all_seen { 1.0 } else { (1.25 * n as f64 / ndv.max(1.0)).max(2.0) };
+    let mcv_runs: Vec<(usize, usize)> = if all_seen {
+        let mut all: Vec<(usize, usize)> = runs.iter().copied().filter(|&(s, _)| storable(s)).collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        all
+    } else {
+        by_count.into_iter().filter(|&(_, len)| len as f64 >= min_count).take(STATISTICS_TARGET).collect()
+    };
+    let mcv: Vec<(Value, f64)> =
+        mcv_runs.iter().map(|&(s, len)| (values[s].0.clone(), len as f64 / n_sample as f64)).collect();
+
+    // The histogram: equi-depth bounds over the values not among the common ones.
+    let mut in_mcv = vec![false; runs.len()];
+    let mut run_of_start = std::collections::HashMap::new();
+    for (k, &(s, _)) in runs.iter().enumerate() {
+        run_of_start.insert(s, k);
+    }
+    for &(s, _) in &mcv_runs {
+        in_mcv[run_of_start[&s]] = true;
+    }
+    let rest: Vec<&Value> = runs
+        .iter()
+        .enumerate()
+        .filter(|&(k, &(s, _))| !in_mcv[k] && storable(s))
+        .flat_map(|(_, &(s, len))| values[s..s + len].iter().map(|x| &x.0))
+        .collect();
+    let distinct_rest = runs.iter().enumerate().filter(|&(k, &(s, _))| !in_mcv[k] && storable(s)).count();
+    let histogram = if distinct_rest >= 2 {
+        let buckets = rest.len().min(STATISTICS_TARGET + 1);
+        let mut bounds: Vec<Value> = Vec::with_capacity(buckets);
+        for b in 0..buckets {
+            let i = b * (rest.len() - 1) / (buckets - 1);
+            if bounds.last().is_none_or(|last| cmp(last, rest[i]) != Ordering::Equal) {
+                bounds.push(rest[i].clone());
+            }
+        }
+        if bounds.len() >= 2 { bounds } else { Vec::new() }
+    } else {
+        Vec::new()
+    };
+    let keep = |x: &Value| match x {
+        Value::Char(s) | Value::Varchar(s) | Value::Text(s) if s.len() > MAX_STORED_WIDTH => Value::Null,
+        _ => x.clone(),
+    };
+    Ok(ColumnStats {
+        null_frac,
+        distinct,
+        avg_width,
+        mcv,
+        histogram,
+        min: keep(&values[0].0),
+        max: keep(&values[n - 1].0),
+        correlation,
+    })
+}
+
+/// Pearson's correlation between the heap positions of `sorted`'s values (sorted by
+/// value, each with its heap position) and their rank: 1 when the heap is in value
+/// order, −1 in reverse order, near 0 when unrelated.
+fn correlation(sorted: &[(Value, usize)]) -> f64 {
+    let n = sorted.len() as f64;
+    if sorted.len() < 2 {
+        return 1.0;
+    }
+    // Ranks 0..n and positions are both permutations' worth of numbers; positions
+    // are ranked too (sample positions skip NULLs).
+    let mut by_position: Vec<usize> = (0..sorted.len()).collect();
+    by_position.sort_unstable_by_key(|&k| sorted[k].1);
+    let mut position_rank = vec![0f64; sorted.len()];
+    for (rank, &k) in by_position.iter().enumerate() {
+        position_rank[k] = rank as f64;
+    }
+    let mean = (n - 1.0) / 2.0;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (value_rank, &p) in position_rank.iter().enumerate() {
+        let x = value_rank as f64 - mean;
+        sxy += x * (p - mean);
+        sxx += x * x;
+    }
+    if sxx == 0.0 { 1.0 } else { (sxy / sxx).clamp(-1.0, 1.0) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(xs: &[Option<i64>]) -> Vector {
+        let mut v = Vector::new(DataType::BigInt, xs.len());
+        for x in xs {
+            match x {
+                Some(x) => v.push_value(&Value::BigInt(*x)),
+                None => v.push_null(),
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_unique_column_sampled_from_a_larger_table_is_a_fraction_of_the_rows() {
+        let v = ints(&(0..1000).map(Some).collect::<Vec<_>>());
+        let s = one_column(&v, &DataType::BigInt, 1_000_000, false).unwrap();
+        assert_eq!(s.distinct, -1.0);
+        assert_eq!(s.distinct_in(2_000_000.0), 2_000_000.0);
+        assert!(s.mcv.is_empty());
+        assert_eq!(s.histogram.len(), STATISTICS_TARGET + 1);
+        assert_eq!(s.histogram[0], Value::BigInt(0));
+        assert_eq!(s.histogram[STATISTICS_TARGET], Value::BigInt(999));
+        assert_eq!((s.min.clone(), s.max.clone()), (Value::BigInt(0), Value::BigInt(999)));
+        assert!((s.correlation - 1.0).abs() < 1e-9);
+        assert_eq!(s.avg_width, 8.0);
+    }
+
+    #[test]
+    fn few_values_are_all_common_values_with_their_frequencies() {
+        // 3 values, a quarter NULL, in descending heap order.
+        let mut xs = Vec::new();
+        for _ in 0..300 {
+            xs.push(Some(3));
+        }
+        for _ in 0..200 {
+            xs.push(Some(2));
+        }
+        for _ in 0..100 {
+            xs.push(Some(1));
+        }
+        for _ in 0..200 {
+            xs.push(None);
+        }
+        let s = one_column(&ints(&xs), &DataType::BigInt, 800, true).unwrap();
+        assert_eq!(s.null_frac, 0.25);
+        assert_eq!(s.distinct, 3.0);
+        assert_eq!(
+            s.mcv,
+            vec![(Value::BigInt(3), 300.0 / 800.0), (Value::BigInt(2), 0.25), (Value::BigInt(1), 100.0 / 800.0)]
+        );
+        assert!(s.histogram.is_empty());
+        // Stored in descending blocks (ties keep heap order, as PostgreSQL ranks them).
+        assert!(s.correlation < -0.5, "{}", s.correlation);
+    }
+
+    #[test]
+    fn skewed_column_keeps_its_heavy_hitters_and_a_histogram_of_the_rest() {
+        // Value 0 in half the rows, the rest unique: sampled from a table 10× larger.
+        let xs: Vec<Option<i64>> = (0..2000).map(|i| Some(if i % 2 == 0 { 0 } else { i })).collect();
+        let s = one_column(&ints(&xs), &DataType::BigInt, 20_000, false).unwrap();
+        assert_eq!(s.mcv.len(), 1);
+        assert_eq!(s.mcv[0].0, Value::BigInt(0));
+        assert!((s.mcv[0].1 - 0.5).abs() < 1e-9);
+        assert!(!s.histogram.iter().any(|b| *b == Value::BigInt(0)));
+        // Duj1 on 2,000 values, 1,001 distinct, 1,000 seen once, of 20,000 rows:
+        // n·d / (n − f1 + f1·n/N) = 2,000·1,001 / 1,100. (The table holds 10,001:
+        // Duj1 underestimates under such skew, as it does in PostgreSQL.)
+        let ndv = s.distinct_in(20_000.0);
+        assert!((ndv - 2_002_000.0 / 1_100.0).abs() < 1e-6, "{ndv}");
+    }
+
+    #[test]
+    fn correlation_follows_heap_order() {
+        let up = one_column(&ints(&(0..500).map(Some).collect::<Vec<_>>()), &DataType::BigInt, 500, true).unwrap();
+        let down = one_column(&ints(&(0..500).rev().map(Some).collect::<Vec<_>>()), &DataType::BigInt, 500, true).unwrap();
+        // A shuffled column: every 7th value mod a prime, no order to speak of.
+        let mixed: Vec<Option<i64>> = (0..500).map(|i| Some(i * 211 % 499)).collect();
+        let mixed = one_column(&ints(&mixed), &DataType::BigInt, 500, true).unwrap();
+        assert!((up.correlation - 1.0).abs() < 1e-9);
+        assert!((down.correlation + 1.0).abs() < 1e-9);
+        assert!(mixed.correlation.abs() < 0.2, "{}", mixed.correlation);
+    }
+
+    #[test]
+    fn an_all_null_column_has_only_its_null_fraction() {
+        let s = one_column(&ints(&[None, None]), &DataType::BigInt, 2, true).unwrap();
+        assert_eq!(s.null_frac, 1.0);
+        assert_eq!(s.distinct, 0.0);
+        assert!(s.mcv.is_empty() && s.histogram.is_empty());
+        assert_eq!(s.min, Value::Null);
+    }
+
+    #[test]
+    fn long_strings_are_counted_but_not_stored() {
+        let long = "x".repeat(MAX_STORED_WIDTH + 1);
+        let mut v = Vector::new(DataType::Text, 4);
+        for s in [&long, &long, &"a".to_string(), &"b".to_string()] {
+            v.push_value(&Value::Text(s.clone()));
+        }
+        let s = one_column(&v, &DataType::Text, 4, true).unwrap();
+        assert_eq!(s.distinct_in(4.0), 3.0);
+        assert!(s.mcv.iter().all(|(x, _)| *x != Value::Text(long.clone())));
+        assert_eq!(s.max, Value::Null);
+    }
+}
