@@ -494,7 +494,11 @@ mod terminal {
 
         p.send_line(LONG_QUERY).unwrap();
         let took = cancel_after(&mut p, Duration::from_millis(700));
-        assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+        // Cancels are checked every few thousand rows, so an idle machine answers in
+        // milliseconds (under a second is the target). The bound is loose because CI
+        // machines are shared and busy: what it catches is a cancel that waits for the
+        // statement (minutes here) or never comes.
+        assert!(took < Duration::from_secs(5), "cancel took {took:?}");
         p.exp_string("beedb> ").unwrap();
 
         // The next statement runs, and so does a Ctrl-C at the prompt followed by

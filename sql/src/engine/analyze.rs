@@ -3,6 +3,12 @@
 //! after bulk writes and after enough inserts, so no user has to run it (the lesson of
 //! the POSTGRES study: statistics nobody gathers are statistics nobody has).
 //!
+//! The automatic ANALYZE follows the row count the engine keeps (inserts add,
+//! deletes subtract, full scans set it): when it moved by more than
+//! [`AUTO_ANALYZE_ROWS`] + [`AUTO_ANALYZE_FRACTION`] of the count at the last ANALYZE,
+//! the statement that moved it analyzes the table before it returns. UPDATEs do not
+//! move the count and do not trigger it (PostgreSQL's autovacuum counts them too).
+//!
 //! One pass over the heap counts the live tuples and keeps a uniform random sample
 //! of [`SAMPLE_ROWS`] of them (reservoir sampling, seeded by the table id so a plan
 //! does not change between two runs of ANALYZE on the same data). Only the sampled
@@ -61,7 +67,8 @@ pub fn analyze(ctx: &mut Ctx<'_>, a: &ast::Analyze) -> Result<QueryResult> {
     Ok(QueryResult::command("ANALYZE"))
 }
 
-/// After a statement wrote rows (COPY, CREATE TABLE AS, CREATE INDEX, INSERT):
+/// After a statement wrote rows (COPY, CREATE TABLE AS, CREATE INDEX, INSERT,
+/// DELETE):
 /// analyzes `table` when it has no column statistics yet or its size moved enough
 /// ([`needs_analyze`]).
 pub fn analyze_if_stale(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {

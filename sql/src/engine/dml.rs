@@ -411,5 +411,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
         };
         xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
     }
+    ctx.note_deletes(&table, rows.len());
+    super::analyze::analyze_if_stale(ctx, &table)?;
     Ok(affected(format!("DELETE {}", rows.len()), rows.len()))
 }

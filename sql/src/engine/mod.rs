@@ -217,6 +217,15 @@ impl Ctx<'_> {
         self.bee_cache.note_inserts(table.id as u64, rows as u64);
     }
 
+    /// Counts `rows` deleted from `table` off its size (when its size is known).
+    pub fn note_deletes(&self, table: &crate::catalog::TableDef, rows: usize) {
+        let id = table.id as u64;
+        let size = self.bee_cache.relation_size(id);
+        if size > 0 {
+            self.bee_cache.note_relation_size(id, size.saturating_sub(rows as u64).max(1));
+        }
+    }
+
     /// Stores `table`'s size as the bee cache knows it in the catalog's statistics
     /// (saved at commit), so it survives reopening. Called where a statement changed
     /// many rows at once (COPY) or counted them (ANALYZE).
