@@ -29,6 +29,9 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
         "avg" => AggFunc::Avg,
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
+        "string_agg" => AggFunc::StringAgg,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
         _ => return None,
     })
 }
@@ -1242,6 +1245,9 @@ impl Binder<'_> {
                 Err(Error::not_supported("a subquery as a function argument"))
             }
             ast::FunctionArguments::List(l) => {
+                if l.clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
+                    return Err(Error::not_supported("ORDER BY inside an aggregate call is not supported"));
+                }
                 if !l.clauses.is_empty() {
                     return Err(Error::not_supported("clauses in a function argument list"));
                 }
@@ -1521,26 +1527,9 @@ impl Binder<'_> {
         star: bool,
         e: &ast::Expr,
     ) -> Result<Expr> {
-        let (func, arg) = match (func, star, args.len()) {
-            (AggFunc::Count, true, 0) => (AggFunc::CountStar, None),
-            (_, false, 1) => {
-                // Bind the argument over the FROM scope, outside aggregate mode.
-                let mut state = self.agg.take().expect("aggregate state");
-                let saved = self.set_scope(state.from_scope.clone());
-                let level = state.level;
-                state.level = usize::MAX; // nested aggregates are an error
-                self.agg = Some(state);
-                let r = self.bind_expr(args[0], "aggregate");
-                self.set_scope(saved);
-                let mut state = self.agg.take().expect("aggregate state");
-                state.level = level;
-                self.agg = Some(state);
-                let mut b = r?;
-                if is_unknown(args[0]) {
-                    b = self.cast(b, DataType::Text, false, args[0])?;
-                }
-                (func, Some(b))
-            }
+        let func = match (func, star, args.len()) {
+            (AggFunc::Count, true, 0) => AggFunc::CountStar,
+            (_, false, 1..=2) => func,
             _ => {
                 return Err(Error::undefined_function(format!(
                     "function {name}({}) does not exist",
@@ -1549,17 +1538,48 @@ impl Binder<'_> {
                 .at(self.pos(e)));
             }
         };
-        // The same result types as the aggregate used as a window function.
-        let ty = match super::window::aggregate_type(func, arg.as_ref().map(|a| a.ty)) {
-            Some(t) => t,
-            None => {
-                let t = arg.as_ref().map_or("*".to_string(), |a| a.ty.to_string());
-                return Err(Error::undefined_function(format!("function {name}({t}) does not exist")).at(self.pos(e)));
+        let mut bound = Vec::with_capacity(args.len());
+        if func != AggFunc::CountStar {
+            // Bind the arguments over the FROM scope, outside aggregate mode.
+            let mut state = self.agg.take().expect("aggregate state");
+            let saved = self.set_scope(state.from_scope.clone());
+            let level = state.level;
+            state.level = usize::MAX; // nested aggregates are an error
+            self.agg = Some(state);
+            let r = args.iter().map(|a| self.bind_expr(a, "aggregate")).collect::<Result<Vec<_>>>();
+            self.set_scope(saved);
+            let mut state = self.agg.take().expect("aggregate state");
+            state.level = level;
+            self.agg = Some(state);
+            for (b, a) in r?.into_iter().zip(args) {
+                bound.push(if is_unknown(a) { self.cast(b, DataType::Text, false, a)? } else { b });
             }
+        }
+        // The same signatures as the aggregate used as a window function.
+        let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
+        let Some((casts, ty)) = super::window::aggregate_signature(func, &types) else {
+            // Untyped literals are `unknown` in the message, as PostgreSQL prints them.
+            let list = if star {
+                "*".to_string()
+            } else {
+                types
+                    .iter()
+                    .zip(args)
+                    .map(|(t, a)| if is_unknown(a) { "unknown".to_string() } else { t.to_string() })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(Error::undefined_function(format!("function {name}({list}) does not exist")).at(self.pos(e)));
         };
+        let mut cast_args = Vec::with_capacity(bound.len());
+        for ((b, t), a) in bound.into_iter().zip(casts).zip(args) {
+            cast_args.push(self.cast(b, t, false, a)?);
+        }
+        let mut cast_args = cast_args.into_iter();
         let call = AggCall {
             func,
-            arg,
+            arg: cast_args.next(),
+            arg2: cast_args.next(),
             distinct,
             ty,
         };

@@ -506,14 +506,7 @@ impl Binder<'_> {
                 })
                 .collect();
             schema.extend(state.aggs.iter().map(|a| {
-                let name = match a.func {
-                    crate::plan::AggFunc::CountStar | crate::plan::AggFunc::Count => "count",
-                    crate::plan::AggFunc::Sum => "sum",
-                    crate::plan::AggFunc::Avg => "avg",
-                    crate::plan::AggFunc::Min => "min",
-                    crate::plan::AggFunc::Max => "max",
-                };
-                out(name, a.ty)
+                out(a.func.name(), a.ty)
             }));
             take_plan(plan, |p| {
                 Plan::new(

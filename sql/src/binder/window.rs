@@ -64,21 +64,35 @@ fn windowing(message: impl Into<String>) -> Error {
     Error::semantic("42P20", message)
 }
 
-/// The result type of aggregate `func` over an argument of type `arg` (`None`: `*`),
-/// as PostgreSQL gives it; `None` when there is no such aggregate.
-pub fn aggregate_type(func: AggFunc, arg: Option<DataType>) -> Option<DataType> {
+/// Whether `t` converts implicitly to `text` (PostgreSQL's string category).
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Text | DataType::Varchar(_) | DataType::Char(_))
+}
+
+/// The signature of aggregate `func` called with arguments of types `args`: the
+/// types the arguments are cast to and the result type, as PostgreSQL resolves
+/// them; `None` when there is no such aggregate (42883).
+pub fn aggregate_signature(func: AggFunc, args: &[DataType]) -> Option<(Vec<DataType>, DataType)> {
     use super::types::numeric_rank;
-    Some(match (func, arg) {
-        (AggFunc::CountStar | AggFunc::Count, _) => DataType::BigInt,
-        (AggFunc::Sum, Some(DataType::SmallInt | DataType::Integer)) => DataType::BigInt,
-        (AggFunc::Sum, Some(DataType::BigInt | DataType::Decimal { .. })) => DataType::NUMERIC,
-        (AggFunc::Sum, Some(t @ (DataType::Real | DataType::Double | DataType::Interval))) => t,
-        (AggFunc::Avg, Some(t)) if numeric_rank(&t).is_some_and(|r| r <= 4) => DataType::NUMERIC,
-        (AggFunc::Avg, Some(DataType::Real | DataType::Double)) => DataType::Double,
-        (AggFunc::Avg, Some(DataType::Interval)) => DataType::Interval,
-        (AggFunc::Min | AggFunc::Max, Some(t)) if t != DataType::Boolean => t,
-        _ => return None,
-    })
+    let same = |ty: DataType| Some((args.to_vec(), ty));
+    match (func, args) {
+        (AggFunc::CountStar, []) => same(DataType::BigInt),
+        (AggFunc::Count, [_]) => same(DataType::BigInt),
+        (AggFunc::Sum, [DataType::SmallInt | DataType::Integer]) => same(DataType::BigInt),
+        (AggFunc::Sum, [DataType::BigInt | DataType::Decimal { .. }]) => same(DataType::NUMERIC),
+        (AggFunc::Sum, [t @ (DataType::Real | DataType::Double | DataType::Interval)]) => same(*t),
+        (AggFunc::Avg, [t]) if numeric_rank(t).is_some_and(|r| r <= 4) => same(DataType::NUMERIC),
+        (AggFunc::Avg, [DataType::Real | DataType::Double]) => same(DataType::Double),
+        (AggFunc::Avg, [DataType::Interval]) => same(DataType::Interval),
+        (AggFunc::Min | AggFunc::Max, [t]) if *t != DataType::Boolean => same(*t),
+        // string_agg(text, text); varchar and char(n) arguments become text (char
+        // loses its padding, as PostgreSQL's bpchar → text cast).
+        (AggFunc::StringAgg, [a, b]) if is_string(a) && is_string(b) => {
+            Some((vec![DataType::Text, DataType::Text], DataType::Text))
+        }
+        (AggFunc::BoolAnd | AggFunc::BoolOr, [DataType::Boolean]) => same(DataType::Boolean),
+        _ => None,
+    }
 }
 
 impl Binder<'_> {
@@ -283,8 +297,14 @@ impl Binder<'_> {
             WindowFunc::Agg(AggFunc::Count) if star && bound.is_empty() => {
                 (WindowFunc::Agg(AggFunc::CountStar), DataType::BigInt)
             }
-            WindowFunc::Agg(a) if bound.len() == 1 => match aggregate_type(a, Some(bound[0].ty)) {
-                Some(t) => (func, t),
+            WindowFunc::Agg(a) if !bound.is_empty() => match aggregate_signature(a, &types) {
+                Some((casts, t)) => {
+                    let exprs = std::mem::take(&mut bound);
+                    for ((b, ty), a) in exprs.into_iter().zip(casts).zip(args) {
+                        bound.push(self.cast(b, ty, false, a)?);
+                    }
+                    (func, t)
+                }
                 None => return Err(no_such(&types)),
             },
             _ => return Err(no_such(&types)),

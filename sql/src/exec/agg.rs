@@ -1,5 +1,6 @@
 //! Hash aggregation: groups by the normalized key of the group expressions, with
-//! count(*), count, sum, avg, min and max (optionally DISTINCT) per group.
+//! count(*), count, sum, avg, min, max, string_agg, bool_and/bool_or (optionally
+//! DISTINCT) per group.
 //!
 //! Result types follow `AggCall.ty`: sum of smallint/integer → bigint (overflow is an
 //! error), sum of bigint → numeric, avg of integers and numerics → numeric
@@ -41,6 +42,24 @@ pub(super) enum Acc {
     MinMax {
         max: bool,
         vals: Vec<Value>,
+    },
+    /// string_agg: per group the text so far (NULL until a non-NULL value), values
+    /// appended in input order; `bytes` is their total length (memory_limit).
+    StringAgg {
+        texts: Vec<Option<String>>,
+        bytes: usize,
+    },
+    /// string_agg(DISTINCT …): per group its distinct (value, delimiter) pairs,
+    /// joined in sorted order at the end, as PostgreSQL sorts a DISTINCT aggregate's
+    /// input.
+    StringAggDistinct {
+        parts: Vec<Vec<(String, String)>>,
+        bytes: usize,
+    },
+    /// bool_and (`and`) / bool_or: NULL until a non-NULL value.
+    Bool {
+        and: bool,
+        vals: Vec<Option<bool>>,
     },
 }
 
@@ -109,6 +128,22 @@ impl Acc {
             (AggFunc::Avg, Some(DataType::Decimal { .. })) => Acc::AvgDec(Vec::new()),
             (AggFunc::Avg, Some(DataType::Real | DataType::Double)) => Acc::AvgFloat(Vec::new()),
             (AggFunc::Avg, Some(DataType::Interval)) => Acc::AvgInterval(Vec::new()),
+            (AggFunc::StringAgg, Some(DataType::Text)) if call.distinct => Acc::StringAggDistinct {
+                parts: Vec::new(),
+                bytes: 0,
+            },
+            (AggFunc::StringAgg, Some(DataType::Text)) => Acc::StringAgg {
+                texts: Vec::new(),
+                bytes: 0,
+            },
+            (AggFunc::BoolAnd, Some(DataType::Boolean)) => Acc::Bool {
+                and: true,
+                vals: Vec::new(),
+            },
+            (AggFunc::BoolOr, Some(DataType::Boolean)) => Acc::Bool {
+                and: false,
+                vals: Vec::new(),
+            },
             (f, t) => {
                 return Err(Error::internal(format!(
                     "aggregate {f:?} over {}",
@@ -137,11 +172,21 @@ impl Acc {
                 }
             }
             Acc::MinMax { vals, .. } => vals.resize(vals.len() + n, Value::Null),
+            Acc::StringAgg { texts, .. } => texts.resize(texts.len() + n, None),
+            Acc::StringAggDistinct { parts, .. } => parts.resize(parts.len() + n, Vec::new()),
+            Acc::Bool { vals, .. } => vals.resize(vals.len() + n, None),
         }
     }
 
-    /// Adds rows `rows` (all rows of the batch when `None`) to their groups `gids`.
-    pub(super) fn update(&mut self, gids: &[u32], arg: Option<&Vector>, rows: Option<&[u32]>) -> Result<()> {
+    /// Adds rows `rows` (all rows of the batch when `None`) to their groups `gids`;
+    /// `arg2` is the second argument of two-argument aggregates.
+    pub(super) fn update(
+        &mut self,
+        gids: &[u32],
+        arg: Option<&Vector>,
+        arg2: Option<&Vector>,
+        rows: Option<&[u32]>,
+    ) -> Result<()> {
         let Some(arg) = arg else {
             // count(*)
             if let Acc::Count(c) = self {
@@ -310,6 +355,69 @@ impl Acc {
                 }
                 Ok(())
             }),
+            Acc::StringAgg { texts, bytes } => {
+                let Data::Str(d) = &arg.data else {
+                    return Err(Error::internal("string_agg over a non-text vector"));
+                };
+                // A NULL delimiter adds nothing (PostgreSQL's string_agg_transfn);
+                // the first value of a group gets none.
+                let delim = |k: usize| match arg2 {
+                    Some(v) if !v.is_null(k) => match &v.data {
+                        Data::Str(s) => s.get(k),
+                        _ => "",
+                    },
+                    _ => "",
+                };
+                each_live(arg, rows, |k| {
+                    let g = gids[k] as usize;
+                    let value = d.get(k);
+                    match &mut texts[g] {
+                        None => {
+                            *bytes += value.len();
+                            texts[g] = Some(value.to_string());
+                        }
+                        Some(t) => {
+                            let sep = delim(k);
+                            *bytes += sep.len() + value.len();
+                            t.push_str(sep);
+                            t.push_str(value);
+                        }
+                    }
+                    Ok(())
+                })
+            }
+            Acc::StringAggDistinct { parts, bytes } => {
+                let Data::Str(d) = &arg.data else {
+                    return Err(Error::internal("string_agg over a non-text vector"));
+                };
+                each_live(arg, rows, |k| {
+                    let sep = match arg2 {
+                        Some(v) if !v.is_null(k) => match &v.data {
+                            Data::Str(s) => s.get(k),
+                            _ => "",
+                        },
+                        _ => "",
+                    };
+                    *bytes += d.get(k).len() + sep.len() + 48;
+                    parts[gids[k] as usize].push((d.get(k).to_string(), sep.to_string()));
+                    Ok(())
+                })
+            }
+            Acc::Bool { and, vals } => {
+                let and = *and;
+                let Data::Bool(d) = &arg.data else {
+                    return Err(Error::internal("bool_and/bool_or over a non-boolean vector"));
+                };
+                each_live(arg, rows, |k| {
+                    let g = gids[k] as usize;
+                    vals[g] = Some(match vals[g] {
+                        None => d[k],
+                        Some(v) if and => v && d[k],
+                        Some(v) => v || d[k],
+                    });
+                    Ok(())
+                })
+            }
         }
     }
 
@@ -347,6 +455,22 @@ impl Acc {
             },
             Acc::MinMaxFixed { best, .. } => best.value(g),
             Acc::MinMax { vals, .. } => vals[g].clone(),
+            Acc::StringAgg { texts, .. } => texts[g].clone().map_or(Value::Null, Value::Text),
+            Acc::StringAggDistinct { parts, .. } => {
+                // Byte order is the C collation's order (NULL delimiters sort as "",
+                // not last as in PostgreSQL; only the delimiter's text can differ).
+                let mut sorted: Vec<&(String, String)> = parts[g].iter().collect();
+                sorted.sort();
+                let mut out = String::new();
+                for (i, (value, sep)) in sorted.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    out.push_str(value);
+                }
+                if parts[g].is_empty() { Value::Null } else { Value::Text(out) }
+            }
+            Acc::Bool { vals, .. } => vals[g].map_or(Value::Null, Value::Boolean),
         })
     }
 
@@ -354,6 +478,9 @@ impl Acc {
         match self {
             Acc::MinMax { vals, .. } => vals.len() * 48,
             Acc::MinMaxFixed { best, .. } => best.heap_bytes(),
+            Acc::StringAgg { texts, bytes } => texts.len() * 24 + bytes,
+            Acc::StringAggDistinct { parts, bytes } => parts.len() * 24 + bytes,
+            Acc::Bool { vals, .. } => vals.len(),
             _ => 0,
         }
     }
@@ -409,9 +536,12 @@ pub(super) fn aggregate(
                 Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
                 _ => None,
             };
+            let arg2 = call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?;
             if call.distinct
                 && let Some(a) = &arg
             {
+                // DISTINCT is over all arguments (string_agg(DISTINCT x, d) sees each
+                // (x, d) pair once), as in PostgreSQL.
                 let mut rows = Vec::new();
                 for (k, &g) in gids.iter().enumerate() {
                     if a.is_null(k) {
@@ -419,14 +549,17 @@ pub(super) fn aggregate(
                     }
                     let mut kb = Vec::new();
                     push_key(a, k, &mut kb);
+                    if let Some(a2) = &arg2 {
+                        push_key(a2, k, &mut kb);
+                    }
                     if seen[i].insert((g, kb)) {
                         distinct_bytes += 64;
                         rows.push(k as u32);
                     }
                 }
-                accs[i].update(&gids, Some(a), Some(&rows))?;
+                accs[i].update(&gids, Some(a), arg2.as_ref(), Some(&rows))?;
             } else {
-                accs[i].update(&gids, arg.as_ref(), None)?;
+                accs[i].update(&gids, arg.as_ref(), arg2.as_ref(), None)?;
             }
         }
         let bytes = distinct_bytes

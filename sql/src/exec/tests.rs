@@ -535,6 +535,7 @@ fn agg(func: AggFunc, arg: Option<Expr>, distinct: bool, ty: DataType) -> AggCal
     AggCall {
         func,
         arg,
+        arg2: None,
         distinct,
         ty,
     }

@@ -482,8 +482,15 @@ fn compute(
             }
         }
         WindowFunc::Agg(func) => {
-            let agg = AggCall { func, arg: call.args.first().cloned(), distinct: false, ty: call.ty };
+            let agg = AggCall {
+                func,
+                arg: call.args.first().cloned(),
+                arg2: call.args.get(1).cloned(),
+                distinct: false,
+                ty: call.ty,
+            };
             let arg = if func == AggFunc::CountStar { None } else { args.first() };
+            let arg2 = args.get(1);
             let ty: DataType = call.ty;
             let mut acc: Option<Acc> = None;
             let (mut cs, mut ce) = (0usize, 0usize);
@@ -508,7 +515,7 @@ fn compute(
                     }
                 };
                 if e > ce {
-                    state.update(zeros, arg, Some(&rows[ce..e]))?;
+                    state.update(zeros, arg, arg2, Some(&rows[ce..e]))?;
                     ce = e;
                 }
                 res[rows[k] as usize] = cast_to(state.result(0, &ty)?, &ty)?;

@@ -237,18 +237,17 @@ fn describe(plan: &Plan) -> String {
             let a: Vec<String> = aggs
                 .iter()
                 .map(|a| {
-                    let f = match a.func {
-                        AggFunc::CountStar => return "count(*)".to_string(),
-                        AggFunc::Count => "count",
-                        AggFunc::Sum => "sum",
-                        AggFunc::Avg => "avg",
-                        AggFunc::Min => "min",
-                        AggFunc::Max => "max",
-                    };
+                    if a.func == AggFunc::CountStar {
+                        return "count(*)".to_string();
+                    }
+                    let f = a.func.name();
                     let arg = a
                         .arg
-                        .as_ref()
-                        .map_or(String::new(), |x| fmt_expr(x, &names));
+                        .iter()
+                        .chain(&a.arg2)
+                        .map(|x| fmt_expr(x, &names))
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     format!("{f}({}{arg})", if a.distinct { "DISTINCT " } else { "" })
                 })
                 .collect();
@@ -359,11 +358,7 @@ pub fn window_func_name(f: WindowFunc) -> &'static str {
         WindowFunc::FirstValue => "first_value",
         WindowFunc::LastValue => "last_value",
         WindowFunc::NthValue => "nth_value",
-        WindowFunc::Agg(AggFunc::CountStar | AggFunc::Count) => "count",
-        WindowFunc::Agg(AggFunc::Sum) => "sum",
-        WindowFunc::Agg(AggFunc::Avg) => "avg",
-        WindowFunc::Agg(AggFunc::Min) => "min",
-        WindowFunc::Agg(AggFunc::Max) => "max",
+        WindowFunc::Agg(a) => a.name(),
     }
 }
 

@@ -48,6 +48,27 @@ pub enum AggFunc {
     Avg,
     Min,
     Max,
+    /// `string_agg(text, delimiter)`: the non-NULL values in input order.
+    StringAgg,
+    /// `bool_and` (and its SQL-standard name `every`).
+    BoolAnd,
+    BoolOr,
+}
+
+impl AggFunc {
+    /// The SQL name (EXPLAIN output).
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::CountStar | AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Avg => "avg",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::StringAgg => "string_agg",
+            AggFunc::BoolAnd => "bool_and",
+            AggFunc::BoolOr => "bool_or",
+        }
+    }
 }
 
 /// One aggregate computed by an [`Node::Aggregate`].
@@ -56,6 +77,8 @@ pub struct AggCall {
     pub func: AggFunc,
     /// The argument (over the aggregate's input); `None` for `count(*)`.
     pub arg: Option<Expr>,
+    /// The second argument of two-argument aggregates (`string_agg`'s delimiter).
+    pub arg2: Option<Expr>,
     pub distinct: bool,
     /// The result type.
     pub ty: DataType,
@@ -353,7 +376,7 @@ impl Plan {
             }
             Node::Aggregate { groups, aggs, .. } => {
                 groups.iter_mut().for_each(&mut *f);
-                aggs.iter_mut().filter_map(|a| a.arg.as_mut()).for_each(&mut *f);
+                aggs.iter_mut().flat_map(|a| a.arg.iter_mut().chain(a.arg2.iter_mut())).for_each(&mut *f);
             }
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
             Node::Window { specs, calls, .. } => {
