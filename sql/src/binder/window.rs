@@ -91,6 +91,20 @@ pub fn aggregate_signature(func: AggFunc, args: &[DataType]) -> Option<(Vec<Data
             Some((vec![DataType::Text, DataType::Text], DataType::Text))
         }
         (AggFunc::BoolAnd | AggFunc::BoolOr, [DataType::Boolean]) => same(DataType::Boolean),
+        // Exact (numeric) for integers and numerics, double for floats, as
+        // PostgreSQL's numeric_accum / float8_accum families.
+        (AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop, [t]) => {
+            match numeric_rank(t)? {
+                1..=4 => same(DataType::NUMERIC),
+                _ => same(DataType::Double),
+            }
+        }
+        // The statistics of pairs take double precision arguments (integers and
+        // numerics convert implicitly).
+        (f, [y, x]) if f.is_pair_statistic() && numeric_rank(y).is_some() && numeric_rank(x).is_some() => Some((
+            vec![DataType::Double, DataType::Double],
+            if f == AggFunc::RegrCount { DataType::BigInt } else { DataType::Double },
+        )),
         _ => None,
     }
 }

@@ -1,6 +1,7 @@
 //! Hash aggregation: groups by the normalized key of the group expressions, with
-//! count(*), count, sum, avg, min, max, string_agg, bool_and/bool_or (optionally
-//! DISTINCT) per group.
+//! count(*), count, sum, avg, min, max, string_agg, bool_and/bool_or, the variances
+//! and standard deviations and the statistics of (Y, X) pairs (optionally DISTINCT)
+//! per group.
 //!
 //! Result types follow `AggCall.ty`: sum of smallint/integer → bigint (overflow is an
 //! error), sum of bigint → numeric, avg of integers and numerics → numeric
@@ -55,6 +56,26 @@ pub(super) enum Acc {
     StringAggDistinct {
         parts: Vec<Vec<(String, String)>>,
         bytes: usize,
+    },
+    /// Variance and standard deviation of integers and numerics, exactly: count, sum
+    /// and sum of squares (PostgreSQL's numeric_accum), finished as
+    /// `numeric_stddev_internal` does.
+    VarExact {
+        func: AggFunc,
+        vals: Vec<(i64, Decimal, Decimal)>,
+    },
+    /// Variance and standard deviation of floats: N, Sx and Sxx kept by the
+    /// Youngs-Cramer update, as PostgreSQL's float8_accum (no cancellation of
+    /// large, nearly equal sums).
+    VarFloat {
+        func: AggFunc,
+        vals: Vec<[f64; 3]>,
+    },
+    /// Statistics of (Y, X) pairs: N, Sx, Sxx, Sy, Syy, Sxy by the Youngs-Cramer
+    /// update, as PostgreSQL's float8_regr_accum.
+    Regr {
+        func: AggFunc,
+        vals: Vec<[f64; 6]>,
     },
     /// bool_and (`and`) / bool_or: NULL until a non-NULL value.
     Bool {
@@ -144,6 +165,23 @@ impl Acc {
                 and: false,
                 vals: Vec::new(),
             },
+            (
+                f @ (AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop),
+                Some(DataType::Real | DataType::Double),
+            ) => Acc::VarFloat {
+                func: f,
+                vals: Vec::new(),
+            },
+            (f @ (AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop), _) => {
+                Acc::VarExact {
+                    func: f,
+                    vals: Vec::new(),
+                }
+            }
+            (f, Some(DataType::Double)) if f.is_pair_statistic() => Acc::Regr {
+                func: f,
+                vals: Vec::new(),
+            },
             (f, t) => {
                 return Err(Error::internal(format!(
                     "aggregate {f:?} over {}",
@@ -175,6 +213,9 @@ impl Acc {
             Acc::StringAgg { texts, .. } => texts.resize(texts.len() + n, None),
             Acc::StringAggDistinct { parts, .. } => parts.resize(parts.len() + n, Vec::new()),
             Acc::Bool { vals, .. } => vals.resize(vals.len() + n, None),
+            Acc::VarExact { vals, .. } => vals.resize(vals.len() + n, (0, Decimal::ZERO, Decimal::ZERO)),
+            Acc::VarFloat { vals, .. } => vals.resize(vals.len() + n, [0.0; 3]),
+            Acc::Regr { vals, .. } => vals.resize(vals.len() + n, [0.0; 6]),
         }
     }
 
@@ -403,6 +444,39 @@ impl Acc {
                     Ok(())
                 })
             }
+            Acc::VarExact { vals, .. } => {
+                let mut add = |g: usize, x: Decimal| -> Result<()> {
+                    let (n, sx, sxx) = &mut vals[g];
+                    *n += 1;
+                    *sx = dec_add(sx, &x)?;
+                    *sxx = dec_add(sxx, &x.mul(&x)?)?;
+                    Ok(())
+                };
+                match &arg.data {
+                    Data::Dec(d) => each_live(arg, rows, |k| add(gids[k] as usize, d[k])),
+                    _ => each_int!(|g: usize, x: i64| add(g, Decimal::from_i64(x))),
+                }
+            }
+            Acc::VarFloat { vals, .. } => match &arg.data {
+                Data::F32(d) => each_live(arg, rows, |k| youngs_cramer(&mut vals[gids[k] as usize], d[k] as f64)),
+                Data::F64(d) => each_live(arg, rows, |k| youngs_cramer(&mut vals[gids[k] as usize], d[k])),
+                _ => Err(Error::internal("float variance over a non-float vector")),
+            },
+            Acc::Regr { vals, .. } => {
+                let (Data::F64(ys), Some(xv)) = (&arg.data, arg2) else {
+                    return Err(Error::internal("pair statistic without two double arguments"));
+                };
+                let Data::F64(xs) = &xv.data else {
+                    return Err(Error::internal("pair statistic over a non-double vector"));
+                };
+                // Pairs with a NULL on either side are skipped.
+                each_live(arg, rows, |k| {
+                    if xv.is_null(k) {
+                        return Ok(());
+                    }
+                    youngs_cramer_pair(&mut vals[gids[k] as usize], ys[k], xs[k])
+                })
+            }
             Acc::Bool { and, vals } => {
                 let and = *and;
                 let Data::Bool(d) = &arg.data else {
@@ -471,6 +545,24 @@ impl Acc {
                 if parts[g].is_empty() { Value::Null } else { Value::Text(out) }
             }
             Acc::Bool { vals, .. } => vals[g].map_or(Value::Null, Value::Boolean),
+            Acc::VarExact { func, vals } => {
+                let (n, sx, sxx) = &vals[g];
+                exact_variance(*func, *n, sx, sxx)?.map_or(Value::Null, Value::Decimal)
+            }
+            Acc::VarFloat { func, vals } => {
+                let [n, _, sxx] = vals[g];
+                let sample = matches!(func, AggFunc::StddevSamp | AggFunc::VarSamp);
+                if n == 0.0 || (sample && n <= 1.0) {
+                    Value::Null
+                } else {
+                    let var = if sample { sxx / (n - 1.0) } else { sxx / n };
+                    Value::Double(match func {
+                        AggFunc::StddevSamp | AggFunc::StddevPop => var.sqrt(),
+                        _ => var,
+                    })
+                }
+            }
+            Acc::Regr { func, vals } => pair_statistic(*func, &vals[g]),
         })
     }
 
@@ -481,9 +573,141 @@ impl Acc {
             Acc::StringAgg { texts, bytes } => texts.len() * 24 + bytes,
             Acc::StringAggDistinct { parts, bytes } => parts.len() * 24 + bytes,
             Acc::Bool { vals, .. } => vals.len(),
+            Acc::VarExact { vals, .. } => vals.len() * 40,
+            Acc::VarFloat { vals, .. } => vals.len() * 24,
+            Acc::Regr { vals, .. } => vals.len() * 48,
             _ => 0,
         }
     }
+}
+
+fn float_overflow() -> Error {
+    Error::data("22003", "value out of range: overflow")
+}
+
+/// Adds `x` to a float variance state `[N, Sx, Sxx]` by the Youngs-Cramer update,
+/// operation for operation as PostgreSQL's float8_accum (so results agree to the
+/// bit): an overflow from finite inputs is an error, infinite or NaN inputs make
+/// Sxx NaN.
+fn youngs_cramer(s: &mut [f64; 3], x: f64) -> Result<()> {
+    let [n0, sx0, _] = *s;
+    let n = n0 + 1.0;
+    let sx = sx0 + x;
+    let mut sxx = s[2];
+    if n0 > 0.0 {
+        let tmp = x * n - sx;
+        sxx += tmp * tmp / (n * n0);
+        if sx.is_infinite() || sxx.is_infinite() {
+            if !sx0.is_infinite() && !x.is_infinite() {
+                return Err(float_overflow());
+            }
+            sxx = f64::NAN;
+        }
+    } else if x.is_nan() || x.is_infinite() {
+        sxx = f64::NAN;
+    }
+    *s = [n, sx, sxx];
+    Ok(())
+}
+
+/// Adds the pair (`y`, `x`) to `[N, Sx, Sxx, Sy, Syy, Sxy]` as PostgreSQL's
+/// float8_regr_accum does.
+fn youngs_cramer_pair(s: &mut [f64; 6], y: f64, x: f64) -> Result<()> {
+    let [n0, sx0, mut sxx, sy0, mut syy, mut sxy] = *s;
+    let n = n0 + 1.0;
+    let sx = sx0 + x;
+    let sy = sy0 + y;
+    if n0 > 0.0 {
+        let tmp_x = x * n - sx;
+        let tmp_y = y * n - sy;
+        let scale = 1.0 / (n * n0);
+        sxx += tmp_x * tmp_x * scale;
+        syy += tmp_y * tmp_y * scale;
+        sxy += tmp_x * tmp_y * scale;
+        if sx.is_infinite() || sxx.is_infinite() || sy.is_infinite() || syy.is_infinite() || sxy.is_infinite() {
+            let finite_x = !sx0.is_infinite() && !x.is_infinite();
+            let finite_y = !sy0.is_infinite() && !y.is_infinite();
+            if ((sx.is_infinite() || sxx.is_infinite()) && finite_x)
+                || ((sy.is_infinite() || syy.is_infinite()) && finite_y)
+                || (sxy.is_infinite() && finite_x && finite_y)
+            {
+                return Err(float_overflow());
+            }
+            for v in [&mut sxx, &mut syy, &mut sxy] {
+                if v.is_infinite() {
+                    *v = f64::NAN;
+                }
+            }
+        }
+    } else {
+        if x.is_nan() || x.is_infinite() {
+            sxx = f64::NAN;
+            sxy = f64::NAN;
+        }
+        if y.is_nan() || y.is_infinite() {
+            syy = f64::NAN;
+            sxy = f64::NAN;
+        }
+    }
+    *s = [n, sx, sxx, sy, syy, sxy];
+    Ok(())
+}
+
+/// The final value of a statistic of pairs from `[N, Sx, Sxx, Sy, Syy, Sxy]`, as
+/// PostgreSQL 15's float8_covar_pop, float8_corr, float8_regr_slope, … compute it.
+fn pair_statistic(func: AggFunc, s: &[f64; 6]) -> Value {
+    let [n, sx, sxx, sy, syy, sxy] = *s;
+    if func == AggFunc::RegrCount {
+        return Value::BigInt(n as i64);
+    }
+    let needs = if func == AggFunc::CovarSamp { 2.0 } else { 1.0 };
+    if n < needs {
+        return Value::Null;
+    }
+    let v = match func {
+        AggFunc::CovarPop => sxy / n,
+        AggFunc::CovarSamp => sxy / (n - 1.0),
+        // Per the standard, NULL when either variable is constant.
+        AggFunc::Corr if sxx == 0.0 || syy == 0.0 => return Value::Null,
+        AggFunc::Corr => sxy / (sxx * syy).sqrt(),
+        AggFunc::RegrSlope | AggFunc::RegrIntercept | AggFunc::RegrR2 if sxx == 0.0 => {
+            return Value::Null;
+        }
+        AggFunc::RegrSlope => sxy / sxx,
+        AggFunc::RegrIntercept => (sy - sx * sxy / sxx) / n,
+        // A horizontal line fits perfectly.
+        AggFunc::RegrR2 if syy == 0.0 => 1.0,
+        AggFunc::RegrR2 => (sxy * sxy) / (sxx * syy),
+        AggFunc::RegrAvgX => sx / n,
+        AggFunc::RegrAvgY => sy / n,
+        AggFunc::RegrSxx => sxx,
+        AggFunc::RegrSyy => syy,
+        _ => sxy,
+    };
+    Value::Double(v)
+}
+
+/// Variance or standard deviation from the exact count, sum and sum of squares, as
+/// PostgreSQL's `numeric_stddev_internal`: `(N·Σx² − (Σx)²) / (N·(N−1))` (or `N²`)
+/// at division's result scale, the root at that same scale; 0 when the numerator is
+/// not positive; NULL for no rows (or one, for the sample forms).
+fn exact_variance(func: AggFunc, n: i64, sx: &Decimal, sxx: &Decimal) -> Result<Option<Decimal>> {
+    let sample = matches!(func, AggFunc::StddevSamp | AggFunc::VarSamp);
+    if n == 0 || (sample && n <= 1) {
+        return Ok(None);
+    }
+    let count = Decimal::from_i64(n);
+    let numerator = count.mul(sxx)?.sub(&sx.mul(sx)?)?;
+    if numerator.unscaled() <= 0 {
+        return Ok(Some(Decimal::ZERO));
+    }
+    let n = n as i128;
+    let denominator = Decimal::new(if sample { n * (n - 1) } else { n * n }, 0)?;
+    let variance = numerator.div(&denominator)?;
+    Ok(Some(match func {
+        AggFunc::StddevSamp | AggFunc::StddevPop => variance.sqrt(numerator.div_scale(&denominator))?,
+        _ => variance,
+    }))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -53,9 +53,47 @@ pub enum AggFunc {
     /// `bool_and` (and its SQL-standard name `every`).
     BoolAnd,
     BoolOr,
+    /// `stddev` / `stddev_samp`; numeric for integer and numeric input, double for floats.
+    StddevSamp,
+    StddevPop,
+    /// `variance` / `var_samp`.
+    VarSamp,
+    VarPop,
+    /// Two-argument statistics over (Y, X) pairs with neither NULL, in double precision.
+    CovarPop,
+    CovarSamp,
+    Corr,
+    RegrSlope,
+    RegrIntercept,
+    RegrCount,
+    RegrR2,
+    RegrAvgX,
+    RegrAvgY,
+    RegrSxx,
+    RegrSyy,
+    RegrSxy,
 }
 
 impl AggFunc {
+    /// Whether this is one of the two-argument statistics over (Y, X) pairs.
+    pub fn is_pair_statistic(self) -> bool {
+        matches!(
+            self,
+            AggFunc::CovarPop
+                | AggFunc::CovarSamp
+                | AggFunc::Corr
+                | AggFunc::RegrSlope
+                | AggFunc::RegrIntercept
+                | AggFunc::RegrCount
+                | AggFunc::RegrR2
+                | AggFunc::RegrAvgX
+                | AggFunc::RegrAvgY
+                | AggFunc::RegrSxx
+                | AggFunc::RegrSyy
+                | AggFunc::RegrSxy
+        )
+    }
+
     /// The SQL name (EXPLAIN output).
     pub fn name(self) -> &'static str {
         match self {
@@ -67,6 +105,22 @@ impl AggFunc {
             AggFunc::StringAgg => "string_agg",
             AggFunc::BoolAnd => "bool_and",
             AggFunc::BoolOr => "bool_or",
+            AggFunc::StddevSamp => "stddev_samp",
+            AggFunc::StddevPop => "stddev_pop",
+            AggFunc::VarSamp => "var_samp",
+            AggFunc::VarPop => "var_pop",
+            AggFunc::CovarPop => "covar_pop",
+            AggFunc::CovarSamp => "covar_samp",
+            AggFunc::Corr => "corr",
+            AggFunc::RegrSlope => "regr_slope",
+            AggFunc::RegrIntercept => "regr_intercept",
+            AggFunc::RegrCount => "regr_count",
+            AggFunc::RegrR2 => "regr_r2",
+            AggFunc::RegrAvgX => "regr_avgx",
+            AggFunc::RegrAvgY => "regr_avgy",
+            AggFunc::RegrSxx => "regr_sxx",
+            AggFunc::RegrSyy => "regr_syy",
+            AggFunc::RegrSxy => "regr_sxy",
         }
     }
 }
@@ -77,7 +131,8 @@ pub struct AggCall {
     pub func: AggFunc,
     /// The argument (over the aggregate's input); `None` for `count(*)`.
     pub arg: Option<Expr>,
-    /// The second argument of two-argument aggregates (`string_agg`'s delimiter).
+    /// The second argument of two-argument aggregates (`string_agg`'s delimiter, the
+    /// X of `covar_pop(Y, X)` and the other statistics of pairs).
     pub arg2: Option<Expr>,
     pub distinct: bool,
     /// The result type.

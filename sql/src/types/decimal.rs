@@ -459,6 +459,39 @@ impl Decimal {
         Err(Error::NumericOverflow)
     }
 
+    /// The square root at `scale` fractional digits, rounded half up, as PostgreSQL's
+    /// `sqrt_var` (fewer digits when the root would not fit 38); `self` must not be
+    /// negative (the callers check).
+    pub fn sqrt(&self, scale: u8) -> Result<Decimal> {
+        let u = self.unscaled.unsigned_abs();
+        if self.unscaled <= 0 {
+            return Ok(Decimal { unscaled: 0, scale });
+        }
+        let mut scale = scale as i64;
+        while scale >= 0 {
+            // root × 10^(scale + 1) = sqrt(u × 10^(2·scale + 2 − s)); one digit more
+            // than wanted, for the rounding. Truncating the radicand does not change
+            // the floor of its root.
+            let exp = 2 * scale + 2 - self.scale as i64;
+            let n = if exp >= 0 {
+                U256::from_u128(u).checked_mul_pow10(exp as u32)
+            } else if -exp < 39 {
+                Some(U256::from_u128(u / 10u128.pow((-exp) as u32)))
+            } else {
+                Some(U256::ZERO)
+            };
+            if let Some(n) = n {
+                let r = n.isqrt();
+                let rounded = r / 10 + u128::from(r % 10 >= 5);
+                if rounded < LIMIT {
+                    return Ok(Decimal { unscaled: rounded as i128, scale: scale as u8 });
+                }
+            }
+            scale -= 1;
+        }
+        Err(Error::NumericOverflow)
+    }
+
     /// `self % other` with the sign of the dividend and the larger scale, as
     /// PostgreSQL's `numeric_mod`.
     pub fn rem(&self, other: &Decimal) -> Result<Decimal> {

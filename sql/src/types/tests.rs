@@ -411,3 +411,21 @@ fn operations_never_panic_on_random_operands() {
         }
     }
 }
+
+/// `Decimal::sqrt` rounds half up at the asked scale, as PostgreSQL's `sqrt_var`
+/// (the roots here are PostgreSQL's), is exact on perfect squares and reaches 38
+/// digits without overflowing its 256-bit radicand.
+#[test]
+fn decimal_sqrt_at_scale() {
+    let root = |x: &str, scale: u8| Decimal::parse(x).unwrap().sqrt(scale).unwrap().to_string();
+    assert_eq!(root("2", 16), "1.4142135623730950");
+    assert_eq!(root("1.6666666666666667", 16), "1.2909944487358056");
+    assert_eq!(root("414.2857142857142857", 16), "20.3540097839642960");
+    assert_eq!(root("0", 4), "0.0000");
+    assert_eq!(root("0.0001", 2), "0.01");
+    assert_eq!(root("99999999999999999999999999999999999999", 0), "10000000000000000000");
+    for k in 1..2000i64 {
+        assert_eq!(root(&(k * k).to_string(), 0), k.to_string());
+        assert_eq!(root(&format!("{}.00", k * k), 3), format!("{k}.000"));
+    }
+}

@@ -107,6 +107,30 @@ impl U256 {
         U256 { hi, lo }
     }
 
+    /// `floor(sqrt(self))` (always fits: the root of a value below 2^256 is below
+    /// 2^128). Newton's iteration from a floating-point overestimate, which only
+    /// decreases until it reaches the floor of the root.
+    pub fn isqrt(self) -> u128 {
+        if self == U256::ZERO {
+            return 0;
+        }
+        let approx = (self.hi as f64) * 2f64.powi(128) + self.lo as f64;
+        let start = approx.sqrt() * (1.0 + 1e-9) + 2.0;
+        let mut x = if start >= 2f64.powi(128) { u128::MAX } else { start as u128 };
+        loop {
+            let Some(q) = self.div_rem(x).0.to_u128() else {
+                // x is below the root (cannot happen from an overestimate); step up.
+                x = x.saturating_mul(2);
+                continue;
+            };
+            let y = x / 2 + q / 2 + (x % 2 + q % 2) / 2;
+            if y >= x {
+                return x;
+            }
+            x = y;
+        }
+    }
+
     /// The value as a `u128`, when it fits.
     pub fn to_u128(self) -> Option<u128> {
         (self.hi == 0).then_some(self.lo)
