@@ -1307,6 +1307,19 @@ impl Binder<'_> {
             ));
         }
         match name.as_str() {
+            // PostgreSQL's version() names the server; BeeDB names itself.
+            "version" if args.is_empty() => {
+                return Ok(Expr::literal(
+                    Value::Text(format!(
+                        "BeeDB {} on {}-{}, {}-bit",
+                        env!("CARGO_PKG_VERSION"),
+                        std::env::consts::ARCH,
+                        std::env::consts::OS,
+                        usize::BITS
+                    )),
+                    DataType::Text,
+                ));
+            }
             // The clock, read once when the statement is bound (PostgreSQL reads it
             // once per transaction). BeeDB has no time zones: the time is UTC, as a
             // `timestamp` (PostgreSQL's `current_timestamp` is `timestamptz`).

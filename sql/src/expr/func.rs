@@ -45,6 +45,14 @@ pub enum Func {
     Power,
     Sign,
     Mod,
+    /// `gcd(a, b)` / `lcm(a, b)` of integers (of their type) and numerics (at the
+    /// larger scale).
+    Gcd,
+    Lcm,
+    // dates and times
+    /// `date_trunc(unit, timestamp)`: the timestamp truncated to the unit
+    /// (microseconds … millennium, week: the Monday).
+    DateTrunc,
     // comparisons
     NullIf,
     Greatest,

@@ -184,6 +184,9 @@ const KNOWN: &[&str] = &[
     "nullif",
     "greatest",
     "least",
+    "gcd",
+    "lcm",
+    "date_trunc",
 ];
 
 fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
@@ -325,6 +328,30 @@ fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
             {
                 Some((Func::Mod, vec![T::NUMERIC, T::NUMERIC], T::NUMERIC))
             }
+            _ => None,
+        },
+        "gcd" | "lcm" => {
+            let f = if name == "gcd" { Func::Gcd } else { Func::Lcm };
+            match a {
+                // smallint arguments use the integer function, as PostgreSQL (which has
+                // no smallint version) promotes them.
+                [x, y] if is_int(x) && is_int(y) => {
+                    let t = if matches!(x, T::BigInt) || matches!(y, T::BigInt) { T::BigInt } else { T::Integer };
+                    Some((f, vec![t, t], t))
+                }
+                [x, y]
+                    if (is_int(x) || matches!(x, T::Decimal { .. }))
+                        && (is_int(y) || matches!(y, T::Decimal { .. })) =>
+                {
+                    Some((f, vec![T::NUMERIC, T::NUMERIC], T::NUMERIC))
+                }
+                _ => None,
+            }
+        }
+        // A date is truncated as a timestamp (PostgreSQL converts it to timestamptz
+        // and returns one; BeeDB has no time zones).
+        "date_trunc" => match a {
+            [u, T::Timestamp | T::Date] => Some((Func::DateTrunc, vec![txt(u)?, T::Timestamp], T::Timestamp)),
             _ => None,
         },
         "nullif" => match a {
@@ -828,6 +855,42 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
                 _ => return Err(internal("power/mod operands of unexpected types")),
             }
         }
+        Func::Gcd | Func::Lcm => {
+            arity(2)?;
+            let lcm = func == Func::Lcm;
+            let (a, b) = (&args[0], &args[1]);
+            match (&a.v().data, &b.v().data) {
+                (Data::I32(_), Data::I32(_)) => {
+                    let (x, y) = (side!(a, I32), side!(b, I32));
+                    Data::I32(out_vec(m, nm, 0, |i| {
+                        let r = int_gcd_lcm(x.get(i) as i64, y.get(i) as i64, lcm);
+                        r.filter(|&r| r <= i32::MAX as u128)
+                            .map(|r| r as i32)
+                            .ok_or_else(|| Error::data("22003", "integer out of range"))
+                    })?)
+                }
+                (Data::I64(_), Data::I64(_)) => {
+                    let (x, y) = (side!(a, I64), side!(b, I64));
+                    Data::I64(out_vec(m, nm, 0, |i| {
+                        let r = int_gcd_lcm(x.get(i), y.get(i), lcm);
+                        r.filter(|&r| r <= i64::MAX as u128)
+                            .map(|r| r as i64)
+                            .ok_or_else(|| Error::data("22003", "bigint out of range"))
+                    })?)
+                }
+                (Data::Dec(_), Data::Dec(_)) => {
+                    let (x, y) = (side!(a, Dec), side!(b, Dec));
+                    Data::Dec(out_vec(m, nm, Decimal::ZERO, |i| dec_gcd_lcm(x.get(i), y.get(i), lcm))?)
+                }
+                _ => return Err(internal("gcd/lcm operands of unexpected types")),
+            }
+        }
+        Func::DateTrunc => {
+            arity(2)?;
+            let unit = strs(0)?;
+            let t = side!(&args[1], I64);
+            Data::I64(out_vec(m, nm, 0, |i| date_trunc(unit.get(i), t.get(i)))?)
+        }
         Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf => {
             return Err(internal("unreachable function"));
         }
@@ -838,6 +901,96 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
         return Err(internal(&format!("{func:?} result is not of type {ty}")));
     };
     Ok(Col::make(Vector::from_data(ty, data, nulls), konst))
+}
+
+/// `gcd(a, b)` (or `lcm` when `lcm`) of two integers as a magnitude; the caller
+/// checks it fits the type (gcd(-2147483648, 0) = 2^31 does not, as in PostgreSQL).
+/// `None` when the least common multiple passes 128 bits (never for these inputs).
+fn int_gcd_lcm(a: i64, b: i64, lcm: bool) -> Option<u128> {
+    let (x, y) = (a.unsigned_abs() as u128, b.unsigned_abs() as u128);
+    let g = gcd_u128(x, y);
+    if !lcm {
+        return Some(g);
+    }
+    if x == 0 || y == 0 {
+        return Some(0);
+    }
+    (x / g).checked_mul(y)
+}
+
+fn gcd_u128(mut x: u128, mut y: u128) -> u128 {
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    x
+}
+
+/// `gcd` / `lcm` of numerics at the larger of their scales, exactly, as PostgreSQL's
+/// numeric_gcd / numeric_lcm (gcd(1.5, 2.25) = 0.75, lcm = 4.50).
+fn dec_gcd_lcm(a: Decimal, b: Decimal, lcm: bool) -> Result<Decimal> {
+    let scale = a.scale().max(b.scale());
+    let (x, y) = (a.rescale(scale)?, b.rescale(scale)?);
+    let (x, y) = (x.unscaled().unsigned_abs(), y.unscaled().unsigned_abs());
+    let g = gcd_u128(x, y);
+    let r = if !lcm {
+        g
+    } else if x == 0 || y == 0 {
+        0
+    } else {
+        (x / g).checked_mul(y).ok_or_else(|| Error::from(types::Error::NumericOverflow))?
+    };
+    let r = i128::try_from(r).map_err(|_| Error::from(types::Error::NumericOverflow))?;
+    Ok(Decimal::new(r, scale)?)
+}
+
+/// `date_trunc(unit, ts)` as PostgreSQL's `timestamp_trunc`: the fields below the
+/// unit reset (days and months to 1); `week` gives the Monday of the ISO week;
+/// decades, centuries and millennia count as PostgreSQL does (the 21st century
+/// starts in 2001; years ≤ 0 are BC, year 0 being 1 BC).
+fn date_trunc(unit: &str, ts: i64) -> Result<i64> {
+    use crate::types::{Date, DateField, Timestamp};
+    const MICROS_PER_DAY: i64 = 86_400_000_000;
+    let unit = unit.to_ascii_lowercase();
+    let floor_to = |step: i64| Ok(ts.div_euclid(step) * step);
+    let day = Timestamp(ts).date();
+    let (year, month, _) = day.ymd();
+    let start_of = |y: i64, mon: u32| -> Result<i64> {
+        let d = Date::from_ymd(y, mon, 1).ok_or_else(|| Error::data("22008", "timestamp out of range"))?;
+        Ok(d.to_timestamp().0)
+    };
+    if matches!(unit.as_str(), "week" | "weeks" | "w") {
+        // 2000-01-01 was a Saturday: day 0 is 5 days after a Monday.
+        let days = day.0 as i64;
+        return Ok((days - (days + 5).rem_euclid(7)) * MICROS_PER_DAY);
+    }
+    match DateField::parse(&unit) {
+        Some(DateField::Microseconds) => Ok(ts),
+        Some(DateField::Milliseconds) => floor_to(1_000),
+        Some(DateField::Second) => floor_to(1_000_000),
+        Some(DateField::Minute) => floor_to(60_000_000),
+        Some(DateField::Hour) => floor_to(3_600_000_000),
+        Some(DateField::Day) => floor_to(MICROS_PER_DAY),
+        Some(DateField::Month) => start_of(year, month),
+        Some(DateField::Quarter) => start_of(year, 3 * ((month - 1) / 3) + 1),
+        Some(DateField::Year) => start_of(year, 1),
+        Some(DateField::Decade) => {
+            start_of(if year > 0 { (year / 10) * 10 } else { -((8 - (year - 1)) / 10) * 10 }, 1)
+        }
+        Some(DateField::Century) => start_of(
+            if year > 0 { ((year + 99) / 100) * 100 - 99 } else { -((99 - (year - 1)) / 100) * 100 + 1 },
+            1,
+        ),
+        Some(DateField::Millennium) => start_of(
+            if year > 0 { ((year + 999) / 1000) * 1000 - 999 } else { -((999 - (year - 1)) / 1000) * 1000 + 1 },
+            1,
+        ),
+        // Fields that extract() knows but that are no unit to truncate to (dow, doy,
+        // epoch, …) are unrecognized here, as in PostgreSQL.
+        _ => Err(Error::data(
+            "22023",
+            format!("unit \"{unit}\" not recognized for type timestamp without time zone"),
+        )),
+    }
 }
 
 /// A borrowed view of an operand (constants are copied: one row).
