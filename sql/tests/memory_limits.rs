@@ -92,3 +92,25 @@ fn recursive_ctes_count_against_memory_limit() {
         .unwrap();
     assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10000);
 }
+
+#[test]
+fn semi_and_anti_joins_on_keys_hold_only_the_keys() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    wide_table(&mut c, 5);
+    // 100,000 rows of an integer key and a 100-byte string: over 10 MB if a join's
+    // build side kept the strings, about 3 MB for the keys alone.
+    c.execute_batch(
+        "CREATE TABLE wk AS SELECT CAST(substr(s, 91) AS INTEGER) AS k, s FROM w; \
+         SET memory_limit = '8MB'",
+    )
+    .unwrap();
+    for (sql, want) in [
+        ("SELECT count(*) FROM d WHERE EXISTS (SELECT * FROM wk WHERE wk.k = d.i)", 10),
+        ("SELECT count(*) FROM d WHERE NOT EXISTS (SELECT * FROM wk WHERE wk.k = d.i * 100000)", 9),
+        ("SELECT count(*) FROM d WHERE i IN (SELECT k FROM wk)", 10),
+    ] {
+        let r = c.query(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(r.rows[0].get::<i64>(0).unwrap(), want, "{sql}");
+    }
+}

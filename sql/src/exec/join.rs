@@ -82,6 +82,11 @@ pub(super) fn join(
     let right_types = s.right.types();
     let out_types = plan.types();
     let keyed = !s.left_keys.is_empty();
+    // A semi or anti join on keys alone needs only whether a key is present: the
+    // build side's rows are not kept (TPC-H Q4's EXISTS over lineitem would otherwise
+    // hold every lineitem column of millions of rows), and a probe row is decided by
+    // one lookup.
+    let keys_only = keyed && matches!(s.kind, JoinKind::Semi | JoinKind::Anti) && s.on.is_none();
 
     // Build.
     let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
@@ -112,9 +117,11 @@ pub(super) fn join(
             map.table.insert(&kv, n, true, &mut ids);
             map.row_ids.extend_from_slice(&ids);
         }
-        let b = super::dense(b, &right_types);
-        for (c, v) in build.cols.iter_mut().zip(&b.columns) {
-            c.extend(v);
+        if !keys_only {
+            let b = super::dense(b, &right_types);
+            for (c, v) in build.cols.iter_mut().zip(&b.columns) {
+                c.extend(v);
+            }
         }
         build.len += n;
         let key_bytes = build
@@ -175,9 +182,16 @@ pub(super) fn join(
             }
             return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
         };
+        map.table.find(&kv, n, &mut probe_ids);
+        if keys_only {
+            for (m, &id) in left_matched.iter_mut().zip(&probe_ids) {
+                *m = id != NO_ID;
+            }
+            build.map = Some(map);
+            return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
+        }
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         let mut flow = Flow::Continue;
-        map.table.find(&kv, n, &mut probe_ids);
         'rows: for (l, &id) in probe_ids.iter().enumerate() {
             if id == NO_ID {
                 continue;
