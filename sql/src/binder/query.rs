@@ -748,10 +748,23 @@ impl Binder<'_> {
 
     fn bind_factor_guarded(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
         match f {
-            ast::TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    return Err(Error::not_supported("table functions").at(self.pos(f)));
+            ast::TableFactor::Table { name, alias, args: Some(args), .. } => {
+                let n = object_name(name)?;
+                if n != "generate_series" {
+                    return Err(Error::not_supported(format!("table function {n} is not supported")).at(self.pos(f)));
                 }
+                let plan = self.bind_series(&args.args, f)?;
+                // An alias without column names names the column too, as PostgreSQL
+                // does for a function returning a scalar (`generate_series(1, 3) AS g`).
+                let mut plan = plan;
+                if let Some(a) = alias
+                    && a.columns.is_empty()
+                {
+                    plan.schema[0].name = ident(&a.name);
+                }
+                self.alias_relation(plan, alias.as_ref(), Some("generate_series".to_string()))
+            }
+            ast::TableFactor::Table { name, alias, .. } => {
                 let n = object_name(name)?;
                 let (plan, default_alias) = self.relation_plan(&n, name)?;
                 self.alias_relation(plan, alias.as_ref(), Some(default_alias))
@@ -786,6 +799,68 @@ impl Binder<'_> {
             }
             _ => Err(Error::not_supported("this FROM item").at(self.pos(f))),
         }
+    }
+
+    /// `generate_series(start, stop [, step])` in FROM: the arguments see no columns
+    /// of this FROM clause (no LATERAL) but may refer to outer queries; their types
+    /// choose integer, bigint, numeric or timestamp (with an interval step), as
+    /// PostgreSQL resolves the function.
+    fn bind_series(&mut self, args: &[ast::FunctionArg], f: &ast::TableFactor) -> Result<Plan> {
+        let mut exprs = Vec::with_capacity(args.len());
+        let mut asts = Vec::with_capacity(args.len());
+        for a in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                return Err(Error::not_supported("named arguments of generate_series").at(self.pos(f)));
+            };
+            let saved = self.set_scope(Scope::default());
+            let r = self.bind_expr(e, "FROM");
+            self.set_scope(saved);
+            exprs.push(r?);
+            asts.push(e);
+        }
+        use super::types::numeric_rank;
+        let types: Vec<DataType> = exprs.iter().map(|e| e.ty).collect();
+        let unknown: Vec<bool> = asts.iter().map(|e| super::is_unknown(e)).collect();
+        // Untyped literals take the type of the others (`generate_series('2024-01-01',
+        // timestamp '…', '1 day')`).
+        let known_ts = types.iter().zip(&unknown).any(|(t, u)| !u && matches!(t, DataType::Timestamp | DataType::Date));
+        let ints = types.iter().zip(&unknown).all(|(t, u)| *u || numeric_rank(t).is_some_and(|r| r <= 4));
+        let casts: Option<(Vec<DataType>, DataType)> = match types.len() {
+            2 | 3 if known_ts => {
+                let ok = types.iter().zip(&unknown).take(2).all(|(t, u)| *u || matches!(t, DataType::Timestamp | DataType::Date))
+                    && types.len() == 3
+                    && (unknown[2] || types[2] == DataType::Interval);
+                ok.then(|| (vec![DataType::Timestamp, DataType::Timestamp, DataType::Interval], DataType::Timestamp))
+            }
+            2 | 3 if ints && unknown.iter().any(|u| !u) => {
+                let ty = if types.iter().zip(&unknown).any(|(t, u)| !u && matches!(t, DataType::Decimal { .. })) {
+                    DataType::NUMERIC
+                } else if types.iter().zip(&unknown).any(|(t, u)| !u && *t == DataType::BigInt) {
+                    DataType::BigInt
+                } else {
+                    DataType::Integer
+                };
+                Some((vec![ty; types.len()], ty))
+            }
+            _ => None,
+        };
+        let Some((casts, ty)) = casts else {
+            let list: Vec<String> = types
+                .iter()
+                .zip(&unknown)
+                .map(|(t, u)| if *u { "unknown".to_string() } else { super::types::type_name(t) })
+                .collect();
+            return Err(Error::undefined_function(format!("function generate_series({}) does not exist", list.join(", ")))
+                .at(self.pos(f)));
+        };
+        let mut bound = Vec::with_capacity(exprs.len());
+        for ((e, t), a) in exprs.into_iter().zip(casts).zip(asts) {
+            bound.push(self.cast(e, t, false, a)?);
+        }
+        Ok(Plan::new(
+            Node::Series { args: bound },
+            vec![OutputColumn { name: "generate_series".to_string(), ty }],
+        ))
     }
 
     fn alias_relation(

@@ -23,6 +23,7 @@ pub mod key_table;
 pub mod keys;
 mod recursive;
 mod scan;
+mod series;
 mod setop;
 mod sort;
 #[cfg(test)]
@@ -516,6 +517,7 @@ impl<'a> Exec<'a> {
             Node::WorkTableScan { work_table, name } => {
                 recursive::work_table_scan(self, *work_table, name, out)
             }
+            Node::Series { args } => series::generate_series(self, plan, args, out),
         }
     }
 

@@ -479,6 +479,8 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         // term's (how many rounds a recursion takes is unknowable before it runs).
         Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
         Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
+        // PostgreSQL's estimate for a set-returning function.
+        Node::Series { .. } => 1000.0,
     };
     rows.max(0.0)
 }

@@ -277,7 +277,7 @@ pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> 
             base: b(base),
             recursive: b(recursive),
         },
-        n @ (Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. }) => n,
+        n @ (Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => n,
     }
 }
 

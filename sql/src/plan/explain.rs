@@ -341,6 +341,7 @@ fn describe(plan: &Plan) -> String {
             format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" })
         }
         Node::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
+        Node::Series { .. } => "Function Scan on generate_series".to_string(),
     }
 }
 

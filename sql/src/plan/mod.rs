@@ -361,6 +361,11 @@ pub enum Node {
     /// [`Node::RecursiveUnion`]'s previous round. The optimizer treats it as an
     /// opaque relation (as it treats `Values`).
     WorkTableScan { work_table: WorkTableId, name: String },
+    /// `generate_series(start, stop, step)` in FROM: a leaf producing the series in
+    /// batches as it goes (never held whole). The arguments are evaluated once
+    /// (constants, parameters or outer references); the column's type (integer,
+    /// bigint, numeric or timestamp, the step then an interval) is the schema's.
+    Series { args: Vec<Expr> },
 }
 
 /// Names the working table a [`Node::RecursiveUnion`] shares with the
@@ -384,7 +389,7 @@ impl Plan {
 
     pub fn children(&self) -> Vec<&Plan> {
         match &self.node {
-            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } => vec![],
+            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. } => vec![],
             Node::Filter { input, .. }
             | Node::Project { input, .. }
             | Node::Aggregate { input, .. }
@@ -449,6 +454,7 @@ impl Plan {
                 }
                 calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
             }
+            Node::Series { args } => args.iter_mut().for_each(&mut *f),
             Node::Limit { .. }
             | Node::Distinct { .. }
             | Node::SetOp { .. }
@@ -459,7 +465,7 @@ impl Plan {
 
     pub fn children_mut(&mut self) -> Vec<&mut Plan> {
         match &mut self.node {
-            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } => vec![],
+            Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. } => vec![],
             Node::Filter { input, .. }
             | Node::Project { input, .. }
             | Node::Aggregate { input, .. }
