@@ -49,6 +49,20 @@ struct Rounds {
 impl Rounds {
     /// The rows of `b` to output (all, or under UNION the ones never seen), also
     /// kept for the next round.
+    /// Runs `node` (the base or the recursive term) and hands on the rows this round
+    /// keeps ([`Rounds::take`]).
+    fn run(&mut self, ex: &Exec<'_>, node: &Plan, id: usize, out: Out) -> Result<Flow> {
+        ex.node(node, id, None, &mut |b| {
+            if b.rows() == 0 {
+                return Ok(Flow::Continue);
+            }
+            match self.take(ex, b)? {
+                Some(b) => out(b),
+                None => Ok(Flow::Continue),
+            }
+        })
+    }
+
     fn take(&mut self, ex: &Exec<'_>, b: Batch) -> Result<Option<Batch>> {
         let b = if self.distinct {
             match super::setop::first_seen(
@@ -98,15 +112,7 @@ pub(super) fn recursive_union(
         next_bytes: 0,
         working_bytes: 0,
     };
-    let f = ex.node(base, base_id, None, &mut |b| {
-        if b.rows() == 0 {
-            return Ok(Flow::Continue);
-        }
-        match rounds.take(ex, b)? {
-            Some(b) => out(b),
-            None => Ok(Flow::Continue),
-        }
-    })?;
+    let f = rounds.run(ex, base, base_id, out)?;
     if f == Flow::Stop {
         return Ok(Flow::Stop);
     }
@@ -117,15 +123,7 @@ pub(super) fn recursive_union(
             let working = Rc::new(std::mem::take(&mut rounds.next));
             rounds.working_bytes = std::mem::take(&mut rounds.next_bytes);
             ex.work_tables.borrow_mut().insert(work_table, working);
-            let f = ex.node(recursive, recursive_id, None, &mut |b| {
-                if b.rows() == 0 {
-                    return Ok(Flow::Continue);
-                }
-                match rounds.take(ex, b)? {
-                    Some(b) => out(b),
-                    None => Ok(Flow::Continue),
-                }
-            })?;
+            let f = rounds.run(ex, recursive, recursive_id, out)?;
             if f == Flow::Stop {
                 return Ok(Flow::Stop);
             }
