@@ -47,8 +47,6 @@ struct Rounds {
 }
 
 impl Rounds {
-    /// The rows of `b` to output (all, or under UNION the ones never seen), also
-    /// kept for the next round.
     /// Runs `node` (the base or the recursive term) and hands on the rows this round
     /// keeps ([`Rounds::take`]).
     fn run(&mut self, ex: &Exec<'_>, node: &Plan, id: usize, out: Out) -> Result<Flow> {
@@ -63,6 +61,8 @@ impl Rounds {
         })
     }
 
+    /// The rows of `b` to output (all, or under UNION the ones never seen), also
+    /// kept for the next round.
     fn take(&mut self, ex: &Exec<'_>, b: Batch) -> Result<Option<Batch>> {
         let b = if self.distinct {
             match super::setop::first_seen(
