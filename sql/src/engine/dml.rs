@@ -81,6 +81,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     };
     let catalog = ctx.txn.catalog.clone();
     let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    binder.functions = Some(ctx.functions);
     let table = binder.table(name)?;
     // Target columns.
     let targets: Vec<usize> = if ins.columns.is_empty() {
@@ -265,6 +266,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let (name, alias) = single_table(&u.table)?;
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            binder.functions = Some(ctx.functions);
             let table = binder.table(name)?;
             let plan = update_plan(&mut binder, &table, alias, u)?;
             plan_write(ctx, binder, table, plan)?
@@ -394,6 +396,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let (name, alias) = single_table(t)?;
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            binder.functions = Some(ctx.functions);
             let table = binder.table(name)?;
             let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
             plan_write(ctx, binder, table, scan)?

@@ -184,6 +184,8 @@ pub struct Ctx<'a> {
     pub plan_cache: Option<&'a PlanCache>,
     /// Cancel requests and `statement_timeout`, checked by long-running loops.
     pub interrupt: Interrupt,
+    /// The application's functions registered on the connection.
+    pub functions: &'a crate::expr::udf::Functions,
 }
 
 impl Ctx<'_> {
@@ -261,6 +263,7 @@ pub fn execute(
     plan_cache: Option<&PlanCache>,
 ) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
+    let functions = conn.functions.clone();
     match ast {
         Statement::StartTransaction { modifier, .. } => {
             return match conn.txn {
@@ -310,6 +313,7 @@ pub fn execute(
         statement_bees,
         plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
+        functions: &functions,
     };
     match &mut conn.txn {
         TxnState::Failed => Err(aborted()),
@@ -353,6 +357,7 @@ struct Env<'a> {
     statement_bees: Option<&'a StatementBees>,
     plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
+    functions: &'a crate::expr::udf::Functions,
 }
 
 fn run_in(
@@ -377,6 +382,7 @@ fn run_in(
         statement_bees: env.statement_bees,
         plan_cache: env.plan_cache,
         interrupt: env.interrupt.clone(),
+        functions: env.functions,
     };
     dispatch(&mut ctx, ast)
 }
