@@ -73,8 +73,8 @@ fn is_default_keyword(e: &ast::Expr) -> bool {
 pub(crate) const CHECK_EVERY: usize = 1024;
 
 pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
-    if ins.returning.is_some() || ins.on.is_some() {
-        return Err(Error::not_supported("INSERT … RETURNING / ON CONFLICT"));
+    if ins.on.is_some() {
+        return Err(Error::not_supported("INSERT … ON CONFLICT"));
     }
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(Error::not_supported("INSERT into a table function"));
@@ -164,6 +164,15 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             }
         },
     };
+    let n = table.columns.len();
+    let returning = match &ins.returning {
+        Some(items) => {
+            let qual = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
+            Some(binder.bind_returning(table_scope(&table, &qual), items)?)
+        }
+        None => None,
+    };
+    let (source_plan, returned_columns) = with_returning(source_plan, n, returning);
     let params = cast_params(ctx.params, &binder.param_types)?;
     let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
     let rows = run(ctx, &bq, &params, None)?;
@@ -174,12 +183,55 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
-        xdml::insert_row_with(w, &table, row, former.as_mut())?;
+        xdml::insert_row_with(w, &table, &row[..n], former.as_mut())?;
     }
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.
     super::analyze::analyze_if_stale(ctx, &table)?;
-    Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
+    let count = rows.len();
+    let returned = returned_columns.map(|c| (c, rows.into_iter().map(|mut r| r.split_off(n)).collect()));
+    Ok(written(format!("INSERT 0 {count}"), count, returned))
+}
+
+/// The scope of a target table's row (its columns at positions 0..n), under the
+/// name `qual` (the table's name or its alias): for RETURNING and ON CONFLICT.
+fn table_scope(table: &TableDef, qual: &str) -> Scope {
+    let cols: Vec<(String, DataType)> = table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+    Scope::relation(Some(qual), &cols, 0)
+}
+
+/// A bound RETURNING list: its expressions over the target row and the columns it
+/// returns.
+type Returning = (Vec<Expr>, Vec<OutputColumn>);
+
+/// `plan` (whose first `width` columns are the target row) with the RETURNING
+/// expressions appended to its output, computed in the same run that reads the rows
+/// (so a subquery in RETURNING sees the database as the statement started, as in
+/// PostgreSQL); and the result columns they make.
+fn with_returning(plan: Plan, width: usize, returning: Option<Returning>) -> (Plan, Option<Vec<OutputColumn>>) {
+    let Some((exprs, columns)) = returning else {
+        return (plan, None);
+    };
+    let mut all: Vec<Expr> = plan.schema.iter().enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
+    debug_assert!(all.len() >= width);
+    all.extend(exprs);
+    let mut schema = plan.schema.clone();
+    schema.extend(columns.iter().cloned());
+    (Plan::new(Node::Project { input: Box::new(plan), exprs: all }, schema), Some(columns))
+}
+
+/// The result of a write: its command tag and count, and with RETURNING the rows it
+/// returned (a result set, as a query's).
+fn written(tag: String, count: usize, returned: Option<(Vec<OutputColumn>, Vec<Vec<Value>>)>) -> QueryResult {
+    let mut r = affected(tag, count);
+    if let Some((columns, rows)) = returned {
+        r.columns = columns
+            .into_iter()
+            .map(|c| crate::session::Column { name: c.name, data_type: c.ty })
+            .collect();
+        r.rows = rows.into_iter().map(crate::session::Row).collect();
+    }
+    r
 }
 
 fn table_schema(t: &TableDef) -> Vec<OutputColumn> {
@@ -256,8 +308,8 @@ fn single_table(t: &ast::TableWithJoins) -> Result<(&ast::ObjectName, Option<&as
 }
 
 pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
-    if u.from.is_some() || u.returning.is_some() {
-        return Err(Error::not_supported("UPDATE … FROM / RETURNING"));
+    if u.from.is_some() {
+        return Err(Error::not_supported("UPDATE … FROM"));
     }
     let (table, bq, params) = match cached_write(ctx) {
         Some(cached) => cached,
@@ -274,11 +326,15 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let rows = run(ctx, &bq, &params, None)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
+    // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
+    let returning_at = 2 * n + 1;
     let mut staged = Vec::with_capacity(rows.len());
-    for row in rows {
+    let mut returned = Vec::new();
+    for mut row in rows {
         let Value::BigInt(t) = row[n] else {
             return Err(Error::internal("UPDATE lost a tuple id"));
         };
+        returned.push(row.split_off(returning_at));
         staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
     }
     let count = staged.len();
@@ -289,7 +345,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         }
         xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
     }
-    Ok(affected(format!("UPDATE {count}"), count))
+    let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
+    Ok(written(format!("UPDATE {count}"), count, returned))
 }
 
 
@@ -334,6 +391,10 @@ fn update_plan(
     u: &ast::Update,
 ) -> Result<Plan> {
     let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref())?;
+    let returning = match &u.returning {
+        Some(items) => Some(binder.bind_returning(scope.clone(), items)?),
+        None => None,
+    };
     let n = table.columns.len();
     // New values: assignments over the old row; then the tuple id and the old row.
     let mut new: Vec<Option<Expr>> = vec![None; n];
@@ -375,12 +436,14 @@ fn update_plan(
     let mut schema = table_schema(table);
     schema.push(OutputColumn { name: "tid".into(), ty: DataType::BigInt });
     schema.extend(table_schema(table));
-    Ok(Plan::new(Node::Project { input: Box::new(scan), exprs }, schema))
+    let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
+    // RETURNING sees the new values: the plan's first n columns, as its scope says.
+    Ok(with_returning(plan, n, returning).0)
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
-    if d.using.is_some() || d.returning.is_some() || !d.tables.is_empty() {
-        return Err(Error::not_supported("DELETE … USING / RETURNING"));
+    if d.using.is_some() || !d.tables.is_empty() {
+        return Err(Error::not_supported("DELETE … USING"));
     }
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
@@ -395,8 +458,14 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             let table = binder.table(name)?;
-            let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
-            plan_write(ctx, binder, table, scan)?
+            let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
+            let returning = match &d.returning {
+                Some(items) => Some(binder.bind_returning(scope, items)?),
+                None => None,
+            };
+            let n = table.columns.len();
+            let (plan, _) = with_returning(scan, n, returning);
+            plan_write(ctx, binder, table, plan)?
         }
     };
     let rows = run(ctx, &bq, &params, None)?;
@@ -413,5 +482,11 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     }
     ctx.note_deletes(&table, rows.len());
     super::analyze::analyze_if_stale(ctx, &table)?;
-    Ok(affected(format!("DELETE {}", rows.len()), rows.len()))
+    let count = rows.len();
+    // Each row: the deleted values, the tuple id, then what RETURNING computes.
+    let returned = d
+        .returning
+        .as_ref()
+        .map(|_| (bq.plan.schema[n + 1..].to_vec(), rows.into_iter().map(|mut r| r.split_off(n + 1)).collect()));
+    Ok(written(format!("DELETE {count}"), count, returned))
 }
