@@ -72,3 +72,147 @@ fn returning_errors_carry_postgresql_states() {
     // Nothing was written by the failed statements.
     assert_eq!(ints(&c.query("SELECT count(*) FROM t", &[]).unwrap()), [[0]]);
 }
+
+fn next(c: &mut beedb_sql::Connection, seq: &str) -> i64 {
+    c.query(&format!("SELECT nextval('{seq}')"), &[]).unwrap().rows[0].get::<i64>(0).unwrap()
+}
+
+#[test]
+fn sequence_values_are_not_rolled_back_and_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seq.beedb");
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE SEQUENCE s; CREATE TABLE t (id SERIAL PRIMARY KEY, v TEXT)").unwrap();
+        assert_eq!(next(&mut c, "s"), 1);
+        c.execute("BEGIN", &[]).unwrap();
+        assert_eq!(next(&mut c, "s"), 2);
+        c.execute("INSERT INTO t (v) VALUES ('rolled back')", &[]).unwrap();
+        c.execute("ROLLBACK", &[]).unwrap();
+        // The values the rolled-back block took are not given again.
+        assert_eq!(next(&mut c, "s"), 3);
+        let r = c.execute("INSERT INTO t (v) VALUES ('kept') RETURNING id", &[]).unwrap();
+        assert_eq!(ints(&r), [[2]]);
+        // Taken after the last commit: written when the database closes.
+        assert_eq!(next(&mut c, "s"), 4);
+        c.execute("BEGIN", &[]).unwrap();
+        c.execute("INSERT INTO t (v) VALUES ('rolled back too')", &[]).unwrap();
+        c.execute("ROLLBACK", &[]).unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    assert_eq!(next(&mut c, "s"), 5);
+    let r = c.execute("INSERT INTO t (v) VALUES ('after reopening') RETURNING id", &[]).unwrap();
+    assert_eq!(ints(&r), [[4]]);
+    // currval belongs to the session: a new connection has none yet.
+    let e = db.connect().execute("SELECT currval('s')", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "55000");
+    assert_eq!(ints(&c.query("SELECT currval('s')", &[]).unwrap()), [[5]]);
+}
+
+#[test]
+fn a_created_sequence_rolled_back_leaves_nothing_behind() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute("BEGIN", &[]).unwrap();
+    c.execute("CREATE SEQUENCE s START 100", &[]).unwrap();
+    assert_eq!(next(&mut c, "s"), 100);
+    c.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(c.execute("SELECT nextval('s')", &[]).unwrap_err().sqlstate, "42P01");
+    // The same id and name again: it starts afresh.
+    c.execute("CREATE SEQUENCE s START 100", &[]).unwrap();
+    assert_eq!(next(&mut c, "s"), 100);
+}
+
+#[test]
+fn two_connections_never_get_the_same_value() {
+    let db = Database::open(":memory:").unwrap();
+    db.connect()
+        .execute_batch("CREATE SEQUENCE s; CREATE TABLE t (id BIGSERIAL PRIMARY KEY, who INTEGER)")
+        .unwrap();
+    let threads: Vec<_> = (0..2)
+        .map(|who| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut c = db.connect();
+                let mut got = Vec::new();
+                for _ in 0..200 {
+                    got.push(next(&mut c, "s"));
+                    // Writers take turns (one at a time); the SERIAL column's values
+                    // stay unique under the primary key.
+                    loop {
+                        match c.execute("INSERT INTO t (who) VALUES ($1)", &[Value::Integer(who)]) {
+                            Ok(_) => break,
+                            Err(e) if e.sqlstate == "40001" || e.sqlstate == "55P03" => continue,
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all: Vec<i64> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    all.sort();
+    assert_eq!(all, (1..=400).collect::<Vec<_>>());
+    let mut c = db.connect();
+    assert_eq!(ints(&c.query("SELECT count(DISTINCT id), max(id) FROM t", &[]).unwrap()), [[400, 400]]);
+}
+
+#[test]
+fn sequence_and_identity_errors_carry_postgresql_states() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE SEQUENCE s MAXVALUE 2; CREATE TABLE t (a SMALLINT GENERATED ALWAYS AS IDENTITY, b TEXT)",
+    )
+    .unwrap();
+    let state = |c: &mut beedb_sql::Connection, sql: &str| c.execute(sql, &[]).unwrap_err().sqlstate;
+    assert_eq!(state(&mut c, "SELECT currval('s')"), "55000");
+    next(&mut c, "s");
+    next(&mut c, "s");
+    assert_eq!(state(&mut c, "SELECT nextval('s')"), "2200H");
+    assert_eq!(state(&mut c, "SELECT setval('s', 3)"), "22003");
+    assert_eq!(state(&mut c, "SELECT nextval('t')"), "42809");
+    assert_eq!(state(&mut c, "SELECT nextval('nope')"), "42P01");
+    assert_eq!(state(&mut c, "CREATE SEQUENCE s"), "42P07");
+    assert_eq!(state(&mut c, "CREATE SEQUENCE x INCREMENT 0"), "22023");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1, 'x')"), "428C9");
+    assert_eq!(state(&mut c, "UPDATE t SET a = 1"), "428C9");
+    assert_eq!(state(&mut c, "DROP SEQUENCE t_a_seq"), "2BP01");
+    assert_eq!(state(&mut c, "CREATE TABLE u (a TEXT GENERATED ALWAYS AS IDENTITY)"), "22023");
+}
+
+#[test]
+fn prepared_statements_follow_sequence_changes() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE SEQUENCE s; CREATE TABLE t (id SERIAL, v INTEGER)").unwrap();
+    let take = c.prepare("SELECT nextval('s')").unwrap();
+    let insert = c.prepare("INSERT INTO t (v) VALUES ($1) RETURNING id").unwrap();
+    let renumber = c.prepare("UPDATE t SET id = DEFAULT WHERE v = $1 RETURNING id").unwrap();
+    let run = |c: &mut beedb_sql::Connection, s: &beedb_sql::Statement, p: &[Value]| ints(&s.execute(c, p).unwrap());
+    assert_eq!(run(&mut c, &take, &[]), [[1]]);
+    assert_eq!(run(&mut c, &take, &[]), [[2]]);
+    assert_eq!(run(&mut c, &insert, &[Value::Integer(7)]), [[1]]);
+    assert_eq!(run(&mut c, &renumber, &[Value::Integer(7)]), [[2]]);
+    assert_eq!(run(&mut c, &renumber, &[Value::Integer(7)]), [[3]]);
+    // The sequence dropped and made again, with another start: the cached SELECT
+    // reaches the new one.
+    c.execute_batch("DROP SEQUENCE s; CREATE SEQUENCE s START 50").unwrap();
+    assert_eq!(run(&mut c, &take, &[]), [[50]]);
+    // The table made again with an identity column starting elsewhere: the cached
+    // INSERT and UPDATE number rows from the new sequence.
+    c.execute_batch(
+        "DROP TABLE t; CREATE TABLE t (id INTEGER GENERATED BY DEFAULT AS IDENTITY (START WITH 1000), v INTEGER)",
+    )
+    .unwrap();
+    assert_eq!(run(&mut c, &insert, &[Value::Integer(7)]), [[1000]]);
+    assert_eq!(run(&mut c, &renumber, &[Value::Integer(7)]), [[1001]]);
+    // setval between executions moves what they get next.
+    c.execute("SELECT setval('t_id_seq', 5000)", &[]).unwrap();
+    assert_eq!(run(&mut c, &insert, &[Value::Integer(8)]), [[5001]]);
+    c.execute("DROP SEQUENCE s", &[]).unwrap();
+    assert_eq!(take.execute(&mut c, &[]).unwrap_err().sqlstate, "42P01");
+}

@@ -102,6 +102,12 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         }
         v
     };
+    // GENERATED ALWAYS identity columns take only DEFAULT (PostgreSQL's OVERRIDING
+    // SYSTEM VALUE is not parsed by sqlparser 0.63).
+    let always = identity_always(&catalog, &table);
+    let refuse_always = |c: usize| {
+        Error::semantic("428C9", format!("cannot insert a non-DEFAULT value into column \"{}\"", table.columns[c].name))
+    };
     let source_plan: Plan = match ins.source.as_deref() {
         None => {
             // DEFAULT VALUES
@@ -129,6 +135,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                     let mut row: Vec<Option<Expr>> = vec![None; table.columns.len()];
                     for (e, &c) in exprs.iter().zip(&targets) {
                         let col = &table.columns[c];
+                        if always.contains(&c) && !is_default_keyword(e) {
+                            return Err(refuse_always(c));
+                        }
                         row[c] = Some(if is_default_keyword(e) {
                             default_expr(&mut binder, &table, c)?
                         } else {
@@ -147,6 +156,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                 }
                 if src.schema.len() < targets.len() && !ins.columns.is_empty() {
                     return Err(Error::semantic("42601", "INSERT has more target columns than expressions"));
+                }
+                if let Some(&c) = targets.iter().take(src.schema.len()).find(|c| always.contains(c)) {
+                    return Err(refuse_always(c));
                 }
                 let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
                 for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
@@ -234,6 +246,13 @@ fn written(tag: String, count: usize, returned: Option<(Vec<OutputColumn>, Vec<V
     r
 }
 
+/// The positions of `table`'s GENERATED ALWAYS identity columns.
+fn identity_always(catalog: &crate::catalog::Catalog, table: &TableDef) -> Vec<usize> {
+    (0..table.columns.len())
+        .filter(|&c| catalog.identity(table, &table.columns[c].name) == Some(crate::catalog::Identity::Always))
+        .collect()
+}
+
 fn table_schema(t: &TableDef) -> Vec<OutputColumn> {
     t.columns
         .iter()
@@ -318,7 +337,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             let table = binder.table(name)?;
-            let plan = update_plan(&mut binder, &table, alias, u)?;
+            let always = identity_always(&catalog, &table);
+            let plan = update_plan(&mut binder, &table, alias, u, &always)?;
             plan_write(ctx, binder, table, plan)?
         }
     };
@@ -389,6 +409,7 @@ fn update_plan(
     table: &Arc<TableDef>,
     alias: Option<&ast::TableAlias>,
     u: &ast::Update,
+    identity_always: &[usize],
 ) -> Result<Plan> {
     let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref())?;
     let returning = match &u.returning {
@@ -420,6 +441,9 @@ fn update_plan(
             return Err(Error::semantic("42601", format!("multiple assignments to same column \"{cname}\"")));
         }
         let col = &table.columns[c];
+        if identity_always.contains(&c) && !is_default_keyword(&a.value) {
+            return Err(Error::semantic("428C9", format!("column \"{cname}\" can only be updated to DEFAULT")));
+        }
         new[c] = Some(if is_default_keyword(&a.value) {
             default_expr(binder, table, c)?
         } else {
