@@ -216,3 +216,46 @@ fn prepared_statements_follow_sequence_changes() {
     c.execute("DROP SEQUENCE s", &[]).unwrap();
     assert_eq!(take.execute(&mut c, &[]).unwrap_err().sqlstate, "42P01");
 }
+
+#[test]
+fn on_conflict_errors_carry_postgresql_states() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT, u INTEGER UNIQUE); INSERT INTO t VALUES (1, 'a', 1)")
+        .unwrap();
+    let state = |c: &mut beedb_sql::Connection, sql: &str| c.execute(sql, &[]).unwrap_err().sqlstate;
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (2, 'b'), (2, 'c') ON CONFLICT (k) DO UPDATE SET v = excluded.v"), "21000");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1) ON CONFLICT (v) DO NOTHING"), "42P10");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1) ON CONFLICT ON CONSTRAINT nope DO NOTHING"), "42704");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1) ON CONFLICT DO UPDATE SET v = 'x'"), "42601");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1) ON CONFLICT (k) DO UPDATE SET v = v"), "42702");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (2, 'b', 1) ON CONFLICT (k) DO NOTHING"), "23505");
+    assert_eq!(state(&mut c, "INSERT INTO t VALUES (1) ON CONFLICT (k) DO UPDATE SET k = 1 / 0"), "22012");
+    // Nothing of the failed statements stayed.
+    assert_eq!(ints(&c.query("SELECT count(*), max(k) FROM t", &[]).unwrap()), [[1, 1]]);
+}
+
+#[test]
+fn a_prepared_upsert_follows_index_changes() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE counts (name TEXT, hits INTEGER)").unwrap();
+    let upsert = c
+        .prepare("INSERT INTO counts VALUES ($1, 1) ON CONFLICT (name) DO UPDATE SET hits = counts.hits + 1 RETURNING hits")
+        .unwrap();
+    // No unique index on name yet: 42P10, as PostgreSQL.
+    assert_eq!(upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap_err().sqlstate, "42P10");
+    c.execute("CREATE UNIQUE INDEX counts_name ON counts (name)", &[]).unwrap();
+    for expected in 1..=3 {
+        let r = upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap();
+        assert_eq!(ints(&r), [[expected]]);
+    }
+    assert_eq!(ints(&upsert.execute(&mut c, &[Value::Text("b".into())]).unwrap()), [[1]]);
+    // The index dropped: the statement planned before no longer finds an arbiter.
+    c.execute("DROP INDEX counts_name", &[]).unwrap();
+    assert_eq!(upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap_err().sqlstate, "42P10");
+    // A primary key on a new table of that name takes its place.
+    c.execute_batch("DROP TABLE counts; CREATE TABLE counts (name TEXT PRIMARY KEY, hits INTEGER)").unwrap();
+    assert_eq!(ints(&upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap()), [[1]]);
+    assert_eq!(ints(&upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap()), [[2]]);
+}

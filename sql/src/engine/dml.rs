@@ -17,6 +17,8 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::exec::dml as xdml;
 use crate::exec::i64_to_tid;
+use beedb_storage::TupleId;
+use std::collections::HashSet;
 use crate::expr::Expr;
 use crate::plan::{Access, BoundQuery, Node, OutputColumn, Plan};
 use crate::session::QueryResult;
@@ -73,9 +75,11 @@ fn is_default_keyword(e: &ast::Expr) -> bool {
 pub(crate) const CHECK_EVERY: usize = 1024;
 
 pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
-    if ins.on.is_some() {
-        return Err(Error::not_supported("INSERT … ON CONFLICT"));
-    }
+    let on_conflict = match &ins.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
+        Some(_) => return Err(Error::not_supported("ON DUPLICATE KEY UPDATE is not supported (use ON CONFLICT)")),
+    };
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(Error::not_supported("INSERT into a table function"));
     };
@@ -177,32 +181,256 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         },
     };
     let n = table.columns.len();
+    let qual = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
     let returning = match &ins.returning {
-        Some(items) => {
-            let qual = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
-            Some(binder.bind_returning(table_scope(&table, &qual), items)?)
-        }
+        Some(items) => Some(binder.bind_returning(table_scope(&table, &qual), items).map_err(|e| {
+            // With ON CONFLICT, PostgreSQL knows EXCLUDED but does not let RETURNING see it.
+            let missing = "missing FROM-clause entry for table \"excluded\"";
+            if on_conflict.is_some() && e.message == missing {
+                e.with_message("invalid reference to FROM-clause entry for table \"excluded\"")
+            } else {
+                e
+            }
+        })?),
         None => None,
     };
     let (source_plan, returned_columns) = with_returning(source_plan, n, returning);
+    let conflict = match on_conflict {
+        Some(oc) => Some(bind_on_conflict(&mut binder, &table, &qual, oc, ins.returning.as_deref(), &always, ctx.params.len())?),
+        None => None,
+    };
     let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
+    let subqueries = binder.into_subqueries();
+    let conflict_update = match conflict.as_ref().and_then(|c| c.update.clone()) {
+        Some(plan) => Some(optimize(plan, subqueries.clone(), &ctx.optimizer, &crate::optimizer::NoStats)),
+        None => None,
+    };
+    let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
     let rows = run(ctx, &bq, &params, None)?;
-    ctx.note_inserts(&table, rows.len());
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
-    for (i, row) in rows.iter().enumerate() {
+    let mut count = 0;
+    let mut inserted = 0;
+    let mut returned = Vec::new();
+    // The tuples this statement inserted or updated: DO UPDATE may not change one
+    // twice (21000), as in PostgreSQL.
+    let mut touched: HashSet<TupleId> = HashSet::new();
+    for (i, row) in rows.into_iter().enumerate() {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
-        xdml::insert_row_with(w, &table, &row[..n], former.as_mut())?;
+        let existing = match &conflict {
+            Some(c) => c.conflicting_tuple(w, &table, &row[..n])?,
+            None => None,
+        };
+        let Some(tid) = existing else {
+            let tid = xdml::insert_row_with(w, &table, &row[..n], former.as_mut())?;
+            if conflict.is_some() {
+                touched.insert(tid);
+            }
+            count += 1;
+            inserted += 1;
+            if returned_columns.is_some() {
+                returned.push(row[n..].to_vec());
+            }
+            continue;
+        };
+        // A conflict: DO NOTHING skips the row, DO UPDATE changes the existing one.
+        let Some(update) = &conflict_update else { continue };
+        if touched.contains(&tid) {
+            return Err(Error::new(
+                crate::error::ErrorKind::Data,
+                "21000",
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            ));
+        }
+        let old = xdml::fetch_row(w, &table, tid)?;
+        // $params…, then the existing row, then the proposed one (EXCLUDED).
+        let mut conflict_params = params.clone();
+        conflict_params.extend(old.iter().cloned());
+        conflict_params.extend(row[..n].iter().cloned());
+        let Some(out) = run(ctx, update, &conflict_params, None)?.pop() else {
+            return Err(Error::internal("ON CONFLICT DO UPDATE computed no row"));
+        };
+        if out[n] != Value::Boolean(true) {
+            continue; // its WHERE does not hold
+        }
+        let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())?;
+        touched.insert(new_tid);
+        count += 1;
+        if returned_columns.is_some() {
+            returned.push(out[n + 1..].to_vec());
+        }
     }
+    ctx.note_inserts(&table, inserted);
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.
     super::analyze::analyze_if_stale(ctx, &table)?;
-    let count = rows.len();
-    let returned = returned_columns.map(|c| (c, rows.into_iter().map(|mut r| r.split_off(n)).collect()));
+    let returned = returned_columns.map(|c| (c, returned));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
+}
+
+/// INSERT's ON CONFLICT clause, bound.
+struct OnConflict {
+    /// The unique indexes (positions in the table's) whose conflicts it handles: the
+    /// one named, those on exactly the columns named, or (DO NOTHING without a
+    /// target) all.
+    arbiters: Vec<usize>,
+    /// DO UPDATE: a plan over parameters — the statement's, then the existing row,
+    /// then the proposed row (EXCLUDED) — computing the new row, whether WHERE holds,
+    /// and RETURNING's values over the new row. `None` for DO NOTHING.
+    update: Option<Plan>,
+}
+
+impl OnConflict {
+    /// The existing tuple the proposed `row` conflicts with on an arbiter index (a key
+    /// with a NULL conflicts with nothing).
+    fn conflicting_tuple(&self, w: &beedb_storage::WriteTxn, table: &TableDef, row: &[Value]) -> Result<Option<TupleId>> {
+        for &i in &self.arbiters {
+            let index = &table.indexes[i];
+            if crate::exec::tuple_codec::key_has_null(index, row) {
+                continue;
+            }
+            let key = crate::exec::tuple_codec::index_key(table, index, row)?;
+            if let Some(tid) = xdml::find_key(w, index, &key)? {
+                return Ok(Some(tid));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Binds `ON CONFLICT [(columns) | ON CONSTRAINT name] DO NOTHING | DO UPDATE SET …
+/// [WHERE …]`. In DO UPDATE the target row is `qual` (the table or its alias) and the
+/// proposed one `excluded`; RETURNING is bound again over the new row.
+#[allow(clippy::too_many_arguments)]
+fn bind_on_conflict(
+    binder: &mut Binder<'_>,
+    table: &Arc<TableDef>,
+    qual: &str,
+    oc: &ast::OnConflict,
+    returning: Option<&[ast::SelectItem]>,
+    identity_always: &[usize],
+    param_count: usize,
+) -> Result<OnConflict> {
+    let unique: Vec<usize> = (0..table.indexes.len()).filter(|&i| table.indexes[i].unique).collect();
+    let arbiters = match &oc.conflict_target {
+        None if matches!(oc.action, ast::OnConflictAction::DoUpdate(_)) => {
+            return Err(Error::syntax("ON CONFLICT DO UPDATE requires inference specification or constraint name"));
+        }
+        None => unique,
+        Some(ast::ConflictTarget::Columns(names)) => {
+            let mut cols = Vec::with_capacity(names.len());
+            for n in names {
+                let name = ident(n);
+                let c = table.column_index(&name).ok_or_else(|| Error::undefined_column(&name))?;
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+            let matching: Vec<usize> = unique
+                .into_iter()
+                .filter(|&i| {
+                    let ic = &table.indexes[i].columns;
+                    ic.len() == cols.len() && ic.iter().all(|c| cols.contains(c))
+                })
+                .collect();
+            if matching.is_empty() {
+                return Err(Error::semantic(
+                    "42P10",
+                    "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+                ));
+            }
+            matching
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let name = object_name(name)?;
+            match unique.into_iter().find(|&i| table.indexes[i].name == name) {
+                Some(i) => vec![i],
+                None => {
+                    return Err(Error::semantic(
+                        "42704",
+                        format!("constraint \"{name}\" for table \"{}\" does not exist", table.name),
+                    ));
+                }
+            }
+        }
+    };
+    let ast::OnConflictAction::DoUpdate(du) = &oc.action else {
+        return Ok(OnConflict { arbiters, update: None });
+    };
+    let n = table.columns.len();
+    // The target row at 0..n, EXCLUDED at n..2n; as in PostgreSQL both are visible
+    // unqualified, so a name both have must be qualified (42702).
+    let mut scope = table_scope(table, qual);
+    for (c, col) in table.columns.iter().enumerate() {
+        scope.columns.push(crate::binder::scope::ScopeColumn {
+            table: Some("excluded".into()),
+            name: col.name.clone(),
+            ty: col.ty,
+            expr: Expr::column(n + c, col.ty),
+            qualified_only: false,
+            unqualified_only: false,
+        });
+    }
+    let mut new: Vec<Option<Expr>> = vec![None; n];
+    for a in &du.assignments {
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::not_supported("tuple assignment in ON CONFLICT DO UPDATE"));
+        };
+        if cn.0.len() != 1 {
+            return Err(Error::not_supported("a qualified column in ON CONFLICT DO UPDATE SET"));
+        }
+        let cname = object_name(cn)?;
+        let c = table.column_index(&cname).ok_or_else(|| {
+            Error::undefined_column(&cname)
+                .with_message(format!("column \"{cname}\" of relation \"{}\" does not exist", table.name))
+        })?;
+        if new[c].is_some() {
+            return Err(Error::semantic("42601", format!("multiple assignments to same column \"{cname}\"")));
+        }
+        if identity_always.contains(&c) && !is_default_keyword(&a.value) {
+            return Err(Error::semantic("428C9", format!("column \"{cname}\" can only be updated to DEFAULT")));
+        }
+        let col = &table.columns[c];
+        new[c] = Some(if is_default_keyword(&a.value) {
+            default_expr(binder, table, c)?
+        } else {
+            binder.bind_assignment(scope.clone(), &a.value, &col.name, col.ty)?
+        });
+    }
+    let mut exprs: Vec<Expr> = new
+        .into_iter()
+        .enumerate()
+        .map(|(c, e)| e.unwrap_or_else(|| Expr::column(c, table.columns[c].ty)))
+        .collect();
+    exprs.push(match &du.selection {
+        Some(e) => {
+            let b = binder.bind_scalar_over(scope.clone(), e, "WHERE")?;
+            if b.ty != DataType::Boolean {
+                return Err(Error::datatype_mismatch(format!(
+                    "argument of WHERE must be type boolean, not type {}",
+                    b.ty
+                )));
+            }
+            b
+        }
+        None => Expr::literal(Value::Boolean(true), DataType::Boolean),
+    });
+    let mut input_schema = table_schema(table);
+    input_schema.extend(table_schema(table));
+    let row: Vec<Expr> = (0..2 * n)
+        .map(|i| Expr::new(crate::expr::ExprKind::Param(param_count + i), table.columns[i % n].ty))
+        .collect();
+    let input = Plan::new(Node::Values { rows: vec![row] }, input_schema);
+    let mut schema = table_schema(table);
+    schema.push(OutputColumn { name: "where".into(), ty: DataType::Boolean });
+    let plan = Plan::new(Node::Project { input: Box::new(input), exprs }, schema);
+    let returning = match returning {
+        Some(items) => Some(binder.bind_returning(table_scope(table, qual), items)?),
+        None => None,
+    };
+    Ok(OnConflict { arbiters, update: Some(with_returning(plan, n, returning).0) })
 }
 
 /// The scope of a target table's row (its columns at positions 0..n), under the
