@@ -67,6 +67,48 @@ pub fn default_value(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<Value>
     Ok(run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null))
 }
 
+/// A column's DEFAULT for rows written outside a plan (COPY, ALTER TABLE ADD
+/// COLUMN): a value computed once, or — when it calls a sequence function, as a
+/// SERIAL or identity column's does — an expression computed for every row, so each
+/// row gets its own number.
+pub enum RowDefault {
+    Once(Value),
+    PerRow(Expr),
+}
+
+impl RowDefault {
+    pub fn of(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<RowDefault> {
+        let catalog = ctx.txn.catalog.clone();
+        let mut binder = Binder::new(&catalog, ctx.sql, 0);
+        let e = default_expr(&mut binder, table, c)?;
+        if calls_sequence(&e) {
+            if !binder.take_subqueries().is_empty() {
+                return Err(Error::not_supported("a subquery in a DEFAULT that calls a sequence function"));
+            }
+            return Ok(RowDefault::PerRow(e));
+        }
+        Ok(RowDefault::Once(default_value(ctx, table, c)?))
+    }
+
+    /// The value for the next row.
+    pub fn next(&self, ctx: &Ctx<'_>) -> Result<Value> {
+        match self {
+            RowDefault::Once(v) => Ok(v.clone()),
+            RowDefault::PerRow(e) => {
+                let sequences = ctx.sequences();
+                let runner = super::sequence::SequenceRunner(&sequences);
+                crate::expr::eval_row(e, &[], &crate::expr::EvalContext { params: &[], subqueries: &runner })
+            }
+        }
+    }
+}
+
+/// Whether `e` calls `nextval`, `currval` or `setval`.
+fn calls_sequence(e: &Expr) -> bool {
+    matches!(&e.kind, crate::expr::ExprKind::Func { func, .. } if func.is_sequence())
+        || e.children().into_iter().any(calls_sequence)
+}
+
 fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }

@@ -270,6 +270,20 @@ impl crate::exec::Sequences for SequenceAccess<'_> {
     }
 }
 
+/// Sequence calls in an expression evaluated outside a plan (`eval_row` over a
+/// column DEFAULT in COPY); such an expression holds no subquery.
+pub struct SequenceRunner<'a>(pub &'a SequenceAccess<'a>);
+
+impl crate::expr::SubqueryRunner for SequenceRunner<'_> {
+    fn run(&self, _: usize, _: &crate::expr::SubqueryKind, _: &[Value]) -> Result<crate::expr::SubqueryResult> {
+        Err(Error::internal("a subquery evaluated outside a plan"))
+    }
+
+    fn sequence(&self, func: Func, args: &[Value]) -> Result<Value> {
+        crate::exec::Sequences::call(self.0, func, args)
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Definitions
 
