@@ -122,6 +122,13 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
         Some(_) => return Err(Error::not_supported("ON DUPLICATE KEY UPDATE is not supported (use ON CONFLICT)")),
     };
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if ins.or.is_some() || ins.replace_into {
+        return Err(Error::not_supported("INSERT OR … / REPLACE INTO is not supported (use ON CONFLICT)"));
+    }
+    if ins.ignore || !ins.assignments.is_empty() || ins.output.is_some() || ins.overwrite || ins.partitioned.is_some() {
+        return Err(Error::not_supported("this form of INSERT is not supported"));
+    }
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(Error::not_supported("INSERT into a table function"));
     };
@@ -623,6 +630,16 @@ fn single_table(t: &ast::TableWithJoins) -> Result<(&ast::ObjectName, Option<&as
 }
 
 pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if u.or.is_some() {
+        return Err(Error::not_supported("UPDATE OR … is not supported"));
+    }
+    if !u.order_by.is_empty() || u.limit.is_some() {
+        return Err(Error::not_supported("UPDATE … ORDER BY / LIMIT is not supported"));
+    }
+    if u.output.is_some() {
+        return Err(Error::not_supported("UPDATE … OUTPUT is not supported (use RETURNING)"));
+    }
     let (table, bq, params) = match cached_write(ctx) {
         Some(cached) => cached,
         None => {
@@ -781,6 +798,13 @@ fn update_plan(
 pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     if !d.tables.is_empty() {
         return Err(Error::not_supported("DELETE of several tables"));
+    }
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if !d.order_by.is_empty() || d.limit.is_some() {
+        return Err(Error::not_supported("DELETE … ORDER BY / LIMIT is not supported"));
+    }
+    if d.output.is_some() {
+        return Err(Error::not_supported("DELETE … OUTPUT is not supported (use RETURNING)"));
     }
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
