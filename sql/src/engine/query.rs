@@ -112,6 +112,7 @@ pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<V
 }
 
 pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Profile>) -> Result<Vec<Vec<Value>>> {
+    let sequences = ctx.sequences();
     let ectx = ExecContext {
         reader: ctx.txn.reader(),
         params,
@@ -119,6 +120,7 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
         memory_limit: ctx.memory_limit,
         profile,
         interrupt: &ctx.interrupt,
+        sequences: Some(&sequences),
     };
     exec::collect(&bq.plan, &ectx)
 }
@@ -131,6 +133,7 @@ pub fn stream(
     params: &[Value],
     sink: &mut dyn FnMut(crate::vector::Batch) -> Result<bool>,
 ) -> Result<()> {
+    let sequences = ctx.sequences();
     let ectx = ExecContext {
         reader: ctx.txn.reader(),
         params,
@@ -138,6 +141,7 @@ pub fn stream(
         memory_limit: ctx.memory_limit,
         profile: None,
         interrupt: &ctx.interrupt,
+        sequences: Some(&sequences),
     };
     exec::run(&bq.plan, &ectx, sink)
 }
