@@ -799,6 +799,8 @@ fn transaction(e: &mut dyn Engine, input: &Input, fallback: i64) -> LabResult<En
 struct Counts {
     /// Committed (or, for NewOrder, deliberately rolled back) per kind, in `Kind::ALL` order.
     done: [u64; 5],
+    /// Nanoseconds those transactions took, retries included, per kind.
+    nanos: [u64; 5],
     rollbacks: u64,
     retries: u64,
 }
@@ -813,6 +815,7 @@ fn timed_run(clients: &mut [&mut dyn Engine], sizes: Sizes, constants: NurandCon
     let warm = Duration::from_secs_f64((seconds / 5.0).min(2.0));
     let measured = Duration::from_secs_f64(seconds);
     let done: [AtomicU64; 5] = Default::default();
+    let nanos: [AtomicU64; 5] = Default::default();
     let (rollbacks, retries) = (AtomicU64::new(0), AtomicU64::new(0));
     let stop = AtomicBool::new(false);
     let start = Instant::now();
@@ -822,13 +825,14 @@ fn timed_run(clients: &mut [&mut dyn Engine], sizes: Sizes, constants: NurandCon
             .iter_mut()
             .enumerate()
             .map(|(i, client)| {
-                let (done, rollbacks, retries, stop) = (&done, &rollbacks, &retries, &stop);
+                let (done, nanos, rollbacks, retries, stop) = (&done, &nanos, &rollbacks, &retries, &stop);
                 s.spawn(move || -> LabResult<()> {
                     let rng = StdRng::seed_from_u64(seed.wrapping_add(i as u64 * 7919));
                     let mut terminal = Terminal { rng, deck: Deck::new(), sizes, constants };
                     while !stop.load(Ordering::Relaxed) && Instant::now() < end {
                         let input = terminal.next();
                         let fallback = terminal.customer_id();
+                        let started = Instant::now();
                         // A retryable failure (serialization, deadlock, busy) runs the
                         // same transaction again.
                         let ended = loop {
@@ -853,6 +857,7 @@ fn timed_run(clients: &mut [&mut dyn Engine], sizes: Sizes, constants: NurandCon
                         {
                             let k = Kind::ALL.iter().position(|k| *k == kind_of(&input)).expect("a kind");
                             done[k].fetch_add(1, Ordering::Relaxed);
+                            nanos[k].fetch_add((now - started).as_nanos() as u64, Ordering::Relaxed);
                             if matches!(ended, Ended::RolledBack) {
                                 rollbacks.fetch_add(1, Ordering::Relaxed);
                             }
@@ -869,6 +874,7 @@ fn timed_run(clients: &mut [&mut dyn Engine], sizes: Sizes, constants: NurandCon
     }
     let counts = Counts {
         done: std::array::from_fn(|i| done[i].load(Ordering::Relaxed)),
+        nanos: std::array::from_fn(|i| nanos[i].load(Ordering::Relaxed)),
         rollbacks: rollbacks.load(Ordering::Relaxed),
         retries: retries.load(Ordering::Relaxed),
     };
@@ -1033,19 +1039,22 @@ pub fn run(ctx: &mut Ctx, options: &Options) -> Report {
                 };
                 let mut total = Counts::default();
                 for r in &runs {
-                    for (t, d) in total.done.iter_mut().zip(r.counts.done) {
-                        *t += d;
+                    for k in 0..Kind::ALL.len() {
+                        total.done[k] += r.counts.done[k];
+                        total.nanos[k] += r.counts.nanos[k];
                     }
                     total.rollbacks += r.counts.rollbacks;
                     total.retries += r.counts.retries;
                 }
                 let mut mix = String::new();
                 let all: u64 = total.done.iter().sum::<u64>().max(1);
-                for (tx, n) in Kind::ALL.iter().zip(total.done) {
-                    let _ = write!(mix, "{} {n} ({:.1} %), ", tx.name(), n as f64 * 100.0 / all as f64);
+                for (k, tx) in Kind::ALL.iter().enumerate() {
+                    let n = total.done[k];
+                    let mean_ms = total.nanos[k] as f64 / 1e6 / n.max(1) as f64;
+                    let _ = write!(mix, "{} {n} ({:.1} %, {mean_ms:.2} ms), ", tx.name(), n as f64 * 100.0 / all as f64);
                 }
                 ctx.note(format!(
-                    "TPC-C {item} on {kind}: {mix}{} NewOrders rolled back (invalid item), {} retries (serialization failures, deadlocks or busy)",
+                    "TPC-C {item} on {kind}: transactions (share, mean time each): {mix}{} NewOrders rolled back (invalid item), {} retries (serialization failures, deadlocks or busy)",
                     total.rollbacks, total.retries
                 ));
                 for (unit, values) in [("tpmC", runs.iter().map(|r| r.tpmc).collect::<Vec<_>>()), ("tps", runs.iter().map(|r| r.tps).collect())] {
