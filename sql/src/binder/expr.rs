@@ -1360,6 +1360,7 @@ impl Binder<'_> {
                 let x = Expr::new(ExprKind::Extract { field, expr: Box::new(b) }, DataType::NUMERIC);
                 return Ok(Expr::new(ExprKind::Cast { expr: Box::new(x), explicit: true }, DataType::Double));
             }
+            "nextval" | "currval" | "setval" => return self.bind_sequence_call(&name, &args, clause),
             "coalesce" => {
                 if args.is_empty() {
                     return Err(Error::syntax("coalesce needs at least one argument"));
@@ -1384,6 +1385,45 @@ impl Binder<'_> {
             _ => {}
         }
         self.call_scalar(&name, &args, clause)
+    }
+
+    /// `nextval(name)`, `currval(name)`, `setval(name, value [, is_called])`: the
+    /// name is text (PostgreSQL's `regclass`, looked up when the call runs), the
+    /// value `bigint`; the result is `bigint`. Never folded or cached as a constant.
+    fn bind_sequence_call(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Result<Expr> {
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for a in args {
+            let b = self.bind_expr(a, clause)?;
+            types.push(if is_unknown(a) { "unknown".to_string() } else { b.ty.to_string() });
+            bound.push(b);
+        }
+        let arity_ok = match name {
+            "setval" => matches!(args.len(), 2 | 3),
+            _ => args.len() == 1,
+        };
+        let wanted = [DataType::Text, DataType::BigInt, DataType::Boolean];
+        let types_ok = bound.iter().zip(args).zip(wanted).all(|((b, a), want)| {
+            is_unknown(a)
+                || match want {
+                    DataType::Text => matches!(b.ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_)),
+                    DataType::BigInt => matches!(b.ty, DataType::SmallInt | DataType::Integer | DataType::BigInt),
+                    _ => b.ty == want,
+                }
+        });
+        if !arity_ok || !types_ok {
+            return Err(Error::undefined_function(format!("function {name}({}) does not exist", types.join(", "))));
+        }
+        let mut cast = Vec::with_capacity(bound.len());
+        for ((b, a), want) in bound.into_iter().zip(args).zip(wanted) {
+            cast.push(self.cast(b, want, false, a)?);
+        }
+        let func = match name {
+            "nextval" => crate::expr::Func::NextVal,
+            "currval" => crate::expr::Func::CurrVal,
+            _ => crate::expr::Func::SetVal,
+        };
+        Ok(Expr::new(ExprKind::Func { func, args: cast }, DataType::BigInt))
     }
 
     /// "function f(types) does not exist" for a name no function has. Above an

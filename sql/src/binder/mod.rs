@@ -279,6 +279,66 @@ impl<'a> Binder<'a> {
         r
     }
 
+    /// Binds a DML statement's RETURNING list over `scope` (the target table's row,
+    /// its columns at positions 0..n, so `*` is the table's columns): the
+    /// expressions and the result columns they make, named as a SELECT list names them.
+    pub fn bind_returning(
+        &mut self,
+        scope: Scope,
+        items: &[ast::SelectItem],
+    ) -> Result<(Vec<Expr>, Vec<crate::plan::OutputColumn>)> {
+        let saved = self.set_scope(scope.clone());
+        let r = self.bind_returning_items(&scope, items);
+        self.set_scope(saved);
+        r
+    }
+
+    fn bind_returning_items(
+        &mut self,
+        scope: &Scope,
+        items: &[ast::SelectItem],
+    ) -> Result<(Vec<Expr>, Vec<crate::plan::OutputColumn>)> {
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        let mut push = |e: Expr, name: String| {
+            columns.push(crate::plan::OutputColumn { name, ty: e.ty });
+            exprs.push(e);
+        };
+        for it in items {
+            match it {
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let b = self.bind_expr(e, "RETURNING")?;
+                    push(b, expr::output_name(e));
+                }
+                ast::SelectItem::ExprWithAlias { expr: e, alias } => {
+                    let b = self.bind_expr(e, "RETURNING")?;
+                    push(b, ident(alias));
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    for &i in &scope.star {
+                        let c = &scope.columns[i];
+                        push(c.expr.clone(), c.name.clone());
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let ast::SelectItemQualifiedWildcardKind::ObjectName(n) = kind else {
+                        return Err(Error::not_supported("expression.* in RETURNING"));
+                    };
+                    let t = object_name(n)?;
+                    if !scope.has_table(&t) {
+                        return Err(Error::semantic("42P01", format!("missing FROM-clause entry for table \"{t}\""))
+                            .at(self.pos(it)));
+                    }
+                    for c in scope.columns.iter().filter(|c| c.table.as_deref() == Some(&t) && !c.unqualified_only) {
+                        push(c.expr.clone(), c.name.clone());
+                    }
+                }
+                ast::SelectItem::ExprWithAliases { .. } => return Err(Error::not_supported("multiple aliases")),
+            }
+        }
+        Ok((exprs, columns))
+    }
+
     /// Binds `e` and casts it for storage into a column of type `ty`.
     pub fn bind_assignment(
         &mut self,

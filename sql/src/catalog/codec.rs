@@ -3,7 +3,7 @@
 
 use beedb_storage::PageId;
 
-use super::{ColumnDef, IndexDef, TableDef, ViewDef};
+use super::{ColumnDef, Identity, IndexDef, SequenceDef, SequenceOwner, TableDef, ViewDef};
 use crate::error::{Error, Result};
 use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
 
@@ -12,12 +12,14 @@ const KIND_TABLE: u8 = 1;
 const KIND_VIEW: u8 = 2;
 const KIND_META: u8 = 3;
 const KIND_STATS: u8 = 4;
+const KIND_SEQUENCE: u8 = 5;
 
 pub enum Object {
     Table(TableDef),
     View(ViewDef),
     Meta { next_id: u32 },
     Stats { table: u32, stats: super::TableStats },
+    Sequence(SequenceDef),
 }
 
 struct Writer(Vec<u8>);
@@ -343,6 +345,33 @@ pub fn encode_view(v: &ViewDef) -> Vec<u8> {
     w.0
 }
 
+/// A sequence's definition: id, name, type, start, increment, bounds, cycle, then
+/// its owner (0 none, 1 SERIAL, 2 identity ALWAYS, 3 identity BY DEFAULT) with the
+/// owning table's id and column name.
+pub fn encode_sequence(q: &SequenceDef) -> Vec<u8> {
+    let mut w = Writer(vec![FORMAT_VERSION, KIND_SEQUENCE]);
+    w.u32(q.id);
+    w.str(&q.name);
+    w.data_type(&q.ty);
+    for v in [q.start, q.increment, q.min, q.max] {
+        w.u64(v as u64);
+    }
+    w.u8(q.cycle as u8);
+    match &q.owner {
+        None => w.u8(0),
+        Some(o) => {
+            w.u8(match o.identity {
+                None => 1,
+                Some(Identity::Always) => 2,
+                Some(Identity::ByDefault) => 3,
+            });
+            w.u32(o.table);
+            w.str(&o.column);
+        }
+    }
+    w.0
+}
+
 pub fn decode(bytes: &[u8]) -> Result<Object> {
     let mut r = Reader(bytes);
     let version = r.u8()?;
@@ -416,6 +445,28 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
                 query,
                 columns,
             }))
+        }
+        KIND_SEQUENCE => {
+            let id = r.u32()?;
+            let name = r.str()?;
+            let ty = r.data_type()?;
+            let start = r.u64()? as i64;
+            let increment = r.u64()? as i64;
+            let min = r.u64()? as i64;
+            let max = r.u64()? as i64;
+            let cycle = r.u8()? != 0;
+            let identity = match r.u8()? {
+                0 => None,
+                1 => Some(None),
+                2 => Some(Some(Identity::Always)),
+                3 => Some(Some(Identity::ByDefault)),
+                k => return Err(corrupt(&format!("unknown sequence owner kind {k}"))),
+            };
+            let owner = match identity {
+                None => None,
+                Some(identity) => Some(SequenceOwner { table: r.u32()?, column: r.str()?, identity }),
+            };
+            Ok(Object::Sequence(SequenceDef { id, name, ty, start, increment, min, max, cycle, owner }))
         }
         k => Err(corrupt(&format!("unknown object kind {k}"))),
     }

@@ -8,6 +8,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::dml::affected;
+use super::sequence;
 use super::query::{optimize, optimize_with, run};
 use crate::binder::scope::Scope;
 use crate::binder::types::data_type;
@@ -38,6 +39,23 @@ fn resolve_columns(t: &TableDef, names: &[String]) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// The column type of PostgreSQL's `smallserial` / `serial` / `bigserial` (and
+/// `serial2` / `serial4` / `serial8`), which are not types but a column with its own
+/// sequence.
+fn serial_type(t: &ast::DataType) -> Option<crate::types::DataType> {
+    let ast::DataType::Custom(name, modifiers) = t else { return None };
+    if !modifiers.is_empty() {
+        return None;
+    }
+    let [ast::ObjectNamePart::Identifier(i)] = name.0.as_slice() else { return None };
+    match ident(i).as_str() {
+        "smallserial" | "serial2" => Some(crate::types::DataType::SmallInt),
+        "serial" | "serial4" => Some(crate::types::DataType::Integer),
+        "bigserial" | "serial8" => Some(crate::types::DataType::BigInt),
+        _ => None,
+    }
+}
+
 pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResult> {
     let name = object_name(&c.name)?;
     if ctx.catalog().object_kind(&name).is_some() {
@@ -53,22 +71,80 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     // (columns, unique, primary, constraint name)
     let mut keys: Vec<(Vec<String>, bool, Option<String>)> = Vec::new();
     let catalog = ctx.txn.catalog.clone();
+    // The table's id; the sequences of its SERIAL and identity columns take the
+    // ids after it, once it is in the catalog.
+    let table_id = ctx.catalog().next_id;
+    let mut sequences: Vec<crate::catalog::SequenceDef> = Vec::new();
     for cd in &c.columns {
         let cname = ident(&cd.name);
         if columns.iter().any(|x| x.name == cname) {
             return Err(Error::semantic("42701", format!("column \"{cname}\" specified more than once")));
         }
-        let ty = data_type(&cd.data_type)?;
-        let mut col = ColumnDef { name: cname.clone(), ty, not_null: false, default: None };
+        let serial = serial_type(&cd.data_type);
+        let ty = match serial {
+            Some(ty) => ty,
+            None => data_type(&cd.data_type)?,
+        };
+        let mut col = ColumnDef { name: cname.clone(), ty, not_null: serial.is_some(), default: None };
+        // SERIAL: an integer column whose DEFAULT is its own sequence's nextval.
+        let mut numbered = serial.is_some();
+        if serial.is_some() {
+            let q = sequence::for_column(ctx, &name, table_id, &cname, ty, None, &[], &sequences)?;
+            col.default = Some(sequence::nextval_default(&q.name));
+            sequences.push(q);
+        }
+        let mut has_default = false;
         for o in &cd.options {
             match &o.option {
                 ast::ColumnOption::NotNull => col.not_null = true,
                 ast::ColumnOption::Null => {}
                 ast::ColumnOption::Default(e) => {
+                    if serial.is_some() || has_default {
+                        return Err(Error::syntax(format!(
+                            "multiple default values specified for column \"{cname}\" of table \"{name}\""
+                        )));
+                    }
+                    if numbered {
+                        return Err(Error::syntax(format!(
+                            "both default and identity specified for column \"{cname}\" of table \"{name}\""
+                        )));
+                    }
+                    has_default = true;
                     // Check it binds now, store its text.
                     let mut b = Binder::new(&catalog, ctx.sql, 0);
                     b.bind_assignment(Scope::default(), e, &cname, ty)?;
                     col.default = Some(e.to_string());
+                }
+                ast::ColumnOption::Generated { generated_as, sequence_options, generation_expr, .. } => {
+                    let identity = match generated_as {
+                        _ if generation_expr.is_some() => {
+                            return Err(Error::not_supported("generated columns (GENERATED ALWAYS AS (expression)) are not supported"));
+                        }
+                        ast::GeneratedAs::Always => crate::catalog::Identity::Always,
+                        ast::GeneratedAs::ByDefault => crate::catalog::Identity::ByDefault,
+                        ast::GeneratedAs::ExpStored => {
+                            return Err(Error::not_supported("generated columns are not supported"));
+                        }
+                    };
+                    if numbered {
+                        return Err(Error::syntax(format!(
+                            "multiple identity specifications for column \"{cname}\" of table \"{name}\""
+                        )));
+                    }
+                    if has_default {
+                        return Err(Error::syntax(format!(
+                            "both default and identity specified for column \"{cname}\" of table \"{name}\""
+                        )));
+                    }
+                    if !matches!(ty, crate::types::DataType::SmallInt | crate::types::DataType::Integer | crate::types::DataType::BigInt) {
+                        return Err(Error::semantic("22023", "identity column type must be smallint, integer, or bigint"));
+                    }
+                    numbered = true;
+                    let options = sequence_options.as_deref().unwrap_or(&[]);
+                    let q = sequence::for_column(ctx, &name, table_id, &cname, ty, Some(identity), options, &sequences)?;
+                    col.default = Some(sequence::nextval_default(&q.name));
+                    col.not_null = true;
+                    sequences.push(q);
                 }
                 ast::ColumnOption::PrimaryKey(_) => {
                     col.not_null = true;
@@ -109,7 +185,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     }
     let w = ctx.txn.writer()?;
     let heap = HeapFile::create(w)?;
-    let id = ctx.catalog().next_id;
+    let id = table_id;
     let mut table = TableDef::new(id, name.clone(), columns, heap.first_page, vec![])?;
     for (names, primary, cname) in keys {
         let cols = resolve_columns(&table, &names)?;
@@ -132,6 +208,9 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     ctx.make_relation_bees(&table)?;
     let cat = ctx.txn.catalog_mut();
     cat.tables.insert(name, Arc::new(table));
+    for q in sequences {
+        sequence::add(ctx, q)?;
+    }
     Ok(QueryResult::command("CREATE TABLE"))
 }
 
@@ -261,6 +340,8 @@ pub fn drop(
                 let r = drop_table_storage(ctx, &t);
                 r.map(|_| {
                     ctx.txn.catalog_mut().tables.remove(&name);
+                    // The sequences of its SERIAL and identity columns go with it.
+                    sequence::drop_owned(ctx, t.id, None);
                 })
             }),
             ast::ObjectType::View => ctx.catalog().view(&name).cloned().map(|_| {
@@ -332,8 +413,9 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                     return Err(Error::semantic("42701", format!("column \"{new}\" of relation \"{name}\" already exists")));
                 }
                 let mut t2 = (*table).clone();
-                t2.columns[c].name = new;
+                t2.columns[c].name = new.clone();
                 ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
+                sequence::rename_owner_column(ctx, table.id, &old, &new);
             }
             ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
                 let cname = ident(&column_def.name);
@@ -382,6 +464,7 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                     if table.columns.len() == 1 {
                         return Err(Error::not_supported("dropping the last column of a table"));
                     }
+                    sequence::drop_owned(ctx, table.id, Some(&cname));
                     let mut columns = table.columns.clone();
                     columns.remove(c);
                     rewrite_table(ctx, &table, columns, |row| {

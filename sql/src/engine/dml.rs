@@ -17,6 +17,8 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::exec::dml as xdml;
 use crate::exec::i64_to_tid;
+use beedb_storage::TupleId;
+use std::collections::HashSet;
 use crate::expr::Expr;
 use crate::plan::{Access, BoundQuery, Node, OutputColumn, Plan};
 use crate::session::QueryResult;
@@ -73,9 +75,11 @@ fn is_default_keyword(e: &ast::Expr) -> bool {
 pub(crate) const CHECK_EVERY: usize = 1024;
 
 pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
-    if ins.returning.is_some() || ins.on.is_some() {
-        return Err(Error::not_supported("INSERT … RETURNING / ON CONFLICT"));
-    }
+    let on_conflict = match &ins.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
+        Some(_) => return Err(Error::not_supported("ON DUPLICATE KEY UPDATE is not supported (use ON CONFLICT)")),
+    };
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(Error::not_supported("INSERT into a table function"));
     };
@@ -101,6 +105,12 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             v.push(i);
         }
         v
+    };
+    // GENERATED ALWAYS identity columns take only DEFAULT (PostgreSQL's OVERRIDING
+    // SYSTEM VALUE is not parsed by sqlparser 0.63).
+    let always = identity_always(&catalog, &table);
+    let refuse_always = |c: usize| {
+        Error::semantic("428C9", format!("cannot insert a non-DEFAULT value into column \"{}\"", table.columns[c].name))
     };
     let source_plan: Plan = match ins.source.as_deref() {
         None => {
@@ -129,6 +139,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                     let mut row: Vec<Option<Expr>> = vec![None; table.columns.len()];
                     for (e, &c) in exprs.iter().zip(&targets) {
                         let col = &table.columns[c];
+                        if always.contains(&c) && !is_default_keyword(e) {
+                            return Err(refuse_always(c));
+                        }
                         row[c] = Some(if is_default_keyword(e) {
                             default_expr(&mut binder, &table, c)?
                         } else {
@@ -148,6 +161,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                 if src.schema.len() < targets.len() && !ins.columns.is_empty() {
                     return Err(Error::semantic("42601", "INSERT has more target columns than expressions"));
                 }
+                if let Some(&c) = targets.iter().take(src.schema.len()).find(|c| always.contains(c)) {
+                    return Err(refuse_always(c));
+                }
                 let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
                 for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
                     let col = &table.columns[c];
@@ -164,22 +180,305 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             }
         },
     };
+    let n = table.columns.len();
+    let qual = ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
+    let returning = match &ins.returning {
+        Some(items) => Some(binder.bind_returning(table_scope(&table, &qual), items).map_err(|e| {
+            // With ON CONFLICT, PostgreSQL knows EXCLUDED but does not let RETURNING see it.
+            let missing = "missing FROM-clause entry for table \"excluded\"";
+            if on_conflict.is_some() && e.message == missing {
+                e.with_message("invalid reference to FROM-clause entry for table \"excluded\"")
+            } else {
+                e
+            }
+        })?),
+        None => None,
+    };
+    let (source_plan, returned_columns) = with_returning(source_plan, n, returning);
+    let conflict = match on_conflict {
+        Some(oc) => Some(bind_on_conflict(&mut binder, &table, &qual, oc, ins.returning.as_deref(), &always, ctx.params.len())?),
+        None => None,
+    };
     let params = cast_params(ctx.params, &binder.param_types)?;
-    let bq = optimize_with(ctx, source_plan, binder.into_subqueries(), &params)?;
+    let subqueries = binder.into_subqueries();
+    let conflict_update = match conflict.as_ref().and_then(|c| c.update.clone()) {
+        Some(plan) => Some(optimize(plan, subqueries.clone(), &ctx.optimizer, &crate::optimizer::NoStats)),
+        None => None,
+    };
+    let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
     let rows = run(ctx, &bq, &params, None)?;
-    ctx.note_inserts(&table, rows.len());
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
-    for (i, row) in rows.iter().enumerate() {
+    let mut count = 0;
+    let mut inserted = 0;
+    let mut returned = Vec::new();
+    // The tuples this statement inserted or updated: DO UPDATE may not change one
+    // twice (21000), as in PostgreSQL.
+    let mut touched: HashSet<TupleId> = HashSet::new();
+    for (i, row) in rows.into_iter().enumerate() {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
-        xdml::insert_row_with(w, &table, row, former.as_mut())?;
+        let existing = match &conflict {
+            Some(c) => c.conflicting_tuple(w, &table, &row[..n])?,
+            None => None,
+        };
+        let Some(tid) = existing else {
+            let tid = xdml::insert_row_with(w, &table, &row[..n], former.as_mut())?;
+            if conflict.is_some() {
+                touched.insert(tid);
+            }
+            count += 1;
+            inserted += 1;
+            if returned_columns.is_some() {
+                returned.push(row[n..].to_vec());
+            }
+            continue;
+        };
+        // A conflict: DO NOTHING skips the row, DO UPDATE changes the existing one.
+        let Some(update) = &conflict_update else { continue };
+        if touched.contains(&tid) {
+            return Err(Error::new(
+                crate::error::ErrorKind::Data,
+                "21000",
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            ));
+        }
+        let old = xdml::fetch_row(w, &table, tid)?;
+        // $params…, then the existing row, then the proposed one (EXCLUDED).
+        let mut conflict_params = params.clone();
+        conflict_params.extend(old.iter().cloned());
+        conflict_params.extend(row[..n].iter().cloned());
+        let Some(out) = run(ctx, update, &conflict_params, None)?.pop() else {
+            return Err(Error::internal("ON CONFLICT DO UPDATE computed no row"));
+        };
+        if out[n] != Value::Boolean(true) {
+            continue; // its WHERE does not hold
+        }
+        let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())?;
+        touched.insert(new_tid);
+        count += 1;
+        if returned_columns.is_some() {
+            returned.push(out[n + 1..].to_vec());
+        }
     }
+    ctx.note_inserts(&table, inserted);
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.
     super::analyze::analyze_if_stale(ctx, &table)?;
-    Ok(affected(format!("INSERT 0 {}", rows.len()), rows.len()))
+    let returned = returned_columns.map(|c| (c, returned));
+    Ok(written(format!("INSERT 0 {count}"), count, returned))
+}
+
+/// INSERT's ON CONFLICT clause, bound.
+struct OnConflict {
+    /// The unique indexes (positions in the table's) whose conflicts it handles: the
+    /// one named, those on exactly the columns named, or (DO NOTHING without a
+    /// target) all.
+    arbiters: Vec<usize>,
+    /// DO UPDATE: a plan over parameters — the statement's, then the existing row,
+    /// then the proposed row (EXCLUDED) — computing the new row, whether WHERE holds,
+    /// and RETURNING's values over the new row. `None` for DO NOTHING.
+    update: Option<Plan>,
+}
+
+impl OnConflict {
+    /// The existing tuple the proposed `row` conflicts with on an arbiter index (a key
+    /// with a NULL conflicts with nothing).
+    fn conflicting_tuple(&self, w: &beedb_storage::WriteTxn, table: &TableDef, row: &[Value]) -> Result<Option<TupleId>> {
+        for &i in &self.arbiters {
+            let index = &table.indexes[i];
+            if crate::exec::tuple_codec::key_has_null(index, row) {
+                continue;
+            }
+            let key = crate::exec::tuple_codec::index_key(table, index, row)?;
+            if let Some(tid) = xdml::find_key(w, index, &key)? {
+                return Ok(Some(tid));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Binds `ON CONFLICT [(columns) | ON CONSTRAINT name] DO NOTHING | DO UPDATE SET …
+/// [WHERE …]`. In DO UPDATE the target row is `qual` (the table or its alias) and the
+/// proposed one `excluded`; RETURNING is bound again over the new row.
+#[allow(clippy::too_many_arguments)]
+fn bind_on_conflict(
+    binder: &mut Binder<'_>,
+    table: &Arc<TableDef>,
+    qual: &str,
+    oc: &ast::OnConflict,
+    returning: Option<&[ast::SelectItem]>,
+    identity_always: &[usize],
+    param_count: usize,
+) -> Result<OnConflict> {
+    let unique: Vec<usize> = (0..table.indexes.len()).filter(|&i| table.indexes[i].unique).collect();
+    let arbiters = match &oc.conflict_target {
+        None if matches!(oc.action, ast::OnConflictAction::DoUpdate(_)) => {
+            return Err(Error::syntax("ON CONFLICT DO UPDATE requires inference specification or constraint name"));
+        }
+        None => unique,
+        Some(ast::ConflictTarget::Columns(names)) => {
+            let mut cols = Vec::with_capacity(names.len());
+            for n in names {
+                let name = ident(n);
+                let c = table.column_index(&name).ok_or_else(|| Error::undefined_column(&name))?;
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+            let matching: Vec<usize> = unique
+                .into_iter()
+                .filter(|&i| {
+                    let ic = &table.indexes[i].columns;
+                    ic.len() == cols.len() && ic.iter().all(|c| cols.contains(c))
+                })
+                .collect();
+            if matching.is_empty() {
+                return Err(Error::semantic(
+                    "42P10",
+                    "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+                ));
+            }
+            matching
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let name = object_name(name)?;
+            match unique.into_iter().find(|&i| table.indexes[i].name == name) {
+                Some(i) => vec![i],
+                None => {
+                    return Err(Error::semantic(
+                        "42704",
+                        format!("constraint \"{name}\" for table \"{}\" does not exist", table.name),
+                    ));
+                }
+            }
+        }
+    };
+    let ast::OnConflictAction::DoUpdate(du) = &oc.action else {
+        return Ok(OnConflict { arbiters, update: None });
+    };
+    let n = table.columns.len();
+    // The target row at 0..n, EXCLUDED at n..2n; as in PostgreSQL both are visible
+    // unqualified, so a name both have must be qualified (42702).
+    let mut scope = table_scope(table, qual);
+    for (c, col) in table.columns.iter().enumerate() {
+        scope.columns.push(crate::binder::scope::ScopeColumn {
+            table: Some("excluded".into()),
+            name: col.name.clone(),
+            ty: col.ty,
+            expr: Expr::column(n + c, col.ty),
+            qualified_only: false,
+            unqualified_only: false,
+        });
+    }
+    let mut new: Vec<Option<Expr>> = vec![None; n];
+    for a in &du.assignments {
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::not_supported("tuple assignment in ON CONFLICT DO UPDATE"));
+        };
+        if cn.0.len() != 1 {
+            return Err(Error::not_supported("a qualified column in ON CONFLICT DO UPDATE SET"));
+        }
+        let cname = object_name(cn)?;
+        let c = table.column_index(&cname).ok_or_else(|| {
+            Error::undefined_column(&cname)
+                .with_message(format!("column \"{cname}\" of relation \"{}\" does not exist", table.name))
+        })?;
+        if new[c].is_some() {
+            return Err(Error::semantic("42601", format!("multiple assignments to same column \"{cname}\"")));
+        }
+        if identity_always.contains(&c) && !is_default_keyword(&a.value) {
+            return Err(Error::semantic("428C9", format!("column \"{cname}\" can only be updated to DEFAULT")));
+        }
+        let col = &table.columns[c];
+        new[c] = Some(if is_default_keyword(&a.value) {
+            default_expr(binder, table, c)?
+        } else {
+            binder.bind_assignment(scope.clone(), &a.value, &col.name, col.ty)?
+        });
+    }
+    let mut exprs: Vec<Expr> = new
+        .into_iter()
+        .enumerate()
+        .map(|(c, e)| e.unwrap_or_else(|| Expr::column(c, table.columns[c].ty)))
+        .collect();
+    exprs.push(match &du.selection {
+        Some(e) => {
+            let b = binder.bind_scalar_over(scope.clone(), e, "WHERE")?;
+            if b.ty != DataType::Boolean {
+                return Err(Error::datatype_mismatch(format!(
+                    "argument of WHERE must be type boolean, not type {}",
+                    b.ty
+                )));
+            }
+            b
+        }
+        None => Expr::literal(Value::Boolean(true), DataType::Boolean),
+    });
+    let mut input_schema = table_schema(table);
+    input_schema.extend(table_schema(table));
+    let row: Vec<Expr> = (0..2 * n)
+        .map(|i| Expr::new(crate::expr::ExprKind::Param(param_count + i), table.columns[i % n].ty))
+        .collect();
+    let input = Plan::new(Node::Values { rows: vec![row] }, input_schema);
+    let mut schema = table_schema(table);
+    schema.push(OutputColumn { name: "where".into(), ty: DataType::Boolean });
+    let plan = Plan::new(Node::Project { input: Box::new(input), exprs }, schema);
+    let returning = match returning {
+        Some(items) => Some(binder.bind_returning(table_scope(table, qual), items)?),
+        None => None,
+    };
+    Ok(OnConflict { arbiters, update: Some(with_returning(plan, n, returning).0) })
+}
+
+/// The scope of a target table's row (its columns at positions 0..n), under the
+/// name `qual` (the table's name or its alias): for RETURNING and ON CONFLICT.
+fn table_scope(table: &TableDef, qual: &str) -> Scope {
+    let cols: Vec<(String, DataType)> = table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
+    Scope::relation(Some(qual), &cols, 0)
+}
+
+/// A bound RETURNING list: its expressions over the target row and the columns it
+/// returns.
+type Returning = (Vec<Expr>, Vec<OutputColumn>);
+
+/// `plan` (whose first `width` columns are the target row) with the RETURNING
+/// expressions appended to its output, computed in the same run that reads the rows
+/// (so a subquery in RETURNING sees the database as the statement started, as in
+/// PostgreSQL); and the result columns they make.
+fn with_returning(plan: Plan, width: usize, returning: Option<Returning>) -> (Plan, Option<Vec<OutputColumn>>) {
+    let Some((exprs, columns)) = returning else {
+        return (plan, None);
+    };
+    let mut all: Vec<Expr> = plan.schema.iter().enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
+    debug_assert!(all.len() >= width);
+    all.extend(exprs);
+    let mut schema = plan.schema.clone();
+    schema.extend(columns.iter().cloned());
+    (Plan::new(Node::Project { input: Box::new(plan), exprs: all }, schema), Some(columns))
+}
+
+/// The result of a write: its command tag and count, and with RETURNING the rows it
+/// returned (a result set, as a query's).
+fn written(tag: String, count: usize, returned: Option<(Vec<OutputColumn>, Vec<Vec<Value>>)>) -> QueryResult {
+    let mut r = affected(tag, count);
+    if let Some((columns, rows)) = returned {
+        r.columns = columns
+            .into_iter()
+            .map(|c| crate::session::Column { name: c.name, data_type: c.ty })
+            .collect();
+        r.rows = rows.into_iter().map(crate::session::Row).collect();
+    }
+    r
+}
+
+/// The positions of `table`'s GENERATED ALWAYS identity columns.
+fn identity_always(catalog: &crate::catalog::Catalog, table: &TableDef) -> Vec<usize> {
+    (0..table.columns.len())
+        .filter(|&c| catalog.identity(table, &table.columns[c].name) == Some(crate::catalog::Identity::Always))
+        .collect()
 }
 
 fn table_schema(t: &TableDef) -> Vec<OutputColumn> {
@@ -256,8 +555,8 @@ fn single_table(t: &ast::TableWithJoins) -> Result<(&ast::ObjectName, Option<&as
 }
 
 pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
-    if u.from.is_some() || u.returning.is_some() {
-        return Err(Error::not_supported("UPDATE … FROM / RETURNING"));
+    if u.from.is_some() {
+        return Err(Error::not_supported("UPDATE … FROM"));
     }
     let (table, bq, params) = match cached_write(ctx) {
         Some(cached) => cached,
@@ -266,7 +565,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             let table = binder.table(name)?;
-            let plan = update_plan(&mut binder, &table, alias, u)?;
+            let always = identity_always(&catalog, &table);
+            let plan = update_plan(&mut binder, &table, alias, u, &always)?;
             plan_write(ctx, binder, table, plan)?
         }
     };
@@ -274,11 +574,15 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let rows = run(ctx, &bq, &params, None)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
+    // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
+    let returning_at = 2 * n + 1;
     let mut staged = Vec::with_capacity(rows.len());
-    for row in rows {
+    let mut returned = Vec::new();
+    for mut row in rows {
         let Value::BigInt(t) = row[n] else {
             return Err(Error::internal("UPDATE lost a tuple id"));
         };
+        returned.push(row.split_off(returning_at));
         staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
     }
     let count = staged.len();
@@ -289,7 +593,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         }
         xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
     }
-    Ok(affected(format!("UPDATE {count}"), count))
+    let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
+    Ok(written(format!("UPDATE {count}"), count, returned))
 }
 
 
@@ -332,8 +637,13 @@ fn update_plan(
     table: &Arc<TableDef>,
     alias: Option<&ast::TableAlias>,
     u: &ast::Update,
+    identity_always: &[usize],
 ) -> Result<Plan> {
     let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref())?;
+    let returning = match &u.returning {
+        Some(items) => Some(binder.bind_returning(scope.clone(), items)?),
+        None => None,
+    };
     let n = table.columns.len();
     // New values: assignments over the old row; then the tuple id and the old row.
     let mut new: Vec<Option<Expr>> = vec![None; n];
@@ -359,6 +669,9 @@ fn update_plan(
             return Err(Error::semantic("42601", format!("multiple assignments to same column \"{cname}\"")));
         }
         let col = &table.columns[c];
+        if identity_always.contains(&c) && !is_default_keyword(&a.value) {
+            return Err(Error::semantic("428C9", format!("column \"{cname}\" can only be updated to DEFAULT")));
+        }
         new[c] = Some(if is_default_keyword(&a.value) {
             default_expr(binder, table, c)?
         } else {
@@ -375,12 +688,14 @@ fn update_plan(
     let mut schema = table_schema(table);
     schema.push(OutputColumn { name: "tid".into(), ty: DataType::BigInt });
     schema.extend(table_schema(table));
-    Ok(Plan::new(Node::Project { input: Box::new(scan), exprs }, schema))
+    let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
+    // RETURNING sees the new values: the plan's first n columns, as its scope says.
+    Ok(with_returning(plan, n, returning).0)
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
-    if d.using.is_some() || d.returning.is_some() || !d.tables.is_empty() {
-        return Err(Error::not_supported("DELETE … USING / RETURNING"));
+    if d.using.is_some() || !d.tables.is_empty() {
+        return Err(Error::not_supported("DELETE … USING"));
     }
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
@@ -395,8 +710,14 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             let table = binder.table(name)?;
-            let (scan, _) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
-            plan_write(ctx, binder, table, scan)?
+            let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
+            let returning = match &d.returning {
+                Some(items) => Some(binder.bind_returning(scope, items)?),
+                None => None,
+            };
+            let n = table.columns.len();
+            let (plan, _) = with_returning(scan, n, returning);
+            plan_write(ctx, binder, table, plan)?
         }
     };
     let rows = run(ctx, &bq, &params, None)?;
@@ -413,5 +734,11 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     }
     ctx.note_deletes(&table, rows.len());
     super::analyze::analyze_if_stale(ctx, &table)?;
-    Ok(affected(format!("DELETE {}", rows.len()), rows.len()))
+    let count = rows.len();
+    // Each row: the deleted values, the tuple id, then what RETURNING computes.
+    let returned = d
+        .returning
+        .as_ref()
+        .map(|_| (bq.plan.schema[n + 1..].to_vec(), rows.into_iter().map(|mut r| r.split_off(n + 1)).collect()));
+    Ok(written(format!("DELETE {count}"), count, returned))
 }

@@ -21,6 +21,7 @@ mod ddl;
 mod dml;
 mod plan_cache;
 mod query;
+pub(crate) mod sequence;
 
 pub use plan_cache::PlanCache;
 
@@ -140,6 +141,9 @@ impl Txn {
         let Some(w) = self.write.take() else {
             return Ok(());
         };
+        // Sequence values handed out since the file last got them (by this or any
+        // other connection) are written with this commit.
+        let sequences_written = shared.sequences.save(&w, &self.catalog)?;
         if self.catalog_changed {
             let mut cat = (*self.catalog).clone();
             cat.save(&w)?;
@@ -154,6 +158,9 @@ impl Txn {
             *shared.catalog.lock() = Arc::new(cat);
         } else {
             w.commit()?;
+        }
+        if let Some(changes) = sequences_written {
+            shared.sequences.written(changes);
         }
         Ok(())
     }
@@ -184,9 +191,21 @@ pub struct Ctx<'a> {
     pub plan_cache: Option<&'a PlanCache>,
     /// Cancel requests and `statement_timeout`, checked by long-running loops.
     pub interrupt: Interrupt,
+    /// The database's sequence values and the session's `currval`s.
+    pub sequence_values: &'a sequence::SequenceValues,
+    pub session_sequences: &'a sequence::SessionSequences,
 }
 
 impl Ctx<'_> {
+    /// The sequences the statement's expressions reach (`nextval` and the others).
+    pub fn sequences(&self) -> sequence::SequenceAccess<'_> {
+        sequence::SequenceAccess {
+            catalog: &self.txn.catalog,
+            values: self.sequence_values,
+            session: self.session_sequences,
+        }
+    }
+
     pub fn catalog(&self) -> &Catalog {
         &self.txn.catalog
     }
@@ -310,6 +329,7 @@ pub fn execute(
         statement_bees,
         plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
+        session_sequences: conn.sequences.clone(),
     };
     match &mut conn.txn {
         TxnState::Failed => Err(aborted()),
@@ -353,6 +373,7 @@ struct Env<'a> {
     statement_bees: Option<&'a StatementBees>,
     plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
+    session_sequences: Arc<sequence::SessionSequences>,
 }
 
 fn run_in(
@@ -377,6 +398,8 @@ fn run_in(
         statement_bees: env.statement_bees,
         plan_cache: env.plan_cache,
         interrupt: env.interrupt.clone(),
+        sequence_values: &shared.sequences,
+        session_sequences: &env.session_sequences,
     };
     dispatch(&mut ctx, ast)
 }
@@ -400,6 +423,25 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
         Statement::CreateIndex(c) => ddl::create_index(ctx, c),
         Statement::CreateView(v) => ddl::create_view(ctx, v),
+        Statement::CreateSequence {
+            temporary,
+            if_not_exists,
+            name,
+            data_type,
+            sequence_options,
+            owned_by,
+        } => sequence::create_sequence(
+            ctx,
+            *if_not_exists,
+            name,
+            data_type.as_ref(),
+            sequence_options,
+            owned_by.as_ref(),
+            *temporary,
+        ),
+        Statement::Drop { object_type: ast::ObjectType::Sequence, if_exists, names, cascade, .. } => {
+            sequence::drop_sequences(ctx, *if_exists, names, *cascade)
+        }
         Statement::Drop {
             object_type,
             if_exists,

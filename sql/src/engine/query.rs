@@ -111,6 +111,7 @@ pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<V
 }
 
 pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Profile>) -> Result<Vec<Vec<Value>>> {
+    let sequences = ctx.sequences();
     let ectx = ExecContext {
         reader: ctx.txn.reader(),
         params,
@@ -118,6 +119,7 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
         memory_limit: ctx.memory_limit,
         profile,
         interrupt: &ctx.interrupt,
+        sequences: Some(&sequences),
     };
     exec::collect(&bq.plan, &ectx)
 }
@@ -130,6 +132,7 @@ pub fn stream(
     params: &[Value],
     sink: &mut dyn FnMut(crate::vector::Batch) -> Result<bool>,
 ) -> Result<()> {
+    let sequences = ctx.sequences();
     let ectx = ExecContext {
         reader: ctx.txn.reader(),
         params,
@@ -137,6 +140,7 @@ pub fn stream(
         memory_limit: ctx.memory_limit,
         profile: None,
         interrupt: &ctx.interrupt,
+        sequences: Some(&sequences),
     };
     exec::run(&bq.plan, &ectx, sink)
 }

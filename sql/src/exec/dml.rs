@@ -59,6 +59,25 @@ fn key_taken<R: PageRead + ?Sized>(
     Ok(false)
 }
 
+/// The tuple holding `key` in the unique index `index`, if any (for ON CONFLICT).
+pub fn find_key<R: PageRead + ?Sized>(r: &R, index: &IndexDef, key: &[u8]) -> Result<Option<TupleId>> {
+    let tree = BTree::open(index.root);
+    if let Some(v) = tree.get_all(r, key)?.next() {
+        let v = v?;
+        let tid = TupleId::from_bytes(&v).ok_or_else(|| Error::internal("malformed index value"))?;
+        return Ok(Some(tid));
+    }
+    Ok(None)
+}
+
+/// The values of tuple `tid` of `table`.
+pub fn fetch_row<R: PageRead + ?Sized>(r: &R, table: &TableDef, tid: TupleId) -> Result<Vec<Value>> {
+    let tuple = HeapFile::open(table.heap)
+        .get(r, tid)?
+        .ok_or_else(|| Error::internal("an index entry without its tuple"))?;
+    decode_row(r, table, &tuple)
+}
+
 /// Inserts a row (values of the column types) and its index entries.
 pub fn insert_row(w: &WriteTxn, table: &TableDef, row: &[Value]) -> Result<TupleId> {
     insert_row_with(w, table, row, None)

@@ -62,6 +62,17 @@ pub struct ExecContext<'a> {
     pub profile: Option<&'a Profile>,
     /// Checked before each batch an operator pushes: cancel and `statement_timeout`.
     pub interrupt: &'a Interrupt,
+    /// The sequences `nextval` / `currval` / `setval` reach (the engine's, for the
+    /// statement's transaction and session); `None` where none can be (tests).
+    pub sequences: Option<&'a dyn Sequences>,
+}
+
+/// Sequence functions as a statement's transaction and session see them
+/// (implemented by the engine: `engine::sequence`).
+pub trait Sequences {
+    /// Calls `func` (`nextval`, `currval`, `setval`) with `args` (the sequence's
+    /// name first, none of them NULL).
+    fn call(&self, func: crate::expr::Func, args: &[Value]) -> Result<Value>;
 }
 
 /// Whether a consumer wants more batches.
@@ -179,6 +190,13 @@ pub(crate) struct Exec<'a> {
 }
 
 impl SubqueryRunner for Exec<'_> {
+    fn sequence(&self, func: crate::expr::Func, args: &[Value]) -> Result<Value> {
+        match self.ctx.sequences {
+            Some(s) => s.call(func, args),
+            None => Err(Error::internal("no sequences in this context")),
+        }
+    }
+
     fn run(&self, id: usize, kind: &SubqueryKind, correlated: &[Value]) -> Result<SubqueryResult> {
         let sub = self
             .ctx

@@ -91,6 +91,7 @@ fn ctx<'a>(r: &'a dyn beedb_storage::PageRead, subs: &'a [Subplan]) -> ExecConte
         memory_limit: 64 << 20,
         profile: None,
         interrupt: &NEVER,
+        sequences: None,
     }
 }
 

@@ -533,6 +533,9 @@ fn ev_node<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> 
             for a in args {
                 cols.push(ev(a, r, ctx)?);
             }
+            if func.is_sequence() {
+                return sequence_call(*func, &cols, e.ty, n, ctx);
+            }
             super::functions::call(*func, cols, e.ty, n)
         }
         ExprKind::Extract { field, expr } => {
@@ -541,6 +544,21 @@ fn ev_node<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> 
         }
         ExprKind::Subquery(s) => super::subquery::eval_subquery(s, e.ty, r, ctx),
     }
+}
+
+/// A sequence function, called once per row in row order (never once for a batch of
+/// constant arguments: `nextval('s')` gives each row its own value). NULL
+/// arguments give NULL, as PostgreSQL's strict functions.
+fn sequence_call<'a>(func: Func, args: &[Col<'_>], ty: DataType, n: usize, ctx: &EvalContext<'_>) -> Result<Col<'a>> {
+    let mut out = Vector::new(ty, n);
+    let mut values = Vec::with_capacity(args.len());
+    for i in 0..n {
+        values.clear();
+        values.extend(args.iter().map(|c| if c.null_at(i) { Value::Null } else { c.v().value(c.idx(i)) }));
+        let v = if values.iter().any(Value::is_null) { Value::Null } else { ctx.subqueries.sequence(func, &values)? };
+        push_value_as(&mut out, &v)?;
+    }
+    Ok(Col::make(out, false))
 }
 
 pub(super) fn bool_col(vals: Vec<bool>, nulls: Option<Vec<bool>>, konst: bool) -> Col<'static> {

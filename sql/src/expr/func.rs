@@ -57,6 +57,21 @@ pub enum Func {
     NullIf,
     Greatest,
     Least,
+    // sequences (evaluated row by row through `SubqueryRunner::sequence`, never
+    // folded: each call changes or reads the sequence's state)
+    /// `nextval(name)`: the sequence's next value (`bigint`).
+    NextVal,
+    /// `currval(name)`: the value `nextval` last returned in this session.
+    CurrVal,
+    /// `setval(name, value [, is_called])`.
+    SetVal,
+}
+
+impl Func {
+    /// Whether the function reads or changes a sequence (not a pure kernel).
+    pub fn is_sequence(self) -> bool {
+        matches!(self, Func::NextVal | Func::CurrVal | Func::SetVal)
+    }
 }
 
 impl Func {

@@ -297,6 +297,7 @@ impl Expr {
     pub fn is_constant(&self) -> bool {
         match &self.kind {
             ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) => false,
+            ExprKind::Func { func, .. } if func.is_sequence() => false,
             _ => self.children().iter().all(|c| c.is_constant()),
         }
     }
@@ -318,6 +319,14 @@ pub trait SubqueryRunner {
     /// Runs subquery `id` with the given correlated values and returns what `kind`
     /// needs.
     fn run(&self, id: usize, kind: &SubqueryKind, correlated: &[Value]) -> Result<SubqueryResult>;
+
+    /// Calls the sequence function `func` (`nextval`, `currval`, `setval`) for one
+    /// row: `args` are its argument values (the sequence's name first). Only the
+    /// executor, which runs inside a transaction, can; elsewhere it is an error.
+    fn sequence(&self, func: Func, args: &[Value]) -> Result<Value> {
+        let _ = args;
+        Err(crate::error::Error::internal(format!("{func:?} evaluated where no sequence can be reached")))
+    }
 }
 
 /// What evaluation needs besides the batch.

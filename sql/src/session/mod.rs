@@ -62,6 +62,26 @@ pub(crate) struct Shared {
     pub commit_lock: Mutex<()>,
     /// The bee cache: relation bees of every table, one-off query bees.
     pub bees: Arc<BeeCache>,
+    /// Every sequence's value, handed out outside transactions.
+    pub sequences: engine::sequence::SequenceValues,
+}
+
+impl Drop for Shared {
+    /// Writes the sequence values handed out since the last commit (a rolled-back
+    /// INSERT's, a `SELECT nextval(…)`'s), so a reopened database does not hand them
+    /// out again. Best effort: a read-only or failing store keeps its last values.
+    fn drop(&mut self) {
+        if !self.sequences.unwritten() {
+            return;
+        }
+        let catalog = self.catalog.lock().clone();
+        if let Ok(w) = self.store.begin_write() {
+            match self.sequences.save(&w, &catalog) {
+                Ok(Some(changes)) if w.commit().is_ok() => self.sequences.written(changes),
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Database {
@@ -75,6 +95,7 @@ impl Database {
         let path = path.as_ref();
         let (store, _report) = Store::open(path, options.storage)?;
         let catalog = Catalog::load(&store)?;
+        let sequences = engine::sequence::SequenceValues::load(&store)?;
         // Relation bees are made from the catalog's layouts at open: rebuilding them
         // costs microseconds per table, less than loading stored code would.
         let bees = Arc::new(BeeCache::new());
@@ -94,6 +115,7 @@ impl Database {
                 catalog: Mutex::new(Arc::new(catalog)),
                 commit_lock: Mutex::new(()),
                 bees,
+                sequences,
             }),
         })
     }
@@ -106,6 +128,7 @@ impl Database {
             txn: engine::TxnState::default(),
             statements: StatementCache::default(),
             interrupt: InterruptHandle::default(),
+            sequences: Default::default(),
         }
     }
 
@@ -133,6 +156,8 @@ pub struct Connection {
     /// not parsed again.
     statements: StatementCache,
     pub(crate) interrupt: InterruptHandle,
+    /// What `nextval` last returned to this session, by sequence (for `currval`).
+    pub(crate) sequences: Arc<engine::sequence::SessionSequences>,
 }
 
 impl Connection {
