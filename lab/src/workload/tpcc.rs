@@ -387,14 +387,14 @@ fn load(ctx: &Ctx, engine: &mut dyn Engine, data: &Path, kind: EngineKind) -> La
 }
 
 // ---------------------------------------------------------------------------
-// The five transactions (§2.4–§2.8), in SQL every engine accepts: no RETURNING and no
-// SELECT … FOR UPDATE (BeeDB has neither). NewOrder takes D_NEXT_O_ID by updating the
-// district first and reading it back, so under PostgreSQL's READ COMMITTED the row
-// lock orders concurrent NewOrders; the stock update computes the new quantity in SQL.
+// The five transactions (§2.4–§2.8), in SQL every engine accepts: no SELECT … FOR
+// UPDATE (BeeDB has none). NewOrder takes D_NEXT_O_ID with UPDATE … RETURNING, so under
+// PostgreSQL's READ COMMITTED the row lock orders concurrent NewOrders; the stock
+// update computes the new quantity in SQL rather than from a value read before.
 
 const NO_WAREHOUSE: &str = "SELECT w_tax FROM warehouse WHERE w_id = $1";
-const NO_DISTRICT_NEXT: &str = "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2";
-const NO_DISTRICT: &str = "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2";
+const NO_DISTRICT: &str =
+    "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2 RETURNING d_tax, d_next_o_id";
 const NO_CUSTOMER: &str =
     "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3";
 const NO_ORDER: &str = "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) \
@@ -669,7 +669,6 @@ enum Ended {
 
 fn new_order(e: &mut dyn Engine, w: i64, d: i64, c: i64, lines: &[(i64, i64, i64)], all_local: bool) -> LabResult<Ended> {
     let _w_tax = number(one_row(e, NO_WAREHOUSE, &[Param::Int(w)])?.first())?;
-    e.run(NO_DISTRICT_NEXT, &[Param::Int(w), Param::Int(d)])?;
     let district = one_row(e, NO_DISTRICT, &[Param::Int(w), Param::Int(d)])?;
     let o_id = int(district.get(1))? - 1;
     let _customer = one_row(e, NO_CUSTOMER, &[Param::Int(w), Param::Int(d), Param::Int(c)])?;
