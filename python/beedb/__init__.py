@@ -379,7 +379,8 @@ class Cursor:
             self._description = tuple(
                 (name, type_name, None, None, precision, scale, None)
                 for name, type_name, precision, scale in result.columns())
-        elif _first_word(operation) in ("insert", "update", "delete", "merge", "copy"):
+        # A write counts the rows it changed, also when RETURNING makes it a result set.
+        if _first_word(operation) in ("insert", "update", "delete", "merge", "copy"):
             self._rowcount = result.rows_affected
         return self
 

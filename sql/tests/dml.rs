@@ -259,3 +259,35 @@ fn a_prepared_upsert_follows_index_changes() {
     assert_eq!(ints(&upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap()), [[1]]);
     assert_eq!(ints(&upsert.execute(&mut c, &[Value::Text("a".into())]).unwrap()), [[2]]);
 }
+
+#[test]
+fn prepared_update_from_and_delete_using_are_cached_and_change_each_row_once() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER);
+         CREATE TABLE s (id INTEGER, k INTEGER);
+         INSERT INTO t VALUES (1, 0), (2, 0), (3, 0);
+         INSERT INTO s VALUES (1, 1), (2, 1), (2, 2), (3, 2);",
+    )
+    .unwrap();
+    let bump = c.prepare("UPDATE t SET v = t.v + 1 FROM s WHERE s.id = t.id AND s.k >= $1 RETURNING t.id, t.v").unwrap();
+    for round in 1..=3 {
+        // Row 2 joins two rows of s and is still changed once per execution.
+        let mut r = ints(&bump.execute(&mut c, &[Value::Integer(1)]).unwrap());
+        r.sort();
+        assert_eq!(r, [[1, round], [2, round], [3, round]]);
+    }
+    let r = ints(&bump.execute(&mut c, &[Value::Integer(2)]).unwrap());
+    assert_eq!(r.len(), 2);
+    let remove = c.prepare("DELETE FROM t USING s WHERE s.id = t.id AND s.k = $1 RETURNING t.id").unwrap();
+    let mut r = ints(&remove.execute(&mut c, &[Value::Integer(2)]).unwrap());
+    r.sort();
+    assert_eq!(r, [[2], [3]]);
+    assert_eq!(remove.execute(&mut c, &[Value::Integer(2)]).unwrap().rows_affected, 0);
+    assert_eq!(ints(&c.query("SELECT id, v FROM t", &[]).unwrap()), [[1, 3]]);
+    let state = |c: &mut beedb_sql::Connection, sql: &str| c.execute(sql, &[]).unwrap_err().sqlstate;
+    assert_eq!(state(&mut c, "UPDATE t SET v = 1 FROM t"), "42712");
+    assert_eq!(state(&mut c, "DELETE FROM t USING s WHERE id = 1"), "42702");
+    assert_eq!(state(&mut c, "DELETE FROM t USING nope"), "42P01");
+}

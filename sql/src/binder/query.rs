@@ -742,6 +742,18 @@ impl Binder<'_> {
         Ok((p, s))
     }
 
+    /// The target of `UPDATE … FROM` or `DELETE … USING` (`target`, with its scope)
+    /// joined with the other FROM items: an inner join without a condition (the
+    /// statement's WHERE, bound over the returned scope, joins them); the target's
+    /// columns come first.
+    pub fn join_dml_from(&mut self, target: Plan, target_scope: Scope, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
+        let (plan, scope) = self.bind_from(from)?;
+        check_distinct_names(&target_scope, &scope)?;
+        let combined = combine_scopes(&target_scope, &scope, target.schema.len());
+        let (p, _) = join_plans(target, target_scope, plan, scope, JoinKind::Inner, None);
+        Ok((p, combined))
+    }
+
     fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
         crate::stack::guarded(|| self.bind_factor_guarded(f))
     }

@@ -324,15 +324,15 @@ pub fn copy(
         lines.next()?;
     }
     // Defaults for columns not named.
-    let defaults: Vec<Value> = (0..table.columns.len())
-        .map(|c| {
-            if targets.contains(&c) {
-                Ok(Value::Null)
-            } else {
-                super::dml::default_value(ctx, &table, c)
-            }
-        })
-        .collect::<Result<_>>()?;
+    let mut defaults: Vec<Value> = vec![Value::Null; table.columns.len()];
+    // Defaults that number rows (SERIAL, identity), computed for each row.
+    let mut per_row = Vec::new();
+    for c in (0..table.columns.len()).filter(|c| !targets.contains(c)) {
+        match super::dml::RowDefault::of(ctx, &table, c)? {
+            super::dml::RowDefault::Once(v) => defaults[c] = v,
+            numbered => per_row.push((c, numbered)),
+        }
+    }
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
@@ -374,6 +374,9 @@ pub fn copy(
             return Err(context(Error::data("22P04", format!("missing data for column \"{missing}\""))));
         }
         let mut row = defaults.clone();
+        for (c, d) in &per_row {
+            row[*c] = d.next(ctx).map_err(context)?;
+        }
         for (f, &c) in fields.into_iter().zip(&targets) {
             row[c] = match f {
                 None => Value::Null,

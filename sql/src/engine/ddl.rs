@@ -425,6 +425,9 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                     }
                     return Err(Error::semantic("42701", format!("column \"{cname}\" of relation \"{name}\" already exists")));
                 }
+                if serial_type(&column_def.data_type).is_some() {
+                    return Err(Error::not_supported("ADD COLUMN of a SERIAL column is not supported"));
+                }
                 let ty = data_type(&column_def.data_type)?;
                 let mut col = ColumnDef { name: cname.clone(), ty, not_null: false, default: None };
                 for o in &column_def.options {
@@ -438,7 +441,16 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                 // The value existing rows get: the default, evaluated once.
                 let mut t_tmp = (*table).clone();
                 t_tmp.columns.push(col.clone());
-                let fill = super::dml::default_value(ctx, &t_tmp, t_tmp.columns.len() - 1)?;
+                // PostgreSQL numbers existing rows with a DEFAULT that calls nextval;
+                // BeeDB would give them all one value, so it refuses instead.
+                let fill = match super::dml::RowDefault::of(ctx, &t_tmp, t_tmp.columns.len() - 1)? {
+                    super::dml::RowDefault::Once(v) => v,
+                    super::dml::RowDefault::PerRow(_) => {
+                        return Err(Error::not_supported(
+                            "ADD COLUMN with a DEFAULT that calls a sequence function is not supported",
+                        ));
+                    }
+                };
                 if col.not_null && fill.is_null() && table_has_rows(ctx, &table)? {
                     return Err(Error::constraint("23502", format!("column \"{cname}\" of relation \"{name}\" contains null values")));
                 }

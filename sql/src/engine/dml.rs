@@ -67,6 +67,48 @@ pub fn default_value(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<Value>
     Ok(run(ctx, &bq, &[], None)?.pop().and_then(|mut r| r.pop()).unwrap_or(Value::Null))
 }
 
+/// A column's DEFAULT for rows written outside a plan (COPY, ALTER TABLE ADD
+/// COLUMN): a value computed once, or — when it calls a sequence function, as a
+/// SERIAL or identity column's does — an expression computed for every row, so each
+/// row gets its own number.
+pub enum RowDefault {
+    Once(Value),
+    PerRow(Expr),
+}
+
+impl RowDefault {
+    pub fn of(ctx: &Ctx<'_>, table: &TableDef, c: usize) -> Result<RowDefault> {
+        let catalog = ctx.txn.catalog.clone();
+        let mut binder = Binder::new(&catalog, ctx.sql, 0);
+        let e = default_expr(&mut binder, table, c)?;
+        if calls_sequence(&e) {
+            if !binder.take_subqueries().is_empty() {
+                return Err(Error::not_supported("a subquery in a DEFAULT that calls a sequence function"));
+            }
+            return Ok(RowDefault::PerRow(e));
+        }
+        Ok(RowDefault::Once(default_value(ctx, table, c)?))
+    }
+
+    /// The value for the next row.
+    pub fn next(&self, ctx: &Ctx<'_>) -> Result<Value> {
+        match self {
+            RowDefault::Once(v) => Ok(v.clone()),
+            RowDefault::PerRow(e) => {
+                let sequences = ctx.sequences();
+                let runner = super::sequence::SequenceRunner(&sequences);
+                crate::expr::eval_row(e, &[], &crate::expr::EvalContext { params: &[], subqueries: &runner })
+            }
+        }
+    }
+}
+
+/// Whether `e` calls `nextval`, `currval` or `setval`.
+fn calls_sequence(e: &Expr) -> bool {
+    matches!(&e.kind, crate::expr::ExprKind::Func { func, .. } if func.is_sequence())
+        || e.children().into_iter().any(calls_sequence)
+}
+
 fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
 }
@@ -80,6 +122,13 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
         Some(_) => return Err(Error::not_supported("ON DUPLICATE KEY UPDATE is not supported (use ON CONFLICT)")),
     };
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if ins.or.is_some() || ins.replace_into {
+        return Err(Error::not_supported("INSERT OR … / REPLACE INTO is not supported (use ON CONFLICT)"));
+    }
+    if ins.ignore || !ins.assignments.is_empty() || ins.output.is_some() || ins.overwrite || ins.partitioned.is_some() {
+        return Err(Error::not_supported("this form of INSERT is not supported"));
+    }
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(Error::not_supported("INSERT into a table function"));
     };
@@ -449,13 +498,25 @@ type Returning = (Vec<Expr>, Vec<OutputColumn>);
 /// (so a subquery in RETURNING sees the database as the statement started, as in
 /// PostgreSQL); and the result columns they make.
 fn with_returning(plan: Plan, width: usize, returning: Option<Returning>) -> (Plan, Option<Vec<OutputColumn>>) {
+    let keep = plan.schema.len();
+    with_returning_after(plan, width, keep, returning)
+}
+
+/// [`with_returning`] keeping only the plan's first `keep` columns before the
+/// RETURNING values (the FROM items' columns RETURNING read are dropped).
+fn with_returning_after(
+    plan: Plan,
+    width: usize,
+    keep: usize,
+    returning: Option<Returning>,
+) -> (Plan, Option<Vec<OutputColumn>>) {
     let Some((exprs, columns)) = returning else {
         return (plan, None);
     };
-    let mut all: Vec<Expr> = plan.schema.iter().enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
+    let mut all: Vec<Expr> = plan.schema.iter().take(keep).enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
     debug_assert!(all.len() >= width);
     all.extend(exprs);
-    let mut schema = plan.schema.clone();
+    let mut schema = plan.schema[..keep].to_vec();
     schema.extend(columns.iter().cloned());
     (Plan::new(Node::Project { input: Box::new(plan), exprs: all }, schema), Some(columns))
 }
@@ -501,13 +562,15 @@ pub fn affected(tag: String, n: usize) -> QueryResult {
     r
 }
 
-/// A scan of every column of `table` plus the tuple id, filtered by `selection`,
-/// with the table's scope (for binding SET and WHERE).
+/// A scan of every column of `table` plus the tuple id, joined with the `from`
+/// items (`UPDATE … FROM`, `DELETE … USING`; their columns follow the tuple id) and
+/// filtered by `selection`, with the scope SET, WHERE and RETURNING are bound in.
 fn target_scan(
     binder: &mut Binder<'_>,
     table: &Arc<TableDef>,
     alias: Option<&ast::TableAlias>,
     selection: Option<&ast::Expr>,
+    from: &[ast::TableWithJoins],
 ) -> Result<(Plan, Scope)> {
     let cols: Vec<(String, DataType)> = table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
     let qual = alias.map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
@@ -517,30 +580,42 @@ fn target_scan(
         name: "tid".into(),
         ty: DataType::BigInt,
     });
-    let filter = match selection {
-        Some(e) => {
-            let b = binder.bind_scalar_over(scope.clone(), e, "WHERE")?;
-            if b.ty != DataType::Boolean {
-                return Err(Error::datatype_mismatch(format!(
-                    "argument of WHERE must be type boolean, not type {}",
-                    b.ty
-                )));
-            }
-            Some(b)
-        }
-        None => None,
+    let scan = |filter: Option<Expr>| {
+        Plan::new(
+            Node::TableScan {
+                table: table.clone(),
+                columns: (0..table.columns.len()).collect(),
+                filter,
+                access: Access::Heap,
+                with_tid: true,
+                bees: None,
+            },
+            schema.clone(),
+        )
     };
-    let plan = Plan::new(
-        Node::TableScan {
-            table: table.clone(),
-            columns: (0..table.columns.len()).collect(),
-            filter,
-            access: Access::Heap,
-            with_tid: true,
-            bees: None,
-        },
-        schema,
-    );
+    let bind_where = |binder: &mut Binder<'_>, scope: &Scope| -> Result<Option<Expr>> {
+        let Some(e) = selection else { return Ok(None) };
+        let b = binder.bind_scalar_over(scope.clone(), e, "WHERE")?;
+        if b.ty != DataType::Boolean {
+            return Err(Error::datatype_mismatch(format!(
+                "argument of WHERE must be type boolean, not type {}",
+                b.ty
+            )));
+        }
+        Ok(Some(b))
+    };
+    if from.is_empty() {
+        let filter = bind_where(binder, &scope)?;
+        return Ok((scan(filter), scope));
+    }
+    let (joined, scope) = binder.join_dml_from(scan(None), scope, from)?;
+    let plan = match bind_where(binder, &scope)? {
+        None => joined,
+        Some(predicate) => {
+            let schema = joined.schema.clone();
+            Plan::new(Node::Filter { input: Box::new(joined), predicate }, schema)
+        }
+    };
     Ok((plan, scope))
 }
 
@@ -555,8 +630,15 @@ fn single_table(t: &ast::TableWithJoins) -> Result<(&ast::ObjectName, Option<&as
 }
 
 pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
-    if u.from.is_some() {
-        return Err(Error::not_supported("UPDATE … FROM"));
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if u.or.is_some() {
+        return Err(Error::not_supported("UPDATE OR … is not supported"));
+    }
+    if !u.order_by.is_empty() || u.limit.is_some() {
+        return Err(Error::not_supported("UPDATE … ORDER BY / LIMIT is not supported"));
+    }
+    if u.output.is_some() {
+        return Err(Error::not_supported("UPDATE … OUTPUT is not supported (use RETURNING)"));
     }
     let (table, bq, params) = match cached_write(ctx) {
         Some(cached) => cached,
@@ -578,12 +660,18 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let returning_at = 2 * n + 1;
     let mut staged = Vec::with_capacity(rows.len());
     let mut returned = Vec::new();
+    // With FROM a target row may join several rows; as in PostgreSQL it is updated
+    // once, with the first.
+    let mut seen: HashSet<i64> = HashSet::new();
     for mut row in rows {
         let Value::BigInt(t) = row[n] else {
             return Err(Error::internal("UPDATE lost a tuple id"));
         };
+        if u.from.is_some() && !seen.insert(t) {
+            continue;
+        }
         returned.push(row.split_off(returning_at));
-        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..].to_vec()));
+        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..2 * n + 1].to_vec()));
     }
     let count = staged.len();
     // Uniqueness is checked row by row, as PostgreSQL does.
@@ -639,12 +727,22 @@ fn update_plan(
     u: &ast::Update,
     identity_always: &[usize],
 ) -> Result<Plan> {
-    let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref())?;
+    let from: &[ast::TableWithJoins] = match &u.from {
+        None => &[],
+        Some(ast::UpdateTableFromKind::AfterSet(f) | ast::UpdateTableFromKind::BeforeSet(f)) => f,
+    };
+    let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref(), from)?;
+    let n = table.columns.len();
+    // RETURNING sees the new values (the update's first n columns) and the FROM
+    // items' columns, which the update passes on after the old values.
+    let mut returning_scope = scope.clone();
+    for c in returning_scope.columns.iter_mut().skip(n) {
+        c.expr = crate::binder::query_util::shift_columns(&c.expr, n);
+    }
     let returning = match &u.returning {
-        Some(items) => Some(binder.bind_returning(scope.clone(), items)?),
+        Some(items) => Some(binder.bind_returning(returning_scope, items)?),
         None => None,
     };
-    let n = table.columns.len();
     // New values: assignments over the old row; then the tuple id and the old row.
     let mut new: Vec<Option<Expr>> = vec![None; n];
     for a in &u.assignments {
@@ -688,14 +786,25 @@ fn update_plan(
     let mut schema = table_schema(table);
     schema.push(OutputColumn { name: "tid".into(), ty: DataType::BigInt });
     schema.extend(table_schema(table));
+    // The FROM items' columns, for RETURNING.
+    for (i, c) in scan.schema.iter().enumerate().skip(n + 1) {
+        exprs.push(Expr::column(i, c.ty));
+        schema.push(c.clone());
+    }
     let plan = Plan::new(Node::Project { input: Box::new(scan), exprs }, schema);
-    // RETURNING sees the new values: the plan's first n columns, as its scope says.
-    Ok(with_returning(plan, n, returning).0)
+    Ok(with_returning_after(plan, n, 2 * n + 1, returning).0)
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
-    if d.using.is_some() || !d.tables.is_empty() {
-        return Err(Error::not_supported("DELETE … USING"));
+    if !d.tables.is_empty() {
+        return Err(Error::not_supported("DELETE of several tables"));
+    }
+    // Other dialects' clauses sqlparser reads: refused, never ignored.
+    if !d.order_by.is_empty() || d.limit.is_some() {
+        return Err(Error::not_supported("DELETE … ORDER BY / LIMIT is not supported"));
+    }
+    if d.output.is_some() {
+        return Err(Error::not_supported("DELETE … OUTPUT is not supported (use RETURNING)"));
     }
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
@@ -710,18 +819,24 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             let table = binder.table(name)?;
-            let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref())?;
+            let using = d.using.as_deref().unwrap_or(&[]);
+            let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref(), using)?;
             let returning = match &d.returning {
                 Some(items) => Some(binder.bind_returning(scope, items)?),
                 None => None,
             };
             let n = table.columns.len();
-            let (plan, _) = with_returning(scan, n, returning);
+            let (plan, _) = with_returning_after(scan, n, n + 1, returning);
             plan_write(ctx, binder, table, plan)?
         }
     };
-    let rows = run(ctx, &bq, &params, None)?;
+    let mut rows = run(ctx, &bq, &params, None)?;
     let n = table.columns.len();
+    if d.using.is_some() {
+        // A target row joining several USING rows is deleted (and returned) once.
+        let mut seen: HashSet<i64> = HashSet::new();
+        rows.retain(|row| !matches!(row[n], Value::BigInt(t) if !seen.insert(t)));
+    }
     let w = ctx.txn.writer()?;
     for (i, row) in rows.iter().enumerate() {
         if i % CHECK_EVERY == 0 {

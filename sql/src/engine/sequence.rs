@@ -14,8 +14,8 @@
 //! commit may be handed out again, which PostgreSQL also allows for values that
 //! were never logged.
 //!
-//! `currval` is per session: the value `nextval` last returned to the connection
-//! ([`SessionSequences`]), 55000 before the first.
+//! `currval` is per session: the value `nextval` last returned to the connection,
+//! or `setval` set ([`SessionSequences`]), 55000 before the first.
 
 use std::collections::HashMap;
 
@@ -263,10 +263,28 @@ impl crate::exec::Sequences for SequenceAccess<'_> {
                 };
                 let called = !matches!(args.get(2), Some(Value::Boolean(false)));
                 let v = self.values.set(q, *v, called)?;
+                // As in PostgreSQL, a value set as handed out is the session's currval.
+                if called {
+                    self.session.lock().insert(q.id, v);
+                }
                 Ok(Value::BigInt(v))
             }
             other => Err(Error::internal(format!("{other:?} is not a sequence function"))),
         }
+    }
+}
+
+/// Sequence calls in an expression evaluated outside a plan (`eval_row` over a
+/// column DEFAULT in COPY); such an expression holds no subquery.
+pub struct SequenceRunner<'a>(pub &'a SequenceAccess<'a>);
+
+impl crate::expr::SubqueryRunner for SequenceRunner<'_> {
+    fn run(&self, _: usize, _: &crate::expr::SubqueryKind, _: &[Value]) -> Result<crate::expr::SubqueryResult> {
+        Err(Error::internal("a subquery evaluated outside a plan"))
+    }
+
+    fn sequence(&self, func: Func, args: &[Value]) -> Result<Value> {
+        crate::exec::Sequences::call(self.0, func, args)
     }
 }
 
