@@ -2,5 +2,6 @@
 
 pub mod load;
 pub mod tp1;
+pub mod tpcc;
 pub mod tpch;
 pub mod wisconsin;
