@@ -9,7 +9,7 @@ use crate::bench::Ctx;
 use crate::engine::{Durability, EngineKind, Peers};
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::workload::{load, tp1, tpch, wisconsin};
+use crate::workload::{load, tp1, tpcc, tpch, wisconsin};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -24,6 +24,8 @@ pub enum Workload {
     /// The SQPyte micro-benchmarks through Python's DB-API modules (beedb, sqlite3,
     /// duckdb) on TPC-H data at --sf.
     Python,
+    /// TPC-C: the five transactions in the standard mix, tpmC, consistency checked.
+    Tpcc,
     /// A tour of a few minutes through all of them at small sizes.
     Quick,
 }
@@ -64,19 +66,25 @@ pub struct Args {
     /// Wisconsin: rows of tenk1 and tenk2 (onek and bprime have n/10).
     #[arg(long, default_value_t = 10_000)]
     pub n: usize,
-    /// TP1: client counts to run, comma-separated [default: 1 and the number of cores].
+    /// TP1, TPC-C: client counts to run, comma-separated [default: TP1 1 and the
+    /// number of cores, TPC-C 1].
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<usize>>,
     /// TP1: configurations, comma-separated: tpcb (TPC-B sizes at --scale), study.
     #[arg(long, value_delimiter = ',', default_value = "tpcb,study")]
     pub configs: Vec<String>,
-    /// TP1: TPC-B scale (1 = 1 branch, 10 tellers, 100,000 accounts).
+    /// TP1: TPC-B scale (1 = 1 branch, 10 tellers, 100,000 accounts). TPC-C: shrinks
+    /// items, stock, customers and orders by this factor — for tests only, not TPC-C
+    /// compliant (1 = the specification's population).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// TP1: synchronous modes, comma-separated.
+    /// TPC-C: warehouses (each 10 districts, 30,000 customers, 100,000 stock rows).
+    #[arg(long, default_value_t = 1)]
+    pub warehouses: usize,
+    /// TP1, TPC-C: synchronous modes, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "full,normal")]
     pub sync: Vec<Sync>,
-    /// TP1: measured seconds per run.
+    /// TP1, TPC-C: measured seconds per run.
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
     /// Load, TPC-H, Python: TPC-H scale factor.
@@ -268,6 +276,30 @@ pub fn run(args: &Args) -> Result<bool, String> {
             ctx.runs = args.runs.unwrap_or(3);
             let options = tp1_options(args.seconds, shapes()?)?;
             reports.push(tp1::run(&mut ctx, &options));
+        }
+        Workload::Tpcc => {
+            if args.seconds <= 0.0 {
+                return Err("--seconds must be positive".into());
+            }
+            if args.warehouses == 0 {
+                return Err("--warehouses must be at least 1".into());
+            }
+            if !(args.scale > 0.0 && args.scale <= 1.0) {
+                return Err("--scale for TPC-C shrinks the population for tests: a number in (0, 1]".into());
+            }
+            // One measured run of --seconds by default: a TPC-C run is long already.
+            ctx.runs = args.runs.unwrap_or(1);
+            let base = tp1_options(args.seconds, Vec::new())?;
+            let clients = if args.clients.is_some() { base.clients } else { vec![1] };
+            let options = tpcc::Options {
+                warehouses: args.warehouses,
+                scale: args.scale,
+                clients,
+                durabilities: base.durabilities,
+                seconds: args.seconds,
+                seed: args.seed,
+            };
+            reports.push(tpcc::run(&mut ctx, &options));
         }
         Workload::Load => {
             if args.sf <= 0.0 {

@@ -28,7 +28,7 @@ pub struct Measurement {
     pub engine: String,
     /// The median of `runs`.
     pub value: f64,
-    /// `ms` (lower is better), `s` (lower), `tps` (higher), `bytes` (lower).
+    /// `ms` (lower is better), `s` (lower), `tps` (higher), `tpmC` (higher), `bytes` (lower).
     pub unit: String,
     /// The engine's answer equalled every other engine's (or the known answer).
     pub verified: bool,
@@ -63,7 +63,7 @@ pub struct Report {
 
 /// Whether a larger value of `unit` is better.
 pub fn higher_is_better(unit: &str) -> bool {
-    unit == "tps"
+    matches!(unit, "tps" | "tpmC")
 }
 
 impl Report {
@@ -113,6 +113,7 @@ impl Report {
                 "ms" => "median milliseconds (lower is better)",
                 "s" => "median seconds (lower is better)",
                 "tps" => "median transactions per second (higher is better)",
+                "tpmC" => "median NewOrder transactions per minute (higher is better)",
                 "bytes" => "bytes on disk (lower is better)",
                 _ => "",
             };

@@ -60,6 +60,33 @@ fn tp1_keeps_the_balance_invariant_with_two_clients() {
     }
 }
 
+/// TPC-C at a test size (`--scale` shrinks items and customers; not TPC-C compliant):
+/// one warehouse, two clients, a second per run; every engine keeps the consistency
+/// conditions (a broken one fails the run).
+#[test]
+fn tpcc_keeps_the_consistency_conditions() {
+    let out = tempfile::tempdir().unwrap();
+    let ok = run(&args(
+        &["tpcc", "--warehouses", "1", "--scale", "0.01", "--seconds", "1", "--clients", "2", "--sync", "normal"],
+        out.path(),
+    ))
+    .unwrap();
+    assert!(ok, "the consistency conditions hold on every engine");
+    let json = saved_json(out.path(), "tpcc");
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2 * 3, "{json}");
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["item"], "w1 sync=normal clients=2");
+    }
+    let units: Vec<&str> = results.iter().map(|r| r["unit"].as_str().unwrap()).collect();
+    assert!(units.contains(&"tpmC") && units.contains(&"tps"), "{units:?}");
+    let notes = json["notes"].as_array().unwrap();
+    let held = notes.iter().filter(|n| n.as_str().unwrap().contains("consistency conditions 1–4 hold")).count();
+    assert_eq!(held, 3, "{notes:?}");
+}
+
 #[test]
 fn load_copies_every_tpch_table_and_measures_bytes() {
     let out = tempfile::tempdir().unwrap();
@@ -125,6 +152,8 @@ fn bad_arguments_are_errors_not_panics() {
     let out = tempfile::tempdir().unwrap();
     assert!(run(&args(&["wisconsin", "--n", "10"], out.path())).is_err());
     assert!(run(&args(&["tp1", "--configs", "nope"], out.path())).is_err());
+    assert!(run(&args(&["tpcc", "--warehouses", "0"], out.path())).is_err());
+    assert!(run(&args(&["tpcc", "--scale", "2"], out.path())).is_err());
     assert!(Args::try_parse_from(["beedb bench", "nosuchworkload"]).is_err());
     assert!(run(&args(&["tpch", "--queries", "23"], out.path())).unwrap_err().contains("no TPC-H query 23"));
     assert!(run(&args(&["tpch", "--threads", "0"], out.path())).is_err());

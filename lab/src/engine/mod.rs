@@ -186,7 +186,7 @@ pub trait Engine: Send {
     /// Sets how durable commits are for this connection.
     fn set_durability(&mut self, durability: Durability) -> LabResult<()>;
 
-    /// Loads a `|`-delimited text file (no header, no trailing delimiter, no NULLs)
+    /// Loads a `|`-delimited text file (no header, no trailing delimiter, `\N` for NULL)
     /// into an existing table the way a user of the engine bulk-loads: COPY where the
     /// engine has it, prepared INSERTs in one transaction for SQLite. Returns rows.
     fn bulk_load(&mut self, table: &str, file: &Path) -> LabResult<u64>;

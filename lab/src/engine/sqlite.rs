@@ -201,10 +201,12 @@ impl Engine for SqliteEngine {
                         tx.prepare_cached(&format!("INSERT INTO {table} VALUES ({marks})")).map_err(error)?,
                     );
                 }
+                // `\N` is NULL, as in PostgreSQL's COPY text format.
+                let values = fields.iter().map(|f| if *f == "\\N" { None } else { Some(*f) });
                 insert
                     .as_mut()
                     .expect("prepared above")
-                    .execute(rusqlite::params_from_iter(fields.iter()))
+                    .execute(rusqlite::params_from_iter(values))
                     .map_err(error)?;
                 rows += 1;
             }

@@ -3,5 +3,6 @@
 pub mod load;
 pub mod python;
 pub mod tp1;
+pub mod tpcc;
 pub mod tpch;
 pub mod wisconsin;

@@ -379,6 +379,13 @@ impl<'a> Binder<'a> {
         if b.ty == ty && !matches!(ty, DataType::Char(_) | DataType::Varchar(Some(_)) | DataType::Decimal { precision: Some(_), .. }) {
             return Ok(b);
         }
+        // A column's values already fit its declared length or scale, so a cast to
+        // that very type is a no-op; left in place, it would hide the column from
+        // the index access rule (`c_last = $1` on a varchar(16) column read the
+        // whole table instead of its index).
+        if b.ty == ty && matches!(b.kind, ExprKind::Column(_)) {
+            return Ok(b);
+        }
         if let ExprKind::Param(i) = b.kind
             && i < self.param_count && self.param_types[i].is_none() {
                 self.param_types[i] = Some(ty);
