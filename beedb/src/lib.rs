@@ -4,7 +4,9 @@
 //! else — the shell, the lab and the test runners are in `beedb-cli`, so embedding BeeDB
 //! compiles only the engine.
 
+pub use beedb_sql::parser::parse_data_type;
 pub use beedb_sql::{
-    Column, Connection, DataType, Database, DatabaseOptions, Error, ErrorKind, FromValue,
-    InterruptHandle, QueryResult, Result, Row, Settings, Statement, Value, types,
+    AggregateFunction, AggregateState, Column, Connection, DataType, Database, DatabaseOptions,
+    Error, ErrorKind, FromValue, InterruptHandle, QueryResult, Result, Row, ScalarFunction,
+    Settings, Statement, Value, types,
 };

@@ -21,6 +21,9 @@ pub enum Workload {
     Load,
     /// The 22 TPC-H queries on data loaded into every engine, answers verified.
     Tpch,
+    /// The SQPyte micro-benchmarks through Python's DB-API modules (beedb, sqlite3,
+    /// duckdb) on TPC-H data at --sf.
+    Python,
     /// TPC-C: the five transactions in the standard mix, tpmC, consistency checked.
     Tpcc,
     /// A tour of a few minutes through all of them at small sizes.
@@ -84,7 +87,7 @@ pub struct Args {
     /// TP1, TPC-C: measured seconds per run.
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
-    /// Load, TPC-H: TPC-H scale factor.
+    /// Load, TPC-H, Python: TPC-H scale factor.
     #[arg(long, default_value_t = 1.0)]
     pub sf: f64,
     /// TPC-H: queries to run, comma-separated numbers (e.g. 1,3,6) [default: all 22].
@@ -157,7 +160,12 @@ fn engines(args: &Args) -> Result<(Vec<EngineKind>, bool), String> {
 
 /// Runs the workload; `Ok(false)` if something did not verify or failed.
 pub fn run(args: &Args) -> Result<bool, String> {
-    let (wanted, explicit) = engines(args)?;
+    // The Python workload names Python modules (sqlite3), not the lab's engines.
+    let (wanted, explicit) = if args.workload == Workload::Python {
+        (Vec::new(), false)
+    } else {
+        engines(args)?
+    };
     if args.n < 100 {
         return Err("--n must be at least 100".into());
     }
@@ -304,6 +312,32 @@ pub fn run(args: &Args) -> Result<bool, String> {
             let options = tpch_options(args.sf)?;
             ctx.runs = args.runs.unwrap_or(3);
             reports.push(tpch::run(&mut ctx, &options));
+        }
+        Workload::Python => {
+            if args.sf <= 0.0 {
+                return Err("--sf must be positive".into());
+            }
+            ctx.runs = args.runs.unwrap_or(3);
+            // The Python modules' names: beedb, beedb-generic, sqlite3, duckdb.
+            let names: Vec<String> = match &args.engines {
+                None => vec![
+                    "beedb".into(),
+                    "beedb-generic".into(),
+                    "sqlite3".into(),
+                    "duckdb".into(),
+                ],
+                Some(list) => list
+                    .iter()
+                    .map(|n| {
+                        if n == "sqlite" {
+                            "sqlite3".to_string()
+                        } else {
+                            n.clone()
+                        }
+                    })
+                    .collect(),
+            };
+            return crate::workload::python::run(&mut ctx, args.sf, &names, &args.out);
         }
         Workload::Quick => {
             // Small sizes: Wisconsin at N = 10,000, TP1 at a tenth of TPC-B's scale

@@ -13,6 +13,8 @@ the Rust extension `beedb._beedb` (see python/README.md).
 """
 
 import datetime as _datetime
+import decimal as _decimal
+import functools as _functools
 import threading as _threading
 import time as _time
 
@@ -104,6 +106,8 @@ _BY_SQLSTATE_CLASS = {
     "34": ProgrammingError,    # invalid cursor name
     "3D": ProgrammingError,    # invalid catalog name
     "3F": ProgrammingError,    # invalid schema name
+    "38": OperationalError,    # external routine exception (a Python function raised)
+    "39": OperationalError,    # external routine invocation (it returned what SQL cannot hold)
     "40": OperationalError,    # transaction rollback (serialization failure)
     "42": ProgrammingError,    # syntax error or access rule violation
     "53": OperationalError,    # insufficient resources
@@ -186,6 +190,7 @@ _IMPLICIT_BEGIN = frozenset(
     ("insert", "update", "delete", "merge", "copy", "create", "drop", "alter", "truncate"))
 
 
+@_functools.lru_cache(maxsize=512)
 def _first_word(sql):
     i, n = 0, len(sql)
     while i < n:
@@ -257,7 +262,7 @@ class Connection:
                 self._raw.execute("BEGIN", ())
             return self._raw.execute(sql, params)
         except _beedb.RawError as e:
-            raise _translate(e, sql) from None
+            raise _translate(e, sql) from e.__cause__
         except UnicodeEncodeError as e:
             raise DataError(f"invalid byte sequence for encoding \"UTF8\": {e}", "22021") from None
 
@@ -271,7 +276,7 @@ class Connection:
                 self._raw.execute("BEGIN", ())
             return self._raw.executemany(sql, seq)
         except _beedb.RawError as e:
-            raise _translate(e, sql) from None
+            raise _translate(e, sql) from e.__cause__
 
     def interrupt(self):
         """Stops the statement this connection is running, from any thread (as
@@ -309,6 +314,45 @@ class Connection:
     def closed(self):
         return self._raw.is_closed()
 
+    # -- functions from Python
+    def create_function(self, name, narg, func, *, deterministic=False, returns=None,
+                        vectorized=False):
+        """Makes `func` callable from this connection's SQL as `name` with `narg`
+        arguments (-1: any number), as sqlite3's create_function; `func=None` removes
+        it. NULL arrives as None. The result's SQL type is `returns` (an SQL type name
+        such as "bigint" or "numeric(10,2)", or a Python type: int, float, str, bool,
+        Decimal, date, datetime, timedelta), else func's return annotation, else the
+        type of its first argument (text without arguments).
+
+        vectorized=True: func is called once per batch of up to 1,024 rows with one
+        list per argument (NumPy arrays instead if `vectorized="numpy"`) and returns
+        a sequence of as many results. An exception in func fails the statement with
+        OperationalError (SQLSTATE 38000) whose __cause__ is the exception.
+        `deterministic` is accepted for sqlite3 compatibility (BeeDB never folds a
+        Python function's calls)."""
+        self._check()
+        if vectorized == "numpy":
+            func = _numpy_vectorized(func)
+        sql_type = _sql_type(returns, func, "return") if func is not None else None
+        try:
+            self._raw.create_function(name, narg, func, sql_type, bool(vectorized))
+        except _beedb.RawError as e:
+            raise _translate(e) from None
+
+    def create_aggregate(self, name, n_arg, aggregate_class, *, returns=None):
+        """Makes `aggregate_class` an SQL aggregate `name` with `n_arg` arguments, as
+        sqlite3's create_aggregate: one instance per group, `step(*args)` per row,
+        `finalize()` for the result. The result type is `returns`, else finalize's
+        return annotation, else the first argument's type."""
+        self._check()
+        sql_type = None
+        if aggregate_class is not None:
+            sql_type = _sql_type(returns, getattr(aggregate_class, "finalize", None), "return")
+        try:
+            self._raw.create_aggregate(name, n_arg, aggregate_class, sql_type)
+        except _beedb.RawError as e:
+            raise _translate(e) from None
+
     # sqlite3's shortcuts: a new cursor per call.
     def execute(self, sql, parameters=()):
         return self.cursor().execute(sql, parameters)
@@ -329,10 +373,108 @@ class Connection:
         return False
 
 
-# ---- cursors -----------------------------------------------------------------------
+_PY_TO_SQL = {
+    int: "bigint", float: "double precision", str: "text", bool: "boolean",
+    _decimal.Decimal: "numeric", _datetime.date: "date", _datetime.datetime: "timestamp",
+    _datetime.timedelta: "interval",
+}
 
-# Rows converted to Python per call into the engine when fetching one at a time.
-_BATCH = 256
+
+def _sql_type(returns, func, _key):
+    """The SQL type name for a function's declared result (None: undeclared)."""
+    if returns is None and func is not None:
+        try:
+            returns = func.__annotations__.get("return")
+        except AttributeError:
+            returns = None
+        if returns is not None and returns not in _PY_TO_SQL and not isinstance(returns, str):
+            returns = None  # an annotation BeeDB has no type for: undeclared
+    if returns is None:
+        return None
+    if isinstance(returns, str):
+        return returns
+    try:
+        return _PY_TO_SQL[returns]
+    except (KeyError, TypeError):
+        raise ProgrammingError(f"no SQL type for the Python type {returns!r}") from None
+
+
+_NUMPY_DTYPES = {"bool": "bool", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+                 "float32": "<f4", "float64": "<f8", "date32": "datetime64[D]",
+                 "timestamp_us": "datetime64[us]"}
+
+
+def _numpy_column(np, col):
+    kind, n = col["kind"], col["len"]
+    if kind in _NUMPY_DTYPES:
+        dtype = _NUMPY_DTYPES[kind]
+        raw = {"date32": "<i4", "timestamp_us": "<i8"}.get(kind, dtype)
+        arr = np.frombuffer(col["data"], dtype=raw)
+        if raw != dtype:
+            arr = arr.astype(dtype)
+    elif kind == "decimal128":
+        arr = np.frombuffer(col["float64"], dtype="<f8")
+    elif kind == "utf8":
+        offsets = np.frombuffer(col["offsets"], dtype="<i8")
+        data = col["data"]
+        arr = np.empty(n, dtype=object)
+        for i in range(n):
+            arr[i] = data[offsets[i]:offsets[i + 1]].decode("utf-8")
+    elif kind == "interval":
+        micros = [None if v is None else (v[0] * 30 + v[1]) * 86_400_000_000 + v[2]
+                  for v in col["values"]]
+        arr = np.array([0 if m is None else m for m in micros], dtype="<i8").astype("timedelta64[us]")
+    else:
+        raise InternalError(f"unknown column kind {kind}")
+    if col["nulls"] is not None:
+        mask = np.frombuffer(col["nulls"], dtype=np.bool_)
+        if arr.dtype == object:
+            arr[mask] = None
+        return np.ma.masked_array(arr, mask=mask)
+    return arr
+
+
+def _arrow_column(pa, col):
+    kind, n = col["kind"], col["len"]
+    valid = None if col["valid"] is None else pa.py_buffer(col["valid"])
+    if kind == "interval":
+        values = [None if v is None else pa.MonthDayNano([v[0], v[1], v[2] * 1000])
+                  for v in col["values"]]
+        return pa.array(values, type=pa.month_day_nano_interval())
+    if kind == "bool":
+        # Arrow packs booleans into bits.
+        data = col["data"]
+        packed = bytearray((n + 7) // 8)
+        for i in range(n):
+            if data[i]:
+                packed[i >> 3] |= 1 << (i & 7)
+        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bytes(packed))])
+    if kind == "utf8":
+        return pa.Array.from_buffers(pa.large_string(), n,
+                                     [valid, pa.py_buffer(col["offsets"]), pa.py_buffer(col["data"])])
+    types = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+             "float32": pa.float32(), "float64": pa.float64(), "date32": pa.date32(),
+             "timestamp_us": pa.timestamp("us")}
+    if kind == "decimal128":
+        typ = pa.decimal128(col["precision"], col["scale"])
+    else:
+        typ = types[kind]
+    return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(col["data"])])
+
+
+def _numpy_vectorized(func):
+    import numpy
+    def call(*columns):
+        return func(*(numpy.asarray(c) if None not in c else numpy.asarray(c, dtype=object)
+                      for c in columns)).tolist()
+    try:
+        call.__annotations__ = dict(func.__annotations__)
+    except AttributeError:
+        pass
+    return call
+
+
+# ---- cursors -----------------------------------------------------------------------
 
 
 class Cursor:
@@ -410,16 +552,16 @@ class Cursor:
 
     def fetchone(self):
         self._require_result()
-        if self._pos >= len(self._buffer):
-            if self._result is None:
-                return None
-            self._buffer = self._more(_BATCH)
-            self._pos = 0
-            if not self._buffer:
-                return None
-        row = self._buffer[self._pos]
-        self._pos += 1
-        return row
+        if self._pos < len(self._buffer):
+            row = self._buffer[self._pos]
+            self._pos += 1
+            return row
+        if self._result is None:
+            return None
+        try:
+            return self._result.fetchone()
+        except _beedb.RawError as e:
+            raise _translate(e) from None
 
     def fetchmany(self, size=None):
         self._require_result()
@@ -443,7 +585,48 @@ class Cursor:
                 rows.extend(more)
         return rows
 
+    # -- the batch path: whole columns, no Python object per value
+    def _take_columns(self):
+        self._require_result()
+        if self._pos < len(self._buffer):
+            raise ProgrammingError("fetch rows one at a time or as columns, not both")
+        if self._result is None:
+            return []
+        try:
+            return self._result.take_columns()
+        except _beedb.RawError as e:
+            raise _translate(e) from None
+
+    def fetchnumpy(self):
+        """The remaining rows as {column name: NumPy array}, as DuckDB's fetchnumpy:
+        numbers as their dtype (numeric as float64), date/timestamp as
+        datetime64[D]/[us], interval as timedelta64[us] (a month = 30 days), text as
+        object arrays; a column with NULLs is a numpy.ma masked array."""
+        import numpy as np
+        out = {}
+        for col in self._take_columns():
+            out[col["name"]] = _numpy_column(np, col)
+        return out
+
+    def fetch_arrow_table(self):
+        """The remaining rows as a pyarrow.Table: the columns' buffers are handed to
+        Arrow as they are (numeric as decimal128 with the column's precision and
+        scale, date as date32, timestamp as timestamp[us], text as large_string,
+        interval as month_day_nano_interval)."""
+        import pyarrow as pa
+        cols = self._take_columns()
+        if not cols and self._description:
+            cols = []
+        arrays = [_arrow_column(pa, c) for c in cols]
+        return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
+
     def __iter__(self):
+        # Rows come straight from the Rust result (one call per row, no Python frame),
+        # after any rows fetchmany left buffered.
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        if self._result is not None and self._pos >= len(self._buffer):
+            return self._result
         return self
 
     def __next__(self):

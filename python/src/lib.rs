@@ -9,10 +9,13 @@
 //! the cursor fetches them. A connection's engine session sits behind a mutex, so one
 //! connection can be shared by threads: their statements take turns.
 
+mod batch;
 mod convert;
+mod udf;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use beedb::{Column, Database, Value};
@@ -50,6 +53,46 @@ struct RawConnection {
     /// Stops the running statement; taken at connect so `interrupt()` needs no lock
     /// (the running statement holds it).
     interrupt: beedb::InterruptHandle,
+    /// The thread running a statement on this connection (see [`thread_token`]), 0
+    /// when none: a function called by that statement that uses the connection
+    /// again gets an error instead of waiting for itself forever.
+    running_on: Arc<AtomicU64>,
+}
+
+/// A number naming the current thread (never 0).
+fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
+}
+
+/// Marks the connection busy on this thread while a statement runs.
+struct Running<'a>(&'a AtomicU64);
+
+impl<'a> Running<'a> {
+    fn start(flag: &'a AtomicU64) -> Running<'a> {
+        flag.store(thread_token(), Ordering::SeqCst);
+        Running(flag)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+}
+
+/// A statement run by a function that the same connection's statement is calling.
+fn reentered() -> PyErr {
+    boundary_error(
+        "ProgrammingError",
+        "",
+        "a function called by a statement cannot use the connection running that statement \
+         (use another connection)"
+            .into(),
+    )
 }
 
 /// The database files this process has open, with the number of Python connections
@@ -127,25 +170,107 @@ impl RawConnection {
             interrupt: conn.interrupt_handle(),
             session: Arc::new(Mutex::new(Some(conn))),
             file,
+            running_on: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Fails when called from a function the connection's running statement called.
+    fn check_reentry(&self) -> PyResult<()> {
+        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+            return Err(reentered());
+        }
+        Ok(())
+    }
+
+    /// Registers (`func` not None) or removes a scalar function; `nargs` -1 takes
+    /// any number of arguments; `returns` is the SQL type name of its result.
+    #[pyo3(signature = (name, nargs, func, returns, vectorized))]
+    fn create_function(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        nargs: i64,
+        func: Option<Py<PyAny>>,
+        returns: Option<&str>,
+        vectorized: bool,
+    ) -> PyResult<()> {
+        self.check_reentry()?;
+        let returns = returns
+            .map(beedb::parse_data_type)
+            .transpose()
+            .map_err(engine_error)?;
+        let nargs = arity(nargs)?;
+        let function = func.map(|func| {
+            Arc::new(udf::PyScalar {
+                name: name.to_lowercase(),
+                func,
+                returns,
+                vectorized,
+            }) as Arc<dyn beedb::ScalarFunction>
+        });
+        let session = self.session.clone();
+        py.detach(|| -> PyResult<()> {
+            let mut guard = lock(&session)?;
+            let conn = guard.as_mut().ok_or_else(closed)?;
+            conn.create_scalar_function(name, nargs, function)
+                .map_err(engine_error)
+        })
+    }
+
+    /// Registers (`class` not None) or removes an aggregate: `class()` makes a
+    /// group's state, `step(*args)` adds a row, `finalize()` gives the result.
+    #[pyo3(signature = (name, nargs, class, returns))]
+    fn create_aggregate(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        nargs: i64,
+        class: Option<Py<PyAny>>,
+        returns: Option<&str>,
+    ) -> PyResult<()> {
+        self.check_reentry()?;
+        let returns = returns
+            .map(beedb::parse_data_type)
+            .transpose()
+            .map_err(engine_error)?;
+        let nargs = arity(nargs)?;
+        let function = class.map(|class| {
+            Arc::new(udf::PyAggregate {
+                name: name.to_lowercase(),
+                class,
+                returns,
+            }) as Arc<dyn beedb::AggregateFunction>
+        });
+        let session = self.session.clone();
+        py.detach(|| -> PyResult<()> {
+            let mut guard = lock(&session)?;
+            let conn = guard.as_mut().ok_or_else(closed)?;
+            conn.create_aggregate_function(name, nargs, function)
+                .map_err(engine_error)
         })
     }
 
     /// Runs one statement with positional parameters; returns its result.
     fn execute(&self, py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<RawResult> {
+        self.check_reentry()?;
         let values = convert::params_to_values(params)?;
         let sql = sql.to_string();
         let session = self.session.clone();
+        let running_on = self.running_on.clone();
+        udf::clear_exception();
         let result = py.detach(move || -> PyResult<beedb::QueryResult> {
             let mut guard = lock(&session)?;
             let conn = guard.as_mut().ok_or_else(closed)?;
+            let _running = Running::start(&running_on);
             conn.execute(&sql, &values).map_err(engine_error)
-        })?;
-        Ok(RawResult::from(result))
+        });
+        Ok(RawResult::from(with_cause(py, result)?))
     }
 
     /// Prepares `sql` once and runs it for each parameter sequence of `seq` (any
     /// iterable, consumed lazily); returns the total of rows affected.
     fn executemany(&self, py: Python<'_>, sql: &str, seq: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.check_reentry()?;
         let session = self.session.clone();
         let owned_sql = sql.to_string();
         let stmt = py.detach(|| -> PyResult<beedb::Statement> {
@@ -156,11 +281,14 @@ impl RawConnection {
         let mut total = 0u64;
         for params in seq.try_iter()? {
             let values = convert::params_to_values(&params?)?;
+            udf::clear_exception();
             let r = py.detach(|| -> PyResult<beedb::QueryResult> {
                 let mut guard = lock(&session)?;
                 let conn = guard.as_mut().ok_or_else(closed)?;
+                let _running = Running::start(&self.running_on);
                 stmt.execute(conn, &values).map_err(engine_error)
-            })?;
+            });
+            let r = with_cause(py, r)?;
             if r.has_rows() {
                 return Err(boundary_error(
                     "ProgrammingError",
@@ -179,18 +307,29 @@ impl RawConnection {
         self.interrupt.interrupt();
     }
 
-    /// Whether a transaction block is open.
-    fn in_transaction(&self) -> PyResult<bool> {
-        let guard = lock(&self.session)?;
-        Ok(guard.as_ref().ok_or_else(closed)?.in_transaction())
+    /// Whether a transaction block is open. (Waits for a statement another thread
+    /// runs on this connection with the GIL released: that statement may call a
+    /// Python function, which needs the GIL.)
+    fn in_transaction(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+            return Err(reentered());
+        }
+        py.detach(|| {
+            let guard = lock(&self.session)?;
+            Ok(guard.as_ref().ok_or_else(closed)?.in_transaction())
+        })
     }
 
-    fn is_closed(&self) -> PyResult<bool> {
-        Ok(lock(&self.session)?.is_none())
+    fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+            return Ok(false);
+        }
+        py.detach(|| Ok(lock(&self.session)?.is_none()))
     }
 
     /// Ends the session (an open transaction is rolled back, as PEP 249 asks).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.check_reentry()?;
         let session = self.session.clone();
         let file = self.file.clone();
         py.detach(move || -> PyResult<()> {
@@ -281,10 +420,75 @@ impl RawResult {
         Ok(list)
     }
 
+    /// The next row as a tuple, or None at the end.
+    fn fetchone<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.rows
+            .next()
+            .map(|row| row_to_tuple(py, row.values()))
+            .transpose()
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Iteration, used directly by `for row in cursor`: errors are raised as the
+    /// DB-API classes (there is no Python frame to translate them).
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.fetchone(py).map_err(|e| {
+            if !e.is_instance_of::<RawError>(py) {
+                return e;
+            }
+            match py
+                .import("beedb")
+                .and_then(|m| m.getattr("_translate"))
+                .and_then(|t| t.call1((e.value(py),)))
+            {
+                Ok(translated) => PyErr::from_value(translated),
+                Err(other) => other,
+            }
+        })
+    }
+
+    /// The rows not fetched yet, column by column (see `batch::column`); the result
+    /// is then exhausted.
+    fn take_columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows: Vec<beedb::Row> = self.rows.by_ref().collect();
+        let out = PyList::empty(py);
+        for (c, col) in self.columns.iter().enumerate() {
+            out.append(batch::column(py, col, c, &rows)?)?;
+        }
+        Ok(out)
+    }
+
     /// The rows not fetched yet, dropped (a cursor re-executed or closed).
     fn discard(&mut self) {
         self.rows = Vec::new().into_iter();
     }
+}
+
+/// `nargs` as sqlite3 gives it: -1 for any number.
+fn arity(nargs: i64) -> PyResult<Option<usize>> {
+    match nargs {
+        -1 => Ok(None),
+        0..=127 => Ok(Some(nargs as usize)),
+        _ => Err(boundary_error(
+            "ProgrammingError",
+            "",
+            format!("narg must be -1 (any number) or between 0 and 127, not {nargs}"),
+        )),
+    }
+}
+
+/// The statement's error with the Python exception a function raised in it (if one
+/// did) as its `__cause__`.
+fn with_cause<T>(py: Python<'_>, r: PyResult<T>) -> PyResult<T> {
+    r.map_err(|e| {
+        if let Some(cause) = udf::take_exception() {
+            e.set_cause(py, Some(cause));
+        }
+        e
+    })
 }
 
 fn row_to_tuple<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyTuple>> {

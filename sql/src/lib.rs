@@ -31,6 +31,7 @@ pub mod vector;
 
 pub use engine::copy::MAX_COPY_LINE_BYTES;
 pub use error::{Error, ErrorKind, Result};
+pub use expr::udf::{AggregateFunction, AggregateState, ScalarFunction};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,
     STATEMENT_CACHE_SIZE, Settings, Statement,

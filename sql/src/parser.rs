@@ -284,6 +284,21 @@ pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr> {
     parser.parse_expr().map_err(|e| parse_error(sql, e))
 }
 
+/// Parses an SQL type name (`integer`, `numeric(10,2)`, `varchar(20)`) into the type
+/// it names, as a column definition or a cast would.
+pub fn parse_data_type(name: &str) -> Result<crate::types::DataType> {
+    let dialect = PostgreSqlDialect {};
+    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
+    let mut parser = parser
+        .try_with_sql(name)
+        .map_err(|e| parse_error(name, e))?;
+    let ty = parser.parse_data_type().map_err(|e| parse_error(name, e))?;
+    parser
+        .expect_token(&Token::EOF)
+        .map_err(|_| crate::error::Error::syntax(format!("not a type name: \"{name}\"")))?;
+    crate::binder::types::data_type(&ty)
+}
+
 /// Number of parameters the text refers to: the highest `$n`, or the count of `?`.
 pub fn count_params(sql: &str) -> usize {
     if let Some(rewritten) = number_question_marks(sql) {

@@ -141,7 +141,7 @@ impl ScanCols<'_> {
 /// Whether `e` is built from literals and parameters only.
 fn only_params(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Column(_) | ExprKind::Subquery(_) => false,
+        ExprKind::Column(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => false,
         _ => e.children().iter().all(|c| only_params(c)),
     }
 }

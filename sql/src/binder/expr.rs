@@ -63,18 +63,6 @@ fn func_name(f: &ast::Function) -> String {
         .unwrap_or_default()
 }
 
-/// Whether `e` contains an aggregate call outside subqueries.
-pub fn contains_aggregate(e: &ast::Expr) -> bool {
-    let mut found = false;
-    visit(e, &mut |x| {
-        if let ast::Expr::Function(f) = x
-            && aggregate_func(&func_name(f)).is_some() && f.over.is_none() {
-                found = true;
-            }
-    });
-    found
-}
-
 /// The plain arguments of a call (`f(a, b)`), for looking at their columns.
 fn plain_args(f: &ast::Function) -> Vec<&ast::Expr> {
     match &f.args {
@@ -329,6 +317,29 @@ impl Binder<'_> {
         best.unwrap_or(top)
     }
 
+    /// Whether `f` names an aggregate, built in or registered by the application.
+    fn names_aggregate(&self, f: &ast::Function) -> bool {
+        let name = func_name(f);
+        aggregate_func(&name).is_some()
+            || self
+                .functions
+                .is_some_and(|fs| fs.has_aggregate_named(&name))
+    }
+
+    /// Whether `e` contains an aggregate call outside subqueries.
+    pub(super) fn contains_aggregate(&self, e: &ast::Expr) -> bool {
+        let mut found = false;
+        visit(e, &mut |x| {
+            if let ast::Expr::Function(f) = x
+                && f.over.is_none()
+                && self.names_aggregate(f)
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
     /// Whether `e` calls an aggregate that belongs to the current level (not one over
     /// only outer columns, not one inside a subquery).
     pub(super) fn has_own_aggregate(&self, e: &ast::Expr) -> bool {
@@ -337,7 +348,7 @@ impl Binder<'_> {
         visit(e, &mut |x| {
             if let ast::Expr::Function(f) = x
                 && f.over.is_none()
-                && aggregate_func(&func_name(f)).is_some()
+                && self.names_aggregate(f)
                 && self.agg_level(&plain_args(f)) == top
             {
                 found = true;
@@ -371,7 +382,7 @@ impl Binder<'_> {
             return Ok(None);
         }
         if let ast::Expr::Function(f) = e
-            && (aggregate_func(&func_name(f)).is_some() || f.over.is_some()) {
+            && (f.over.is_some() || self.names_aggregate(f)) {
                 return Ok(None);
             }
         let state = self.agg.take().expect("in aggregate level");
@@ -1285,6 +1296,15 @@ impl Binder<'_> {
     fn bind_function(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         let name = func_name(f);
         if f.over.is_some() {
+            if self
+                .functions
+                .is_some_and(|fs| fs.has_aggregate_named(&name))
+            {
+                return Err(Error::not_supported(format!(
+                    "application-defined aggregate {name} used as a window function"
+                ))
+                .at(self.pos(e)));
+            }
             return self.bind_window_call(f, &name, e, clause);
         }
         if super::window::window_func(&name).is_some() {
@@ -1294,8 +1314,43 @@ impl Binder<'_> {
             return Err(Error::not_supported("FILTER / WITHIN GROUP"));
         }
         let (args, distinct, star) = self.function_args(f)?;
+        if let Some(fs) = self.functions
+            && !star
+        {
+            if let Some(udf) = fs.aggregate(&name, args.len()) {
+                if distinct {
+                    return Err(Error::not_supported(format!(
+                        "DISTINCT in a call of the application's aggregate {name}"
+                    ))
+                    .at(self.pos(e)));
+                }
+                let call = crate::plan::UdfAggCall {
+                    function: udf.clone(),
+                    args: Vec::new(),
+                };
+                return self.bind_aggregate(
+                    AggFunc::Udf,
+                    Some(call),
+                    &name,
+                    &args,
+                    false,
+                    false,
+                    e,
+                    clause,
+                );
+            }
+            if let Some(udf) = fs.scalar(&name, args.len()) {
+                if distinct {
+                    return Err(Error::semantic(
+                        "42809",
+                        format!("DISTINCT specified, but {name} is not an aggregate function"),
+                    ));
+                }
+                return self.bind_udf_scalar(udf.clone(), &args, clause, e);
+            }
+        }
         if let Some(func) = aggregate_func(&name) {
-            return self.bind_aggregate(func, &name, &args, distinct, star, e, clause);
+            return self.bind_aggregate(func, None, &name, &args, distinct, star, e, clause);
         }
         if star {
             return Err(Error::syntax(format!("{name}(*) is only valid for aggregates")));
@@ -1527,6 +1582,7 @@ impl Binder<'_> {
     fn bind_aggregate(
         &mut self,
         func: AggFunc,
+        udf: Option<crate::plan::UdfAggCall>,
         name: &str,
         args: &[&ast::Expr],
         distinct: bool,
@@ -1538,7 +1594,7 @@ impl Binder<'_> {
         if !star && !args.is_empty() && !nested {
             let level = self.agg_level(args);
             if level < self.frames.len() - 1 {
-                return self.bind_outer_aggregate(level, func, name, args, distinct, e);
+                return self.bind_outer_aggregate(level, func, udf, name, args, distinct, e);
             }
         }
         if !self.in_agg_level() {
@@ -1549,17 +1605,19 @@ impl Binder<'_> {
             };
             return Err(Error::semantic("42803", msg).at(self.pos(e)));
         }
-        self.bind_aggregate_here(func, name, args, distinct, star, e)
+        self.bind_aggregate_here(func, udf, name, args, distinct, star, e)
     }
 
     /// An aggregate whose arguments use only columns of the enclosing level `level`:
     /// it is computed by that level's aggregation and arrives here as an outer
     /// reference. A level that does not aggregate yet binds its output again as an
     /// aggregation (`outer_agg_request`).
+    #[allow(clippy::too_many_arguments)]
     fn bind_outer_aggregate(
         &mut self,
         level: usize,
         func: AggFunc,
+        udf: Option<crate::plan::UdfAggCall>,
         name: &str,
         args: &[&ast::Expr],
         distinct: bool,
@@ -1579,7 +1637,7 @@ impl Binder<'_> {
         let state = self.outer_aggs[slot].take();
         let inner_frames = self.frames.split_off(level + 1);
         let inner_agg = std::mem::replace(&mut self.agg, state);
-        let r = self.bind_aggregate_here(func, name, args, distinct, false, e);
+        let r = self.bind_aggregate_here(func, udf, name, args, distinct, false, e);
         self.outer_aggs[slot] = std::mem::replace(&mut self.agg, inner_agg);
         self.frames.extend(inner_frames);
         let b = r?;
@@ -1587,9 +1645,11 @@ impl Binder<'_> {
     }
 
     /// An aggregate of the aggregation in `self.agg`, which is at the current level.
+    #[allow(clippy::too_many_arguments)]
     fn bind_aggregate_here(
         &mut self,
         func: AggFunc,
+        udf: Option<crate::plan::UdfAggCall>,
         name: &str,
         args: &[&ast::Expr],
         distinct: bool,
@@ -1598,6 +1658,7 @@ impl Binder<'_> {
     ) -> Result<Expr> {
         let func = match (func, star, args.len()) {
             (AggFunc::Count, true, 0) => AggFunc::CountStar,
+            (AggFunc::Udf, false, _) => func,
             (_, false, 1..=2) => func,
             _ => {
                 return Err(Error::undefined_function(format!(
@@ -1624,8 +1685,26 @@ impl Binder<'_> {
                 bound.push(if is_unknown(a) { self.cast(b, DataType::Text, false, a)? } else { b });
             }
         }
-        // The same signatures as the aggregate used as a window function.
         let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
+        if let Some(mut udf) = udf {
+            let ty = udf
+                .function
+                .function
+                .return_type(&types)
+                .map_err(|err| err.at(self.pos(e)))?;
+            udf.args = bound;
+            // Such a function can be replaced between two executions: plan it each time.
+            self.reads_at_bind = true;
+            return Ok(self.add_aggregate(AggCall {
+                udf: Some(Box::new(udf)),
+                func,
+                arg: None,
+                arg2: None,
+                distinct,
+                ty,
+            }));
+        }
+        // The same signatures as the aggregate used as a window function.
         let Some((casts, ty)) = super::window::aggregate_signature(func, &types) else {
             // Untyped literals are `unknown` in the message, as PostgreSQL prints them.
             let list = if star {
@@ -1646,12 +1725,20 @@ impl Binder<'_> {
         }
         let mut cast_args = cast_args.into_iter();
         let call = AggCall {
+            udf: None,
             func,
             arg: cast_args.next(),
             arg2: cast_args.next(),
             distinct,
             ty,
         };
+        Ok(self.add_aggregate(call))
+    }
+
+    /// Adds `call` to the aggregation at this level (once: equal calls share one
+    /// result) and returns the reference to its result.
+    fn add_aggregate(&mut self, call: AggCall) -> Expr {
+        let ty = call.ty;
         let state = self.agg.as_mut().expect("aggregate state");
         let ng = state.groups.len();
         let idx = match state.aggs.iter().position(|a| *a == call) {
@@ -1661,7 +1748,35 @@ impl Binder<'_> {
                 state.aggs.len() - 1
             }
         };
-        Ok(Expr::column(ng + idx, ty))
+        Expr::column(ng + idx, ty)
+    }
+
+    /// Binds a call of an application-defined scalar function: arguments keep their
+    /// types (untyped literals are text); the function declares its result type.
+    fn bind_udf_scalar(
+        &mut self,
+        udf: crate::expr::udf::ScalarUdf,
+        args: &[&ast::Expr],
+        clause: &'static str,
+        e: &ast::Expr,
+    ) -> Result<Expr> {
+        let mut bound = Vec::with_capacity(args.len());
+        for a in args {
+            let b = self.bind_expr(a, clause)?;
+            bound.push(if is_unknown(a) {
+                self.cast(b, DataType::Text, false, a)?
+            } else {
+                b
+            });
+        }
+        let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
+        let ty = udf
+            .function
+            .return_type(&types)
+            .map_err(|err| err.at(self.pos(e)))?;
+        // Such a function can be replaced between two executions: plan it each time.
+        self.reads_at_bind = true;
+        Ok(Expr::new(ExprKind::Udf { udf, args: bound }, ty))
     }
 }
 

@@ -114,6 +114,8 @@ pub struct Binder<'a> {
     /// Set when the plan holds something read at bind time that a later execution
     /// must read again (the clock, a system table's rows): such a plan is not cached.
     pub reads_at_bind: bool,
+    /// The functions and aggregates the connection's application registered.
+    pub functions: Option<&'a crate::expr::udf::Functions>,
 }
 
 impl<'a> Binder<'a> {
@@ -141,6 +143,7 @@ impl<'a> Binder<'a> {
             outer_aggs: Vec::new(),
             outer_agg_request: None,
             window: None,
+            functions: None,
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use sqlparser::ast;
 
-use super::expr::{AggState, contains_aggregate, output_name};
+use super::expr::{AggState, output_name};
 use super::scope::{Scope, ScopeColumn};
 use super::types::common_type;
 use super::{Binder, CteDef, Frame, Recursion, ident, is_unknown, object_name};
@@ -466,7 +466,7 @@ impl Binder<'_> {
                     }
                     _ => g,
                 };
-                if contains_aggregate(target) {
+                if self.contains_aggregate(target) {
                     return Err(Error::semantic("42803", "aggregate functions are not allowed in GROUP BY").at(self.pos(target)));
                 }
                 let b = self.bind_expr(target, "GROUP BY")?;
@@ -695,7 +695,7 @@ impl Binder<'_> {
     }
 
     fn bind_bool_clause(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
-        if clause == "WHERE" && contains_aggregate(e) {
+        if clause == "WHERE" && self.contains_aggregate(e) {
             return Err(Error::semantic("42803", "aggregate functions are not allowed in WHERE").at(self.pos(e)));
         }
         let b = self.bind_expr(e, clause)?;
@@ -1290,7 +1290,7 @@ impl Binder<'_> {
         };
         let on = match constraint {
             Some(ast::JoinConstraint::On(e)) => {
-                if contains_aggregate(e) {
+                if self.contains_aggregate(e) {
                     return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
                 }
                 let saved = self.set_scope(scope.clone());
@@ -1530,6 +1530,7 @@ pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             f(right);
         }
         ExprKind::And(v) | ExprKind::Or(v) | ExprKind::Coalesce(v) => v.iter_mut().for_each(f),
+        ExprKind::Udf { args, .. } => args.iter_mut().for_each(f),
         ExprKind::Func { args, .. } => args.iter_mut().for_each(f),
         ExprKind::Case { whens, else_ } => {
             for (a, b) in whens {

@@ -217,6 +217,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
 fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::ColumnDef]) -> Result<QueryResult> {
     let catalog = ctx.txn.catalog.clone();
     let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    binder.functions = Some(ctx.functions);
     let plan = binder.bind_query(q)?;
     let mut columns: Vec<ColumnDef> = Vec::new();
     for (i, c) in plan.schema.iter().enumerate() {

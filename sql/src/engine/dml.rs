@@ -134,6 +134,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     };
     let catalog = ctx.txn.catalog.clone();
     let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+    binder.functions = Some(ctx.functions);
     let table = binder.table(name)?;
     // Target columns.
     let targets: Vec<usize> = if ins.columns.is_empty() {
@@ -646,6 +647,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let (name, alias) = single_table(&u.table)?;
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            binder.functions = Some(ctx.functions);
             let table = binder.table(name)?;
             let always = identity_always(&catalog, &table);
             let plan = update_plan(&mut binder, &table, alias, u, &always)?;
@@ -818,6 +820,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let (name, alias) = single_table(t)?;
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
+            binder.functions = Some(ctx.functions);
             let table = binder.table(name)?;
             let using = d.using.as_deref().unwrap_or(&[]);
             let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref(), using)?;

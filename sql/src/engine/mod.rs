@@ -191,6 +191,8 @@ pub struct Ctx<'a> {
     pub plan_cache: Option<&'a PlanCache>,
     /// Cancel requests and `statement_timeout`, checked by long-running loops.
     pub interrupt: Interrupt,
+    /// The application's functions registered on the connection.
+    pub functions: &'a crate::expr::udf::Functions,
     /// The database's sequence values and the session's `currval`s.
     pub sequence_values: &'a sequence::SequenceValues,
     pub session_sequences: &'a sequence::SessionSequences,
@@ -280,6 +282,7 @@ pub fn execute(
     plan_cache: Option<&PlanCache>,
 ) -> Result<QueryResult> {
     let shared = conn.db.shared.clone();
+    let functions = conn.functions.clone();
     match ast {
         Statement::StartTransaction { modifier, .. } => {
             return match conn.txn {
@@ -329,6 +332,7 @@ pub fn execute(
         statement_bees,
         plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
+        functions: &functions,
         session_sequences: conn.sequences.clone(),
     };
     match &mut conn.txn {
@@ -373,6 +377,7 @@ struct Env<'a> {
     statement_bees: Option<&'a StatementBees>,
     plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
+    functions: &'a crate::expr::udf::Functions,
     session_sequences: Arc<sequence::SessionSequences>,
 }
 
@@ -398,6 +403,7 @@ fn run_in(
         statement_bees: env.statement_bees,
         plan_cache: env.plan_cache,
         interrupt: env.interrupt.clone(),
+        functions: env.functions,
         sequence_values: &shared.sequences,
         session_sequences: &env.session_sequences,
     };

@@ -136,6 +136,7 @@ impl PlanCache {
             None => {
                 let mut binder = Binder::new(ctx.catalog(), ctx.sql, ctx.params.len());
                 binder.bees = Some(ctx.bee_cache);
+                binder.functions = Some(ctx.functions);
                 let plan = binder.bind_query(q)?;
                 let params = query::cast_params(ctx.params, &binder.param_types)?;
                 let param_types = binder.param_types.clone();

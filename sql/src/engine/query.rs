@@ -18,6 +18,7 @@ use crate::types::{DataType, Value};
 pub fn plan_query(ctx: &Ctx<'_>, q: &ast::Query) -> Result<(BoundQuery, Vec<Value>)> {
     let mut binder = Binder::new(ctx.catalog(), ctx.sql, ctx.params.len());
     binder.bees = Some(ctx.bee_cache);
+    binder.functions = Some(ctx.functions);
     let plan = binder.bind_query(q)?;
     let params = cast_params(ctx.params, &binder.param_types)?;
     let subqueries = binder.into_subqueries();

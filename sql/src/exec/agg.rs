@@ -82,6 +82,11 @@ pub(super) enum Acc {
         and: bool,
         vals: Vec<Option<bool>>,
     },
+    /// An application-defined aggregate: its states, `None` until a group's first row.
+    Udf {
+        function: crate::expr::udf::AggregateUdf,
+        states: Vec<Option<crate::expr::udf::AggregateState>>,
+    },
 }
 
 fn bigint_overflow() -> Error {
@@ -135,6 +140,17 @@ impl Acc {
             },
         };
         Ok(match (call.func, arg_ty) {
+            (AggFunc::Udf, _) => match &call.udf {
+                Some(u) => Acc::Udf {
+                    function: u.function.clone(),
+                    states: Vec::new(),
+                },
+                None => {
+                    return Err(Error::internal(
+                        "application aggregate without its function",
+                    ));
+                }
+            },
             (AggFunc::CountStar | AggFunc::Count, _) => Acc::Count(Vec::new()),
             (AggFunc::Min, _) => min_max(false),
             (AggFunc::Max, _) => min_max(true),
@@ -216,6 +232,7 @@ impl Acc {
             Acc::VarExact { vals, .. } => vals.resize(vals.len() + n, (0, Decimal::ZERO, Decimal::ZERO)),
             Acc::VarFloat { vals, .. } => vals.resize(vals.len() + n, [0.0; 3]),
             Acc::Regr { vals, .. } => vals.resize(vals.len() + n, [0.0; 6]),
+            Acc::Udf { states, .. } => states.resize_with(states.len() + n, || None),
         }
     }
 
@@ -249,6 +266,9 @@ impl Acc {
             };
         }
         match self {
+            Acc::Udf { .. } => Err(Error::internal(
+                "application aggregate updated as a built-in one",
+            )),
             Acc::Count(c) => each_live(arg, rows, |k| {
                 c[gids[k] as usize] += 1;
                 Ok(())
@@ -502,6 +522,10 @@ impl Acc {
             _ => Value::Double(x),
         };
         Ok(match self {
+            Acc::Udf { function, states } => {
+                let v = function.function.finish(states[g].as_ref())?;
+                crate::expr::udf::fit_result(&function.name, v, ty)?
+            }
             Acc::Count(c) => Value::BigInt(c[g]),
             Acc::SumInt(s) => s[g].map_or(Value::Null, Value::BigInt),
             Acc::SumWide(s) => match s[g] {
@@ -576,6 +600,8 @@ impl Acc {
             Acc::VarExact { vals, .. } => vals.len() * 40,
             Acc::VarFloat { vals, .. } => vals.len() * 24,
             Acc::Regr { vals, .. } => vals.len() * 48,
+            // The states live in the application; count the references.
+            Acc::Udf { states, .. } => states.len() * 16,
             _ => 0,
         }
     }
@@ -756,6 +782,18 @@ pub(super) fn aggregate(
             }
         }
         for (i, call) in aggs.iter().enumerate() {
+            if let Some(udf) = &call.udf {
+                let Acc::Udf { states, .. } = &mut accs[i] else {
+                    return Err(Error::internal("application aggregate without its state"));
+                };
+                let args = udf
+                    .args
+                    .iter()
+                    .map(|e| ex.eval(e, &b).map(|v| (0..n).map(|k| v.value(k)).collect()))
+                    .collect::<Result<Vec<Vec<Value>>>>()?;
+                udf.function.function.update(states, &gids[..n], &args)?;
+                continue;
+            }
             let arg = match &call.arg {
                 Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
                 _ => None,

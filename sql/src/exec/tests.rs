@@ -534,6 +534,7 @@ fn big_join_crosses_batches() {
 
 fn agg(func: AggFunc, arg: Option<Expr>, distinct: bool, ty: DataType) -> AggCall {
     AggCall {
+        udf: None,
         func,
         arg,
         arg2: None,

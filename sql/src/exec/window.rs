@@ -483,6 +483,7 @@ fn compute(
         }
         WindowFunc::Agg(func) => {
             let agg = AggCall {
+                udf: None,
                 func,
                 arg: call.args.first().cloned(),
                 arg2: call.args.get(1).cloned(),

@@ -538,6 +538,24 @@ fn ev_node<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> 
             }
             super::functions::call(*func, cols, e.ty, n)
         }
+        ExprKind::Udf { udf, args } => {
+            let mut cols = Vec::with_capacity(args.len());
+            for a in args {
+                let c = ev(a, r, ctx)?;
+                let v = c.v();
+                cols.push(if c.is_const() {
+                    vec![v.value(0); n]
+                } else {
+                    (0..n).map(|i| v.value(i)).collect()
+                });
+            }
+            let out = super::udf::call_scalar(udf, &cols, n, &e.ty)?;
+            let mut v = Vector::new(e.ty, n);
+            for x in &out {
+                v.push_value(x);
+            }
+            Ok(Col::make(v, false))
+        }
         ExprKind::Extract { field, expr } => {
             let c = ev(expr, r, ctx)?;
             extract(*field, c, n)

@@ -17,6 +17,7 @@ mod like;
 mod subquery;
 #[cfg(test)]
 mod tests;
+pub mod udf;
 
 pub use eval::{eval, eval_predicate, eval_row};
 pub use func::Func;
@@ -222,6 +223,8 @@ pub enum ExprKind {
     Coalesce(Vec<Expr>),
     /// A scalar function.
     Func { func: Func, args: Vec<Expr> },
+    /// A scalar function the application registered ([`udf`]); never constant.
+    Udf { udf: udf::ScalarUdf, args: Vec<Expr> },
     /// `EXTRACT(field FROM x)` on a date, timestamp or interval → `numeric`.
     Extract { field: DateField, expr: Box<Expr> },
     Subquery(Box<SubqueryExpr>),
@@ -254,7 +257,7 @@ impl Expr {
             | ExprKind::Compare { left, right, .. }
             | ExprKind::IsDistinctFrom { left, right, .. } => vec![left, right],
             ExprKind::And(v) | ExprKind::Or(v) | ExprKind::Coalesce(v) => v.iter().collect(),
-            ExprKind::Func { args, .. } => args.iter().collect(),
+            ExprKind::Func { args, .. } | ExprKind::Udf { args, .. } => args.iter().collect(),
             ExprKind::Case { whens, else_ } => {
                 let mut out: Vec<&Expr> = whens.iter().flat_map(|(a, b)| [a, b]).collect();
                 if let Some(e) = else_ {
@@ -296,7 +299,8 @@ impl Expr {
     /// Whether the expression is a constant (no columns, parameters or subqueries).
     pub fn is_constant(&self) -> bool {
         match &self.kind {
-            ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) => false,
+            // An application function may not be pure (a counter, a clock).
+            ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => false,
             ExprKind::Func { func, .. } if func.is_sequence() => false,
             _ => self.children().iter().all(|c| c.is_constant()),
         }

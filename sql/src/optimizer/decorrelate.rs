@@ -386,7 +386,8 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         node => (None, Plan::new(node, subplan.plan.schema.clone())),
     };
     let Node::Aggregate { input, groups, aggs } = agg.node else { return None };
-    if !groups.is_empty() || aggs.iter().any(|a| a.arg.iter().chain(&a.arg2).any(|x| uses_params(x, base))) {
+    // An application aggregate's value over no rows is unknown here.
+    if !groups.is_empty() || aggs.iter().any(|a| a.udf.is_some() || a.args().any(|x| uses_params(x, base))) {
         return None;
     }
     let top = match top {
@@ -544,7 +545,7 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
         }
         Node::Aggregate { groups, aggs, .. } => {
             groups.iter().for_each(&mut *f);
-            aggs.iter().flat_map(|a| a.arg.iter().chain(&a.arg2)).for_each(f);
+            aggs.iter().flat_map(|a| a.args()).for_each(f);
         }
         Node::Sort { keys, .. } => keys.iter().for_each(|k| f(&k.expr)),
         Node::Window { specs, calls, .. } => {

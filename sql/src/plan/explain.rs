@@ -240,11 +240,9 @@ fn describe(plan: &Plan) -> String {
                     if a.func == AggFunc::CountStar {
                         return "count(*)".to_string();
                     }
-                    let f = a.func.name();
+                    let f = a.name();
                     let arg = a
-                        .arg
-                        .iter()
-                        .chain(&a.arg2)
+                        .args()
                         .map(|x| fmt_expr(x, &names))
                         .collect::<Vec<_>>()
                         .join(", ");
@@ -451,6 +449,11 @@ pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
         ExprKind::Func { func, args } => format!(
             "{}({})",
             format!("{func:?}").to_lowercase(),
+            args.iter().map(f).collect::<Vec<_>>().join(", ")
+        ),
+        ExprKind::Udf { udf, args } => format!(
+            "{}({})",
+            udf.name,
             args.iter().map(f).collect::<Vec<_>>().join(", ")
         ),
         ExprKind::Extract { field, expr } => format!("EXTRACT({field:?} FROM {})", f(expr)),

@@ -72,6 +72,9 @@ pub enum AggFunc {
     RegrSxx,
     RegrSyy,
     RegrSxy,
+    /// An aggregate the application registered: the function and its arguments are
+    /// in [`AggCall::udf`].
+    Udf,
 }
 
 impl AggFunc {
@@ -121,6 +124,7 @@ impl AggFunc {
             AggFunc::RegrSxx => "regr_sxx",
             AggFunc::RegrSyy => "regr_syy",
             AggFunc::RegrSxy => "regr_sxy",
+            AggFunc::Udf => "udf",
         }
     }
 }
@@ -137,6 +141,41 @@ pub struct AggCall {
     pub distinct: bool,
     /// The result type.
     pub ty: DataType,
+    /// For [`AggFunc::Udf`]: the function and all its arguments (`arg` and `arg2`
+    /// are then `None`).
+    pub udf: Option<Box<UdfAggCall>>,
+}
+
+/// A call of an application-defined aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UdfAggCall {
+    pub function: crate::expr::udf::AggregateUdf,
+    pub args: Vec<Expr>,
+}
+
+impl AggCall {
+    /// Every argument expression.
+    pub fn args(&self) -> impl Iterator<Item = &Expr> {
+        self.arg
+            .iter()
+            .chain(&self.arg2)
+            .chain(self.udf.iter().flat_map(|u| &u.args))
+    }
+
+    pub fn args_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        self.arg
+            .iter_mut()
+            .chain(self.arg2.iter_mut())
+            .chain(self.udf.iter_mut().flat_map(|u| u.args.iter_mut()))
+    }
+
+    /// The name EXPLAIN shows.
+    pub fn name(&self) -> &str {
+        match &self.udf {
+            Some(u) => &u.function.name,
+            None => self.func.name(),
+        }
+    }
 }
 
 /// Window functions (`f(…) OVER (…)`).
@@ -436,7 +475,7 @@ impl Plan {
             }
             Node::Aggregate { groups, aggs, .. } => {
                 groups.iter_mut().for_each(&mut *f);
-                aggs.iter_mut().flat_map(|a| a.arg.iter_mut().chain(a.arg2.iter_mut())).for_each(&mut *f);
+                aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(&mut *f);
             }
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
             Node::Window { specs, calls, .. } => {

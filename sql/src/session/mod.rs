@@ -35,6 +35,7 @@ use crate::bees::StatementBees;
 use crate::catalog::Catalog;
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::expr::udf::{AggregateFunction, Arity, Functions, ScalarFunction};
 use crate::parser;
 use crate::types::Value;
 
@@ -128,6 +129,7 @@ impl Database {
             txn: engine::TxnState::default(),
             statements: StatementCache::default(),
             interrupt: InterruptHandle::default(),
+            functions: Arc::new(Functions::default()),
             sequences: Default::default(),
         }
     }
@@ -156,6 +158,9 @@ pub struct Connection {
     /// not parsed again.
     statements: StatementCache,
     pub(crate) interrupt: InterruptHandle,
+    /// Functions and aggregates the application registered on this connection
+    /// (shared with running statements; replaced, never changed in place).
+    pub(crate) functions: Arc<Functions>,
     /// What `nextval` last returned to this session, by sequence (for `currval`).
     pub(crate) sequences: Arc<engine::sequence::SessionSequences>,
 }
@@ -232,6 +237,34 @@ impl Connection {
             bees: keep_bees.then(|| Arc::new(StatementBees::new())),
             plan: Arc::new(engine::PlanCache::default()),
         })
+    }
+
+    /// Registers a scalar function the connection's statements can call as `name`
+    /// with `nargs` arguments (`None`: any number), replacing one of the same name
+    /// and argument count; `function = None` removes it. Names are case-insensitive
+    /// and found before built-in functions of the same name (as in SQLite). A
+    /// function lives as long as the connection and is not stored in the database,
+    /// so views and column defaults cannot use it.
+    pub fn create_scalar_function(
+        &mut self,
+        name: &str,
+        nargs: Option<usize>,
+        function: Option<Arc<dyn ScalarFunction>>,
+    ) -> Result<()> {
+        let arity = nargs.map_or(Arity::Any, Arity::Exactly);
+        Arc::make_mut(&mut self.functions).set_scalar(name, arity, function)
+    }
+
+    /// Registers (or with `None` removes) an aggregate function, as
+    /// [`Connection::create_scalar_function`] does a scalar one.
+    pub fn create_aggregate_function(
+        &mut self,
+        name: &str,
+        nargs: Option<usize>,
+        function: Option<Arc<dyn AggregateFunction>>,
+    ) -> Result<()> {
+        let arity = nargs.map_or(Arity::Any, Arity::Exactly);
+        Arc::make_mut(&mut self.functions).set_aggregate(name, arity, function)
     }
 
     /// Whether a transaction block (BEGIN … COMMIT) is open.
