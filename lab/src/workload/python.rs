@@ -55,6 +55,7 @@ fn prepare_python(ctx: &Ctx) -> Result<PathBuf, String> {
     let have = |module: &str| {
         Command::new(&python)
             .args(["-c", &format!("import {module}")])
+            .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
