@@ -333,7 +333,7 @@ class Connection:
         self._check()
         if vectorized == "numpy":
             func = _numpy_vectorized(func)
-        sql_type = _sql_type(returns, func, "return") if func is not None else None
+        sql_type = _sql_type(returns, func) if func is not None else None
         try:
             self._raw.create_function(name, narg, func, sql_type, bool(vectorized))
         except _beedb.RawError as e:
@@ -347,7 +347,7 @@ class Connection:
         self._check()
         sql_type = None
         if aggregate_class is not None:
-            sql_type = _sql_type(returns, getattr(aggregate_class, "finalize", None), "return")
+            sql_type = _sql_type(returns, getattr(aggregate_class, "finalize", None))
         try:
             self._raw.create_aggregate(name, n_arg, aggregate_class, sql_type)
         except _beedb.RawError as e:
@@ -380,7 +380,7 @@ _PY_TO_SQL = {
 }
 
 
-def _sql_type(returns, func, _key):
+def _sql_type(returns, func):
     """The SQL type name for a function's declared result (None: undeclared)."""
     if returns is None and func is not None:
         try:
@@ -615,8 +615,6 @@ class Cursor:
         interval as month_day_nano_interval)."""
         import pyarrow as pa
         cols = self._take_columns()
-        if not cols and self._description:
-            cols = []
         arrays = [_arrow_column(pa, c) for c in cols]
         return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
 

@@ -208,13 +208,7 @@ impl RawConnection {
                 vectorized,
             }) as Arc<dyn beedb::ScalarFunction>
         });
-        let session = self.session.clone();
-        py.detach(|| -> PyResult<()> {
-            let mut guard = lock(&session)?;
-            let conn = guard.as_mut().ok_or_else(closed)?;
-            conn.create_scalar_function(name, nargs, function)
-                .map_err(engine_error)
-        })
+        self.with_session(py, |conn| conn.create_scalar_function(name, nargs, function))
     }
 
     /// Registers (`class` not None) or removes an aggregate: `class()` makes a
@@ -241,13 +235,7 @@ impl RawConnection {
                 returns,
             }) as Arc<dyn beedb::AggregateFunction>
         });
-        let session = self.session.clone();
-        py.detach(|| -> PyResult<()> {
-            let mut guard = lock(&session)?;
-            let conn = guard.as_mut().ok_or_else(closed)?;
-            conn.create_aggregate_function(name, nargs, function)
-                .map_err(engine_error)
-        })
+        self.with_session(py, |conn| conn.create_aggregate_function(name, nargs, function))
     }
 
     /// Runs one statement with positional parameters; returns its result.
@@ -347,6 +335,22 @@ impl RawConnection {
                 rolled_back?;
             }
             Ok(())
+        })
+    }
+}
+
+impl RawConnection {
+    /// Runs `f` on the session with the GIL released (a statement another thread
+    /// runs on this connection may be calling a Python function, which needs it).
+    fn with_session<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut beedb::Connection) -> beedb::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut guard = lock(&self.session)?;
+            let conn = guard.as_mut().ok_or_else(closed)?;
+            f(conn).map_err(engine_error)
         })
     }
 }
