@@ -203,10 +203,10 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
     // The right scan of an index nested-loop join is not run as a scan: the join
     // fetches its rows one lookup at a time, generically.
     if let Node::Join { left, method: crate::plan::JoinMethod::IndexNestedLoop { .. }, .. } = &mut plan.node {
-        return attach_within(left, env, None);
+        return crate::stack::guarded(|| attach_within(left, env, None));
     }
     for c in plan.children_mut() {
-        attach_within(c, env, wanted)?;
+        crate::stack::guarded(|| attach_within(c, env, wanted))?;
     }
     Ok(())
 }

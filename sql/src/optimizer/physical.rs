@@ -26,7 +26,35 @@ pub fn finish(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let plan = if rules.index_join { index_join(plan, rules, stats) } else { plan };
     let plan = narrow_semi_build(plan);
     let plan = if rules.build_side { smaller_on_right(plan, stats) } else { plan };
-    estimate(plan, stats)
+    merge_projections(estimate(plan, stats))
+}
+
+/// A projection over a projection of plain columns (join reordering and a swap of
+/// inputs each restore a column order) becomes one projection.
+fn merge_projections(plan: Plan) -> Plan {
+    let Plan { node, schema, est } = plan;
+    let node = match node {
+        Node::Project { input, mut exprs } => match input.node {
+            Node::Project { input: inner, exprs: inner_exprs }
+                if inner_exprs.iter().all(|e| matches!(e.kind, ExprKind::Column(_))) =>
+            {
+                let map: Vec<usize> = inner_exprs
+                    .iter()
+                    .map(|e| match e.kind {
+                        ExprKind::Column(c) => c,
+                        _ => 0,
+                    })
+                    .collect();
+                for e in &mut exprs {
+                    remap(e, &map);
+                }
+                Node::Project { input: inner, exprs }
+            }
+            other => Node::Project { input: Box::new(Plan { node: other, schema: input.schema, est: input.est }), exprs },
+        },
+        node => node,
+    };
+    Plan { node, schema, est }
 }
 
 fn set_method(mut plan: Plan) -> Plan {
@@ -186,7 +214,7 @@ fn swap_inputs(plan: Plan, stats: &dyn Stats) -> Plan {
 /// of one side against a million-row table). Decided before the build side, with
 /// the hash join costed on its cheaper orientation.
 fn index_join(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
-    let Node::Join { left, right, kind, left_keys, method: JoinMethod::Hash { .. }, .. } = &plan.node else {
+    let Node::Join { left, right, kind, left_keys, right_keys, method: JoinMethod::Hash { .. }, .. } = &plan.node else {
         return plan;
     };
     if left_keys.is_empty() || !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
@@ -197,23 +225,19 @@ fn index_join(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let out = cardinality::rows(&plan, stats);
     let (probe, build) = if rules.build_side && *kind == JoinKind::Inner { (l.rows.max(r.rows), l.rows.min(r.rows)) } else { (l.rows, r.rows) };
     let hash = l.cost + r.cost + cost::hash_join(probe, build, out);
-    let as_is = lookup(&plan, stats).map(|lk| (l.cost + cost::index_nested_loop(l.rows, lk.per_lookup, lk.row_cost, out), lk));
-    let swapped_plan = (*kind == JoinKind::Inner).then(|| swap_inputs(plan.clone(), stats));
-    let swapped = swapped_plan.as_ref().and_then(|p| match &p.node {
-        Node::Project { input, .. } => lookup(input, stats)
-            .map(|lk| (r.cost + cost::index_nested_loop(r.rows, lk.per_lookup, lk.row_cost, out), lk)),
-        _ => None,
-    });
-    let best_inl = match (as_is, swapped) {
-        (Some(a), Some(b)) if b.0 < a.0 => Some((b, true)),
-        (Some(a), _) => Some((a, false)),
-        (None, Some(b)) => Some((b, true)),
-        (None, None) => None,
+    let inl = |outer: crate::plan::Estimate, lk: &Lookup| outer.cost + cost::index_nested_loop(outer.rows, lk.per_lookup, lk.row_cost, out);
+    // The right input looked up per left row; for an inner join also the other way.
+    let as_is = lookup(right, right_keys, left_keys, stats).map(|lk| (inl(l, &lk), lk, false));
+    let swapped = if *kind == JoinKind::Inner { lookup(left, left_keys, right_keys, stats) } else { None };
+    let swapped = swapped.map(|lk| (inl(r, &lk), lk, true));
+    let best = match (as_is, swapped) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
     };
-    match best_inl {
-        Some(((c, lk), false)) if c < hash => lk.apply(plan),
-        Some(((c, lk), true)) if c < hash => {
-            let Some(mut p) = swapped_plan else { return plan };
+    match best {
+        Some((c, lk, false)) if c < hash => lk.apply(plan),
+        Some((c, lk, true)) if c < hash => {
+            let mut p = swap_inputs(plan, stats);
             if let Node::Project { input, .. } = &mut p.node {
                 let join = std::mem::replace(&mut **input, Plan::one_row());
                 **input = estimate(lk.apply(join), stats);
@@ -261,17 +285,16 @@ impl Lookup {
     }
 }
 
-/// Whether `join`'s right input is a table scan with an index whose leading columns
-/// are exactly the right key columns (each a plain column of the same type as its
-/// left key), and what a lookup costs.
-fn lookup(join: &Plan, stats: &dyn Stats) -> Option<Lookup> {
-    let Node::Join { right, left_keys, right_keys, .. } = &join.node else { return None };
-    let Node::TableScan { table, columns, with_tid: false, .. } = &right.node else { return None };
-    let mut key_cols = Vec::with_capacity(right_keys.len());
-    for (lk, rk) in left_keys.iter().zip(right_keys) {
-        let ExprKind::Column(c) = rk.kind else { return None };
+/// Whether `inner` (one input of a join) is a table scan with an index whose leading
+/// columns are exactly the `inner_keys` columns (each a plain column of the same type
+/// as its `outer_keys` counterpart), and what a lookup costs.
+fn lookup(inner: &Plan, inner_keys: &[Expr], outer_keys: &[Expr], stats: &dyn Stats) -> Option<Lookup> {
+    let Node::TableScan { table, columns, with_tid: false, .. } = &inner.node else { return None };
+    let mut key_cols = Vec::with_capacity(inner_keys.len());
+    for (ok, ik) in outer_keys.iter().zip(inner_keys) {
+        let ExprKind::Column(c) = ik.kind else { return None };
         let tc = *columns.get(c)?;
-        if lk.ty != table.columns[tc].ty || rk.ty != lk.ty || key_cols.contains(&tc) {
+        if ok.ty != table.columns[tc].ty || ik.ty != ok.ty || key_cols.contains(&tc) {
             return None;
         }
         key_cols.push(tc);
@@ -288,9 +311,9 @@ fn lookup(join: &Plan, stats: &dyn Stats) -> Option<Lookup> {
     let per_lookup = if idx.unique && idx.columns.len() == n {
         1.0
     } else {
-        let distinct: f64 = (0..right_keys.len())
-            .map(|k| match right_keys[k].kind {
-                ExprKind::Column(c) => cardinality::distinct(right, c, table_rows, stats),
+        let distinct: f64 = (0..inner_keys.len())
+            .map(|k| match inner_keys[k].kind {
+                ExprKind::Column(c) => cardinality::distinct(inner, c, table_rows, stats),
                 _ => 1.0,
             })
             .product();
