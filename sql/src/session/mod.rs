@@ -395,7 +395,7 @@ fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
             conn.txn = if conn.txn.in_block() {
-                engine::TxnState::Failed
+                engine::TxnState::Failed(None)
             } else {
                 engine::TxnState::Idle
             };
