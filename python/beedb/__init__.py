@@ -184,10 +184,12 @@ def Binary(data):
 # ---- connections -------------------------------------------------------------------
 
 # Statements that open a transaction implicitly when the connection is not in
-# autocommit mode (data and schema changes, as sqlite3 does for DML); a query alone
-# does not, so a reading connection holds no snapshot between statements.
+# autocommit mode (data and schema changes, as sqlite3 does for DML, and SAVEPOINT, as
+# psycopg2 does, so ORMs' nested transactions work); a query alone does not, so a
+# reading connection holds no snapshot between statements.
 _IMPLICIT_BEGIN = frozenset(
-    ("insert", "update", "delete", "merge", "copy", "create", "drop", "alter", "truncate"))
+    ("insert", "update", "delete", "merge", "copy", "create", "drop", "alter", "truncate",
+     "savepoint"))
 
 
 @_functools.lru_cache(maxsize=512)

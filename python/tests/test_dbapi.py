@@ -214,6 +214,46 @@ def test_aborted_transaction_needs_rollback(conn):
     assert conn.execute("SELECT a FROM t ORDER BY a").fetchall() == [(1,), (2,)]
 
 
+def test_savepoints(conn):
+    """Nested transactions as SQLAlchemy and Django run them: SAVEPOINT opens the
+    transaction when none is open (as psycopg2 does), ROLLBACK TO recovers from an
+    error inside the block, RELEASE keeps the changes."""
+    conn.execute("CREATE TABLE sp (a INTEGER PRIMARY KEY)")
+    conn.commit()
+    cur = conn.cursor()
+    cur.execute("SAVEPOINT outer_sp")
+    assert conn.in_transaction
+    cur.execute("INSERT INTO sp VALUES (1)")
+    cur.execute("SAVEPOINT inner_sp")
+    cur.execute("INSERT INTO sp VALUES (2)")
+    with pytest.raises(beedb.IntegrityError):
+        cur.execute("INSERT INTO sp VALUES (1)")
+    with pytest.raises(beedb.InternalError) as e:
+        cur.execute("SELECT 1")
+    assert e.value.sqlstate == "25P02"
+    cur.execute("ROLLBACK TO SAVEPOINT inner_sp")
+    cur.execute("INSERT INTO sp VALUES (3)")
+    cur.execute("RELEASE SAVEPOINT outer_sp")
+    with pytest.raises(beedb.DatabaseError) as e:
+        cur.execute("ROLLBACK TO SAVEPOINT inner_sp")
+    assert e.value.sqlstate == "3B001"
+    conn.rollback()
+    cur.execute("SAVEPOINT s")
+    cur.execute("INSERT INTO sp VALUES (1)")
+    cur.execute("INSERT INTO sp VALUES (3)")
+    cur.execute("RELEASE s")
+    conn.commit()
+    assert conn.execute("SELECT a FROM sp ORDER BY a").fetchall() == [(1,), (3,)]
+    auto = beedb.connect(":memory:", autocommit=True)
+    with pytest.raises(beedb.DatabaseError) as e:
+        auto.execute("SAVEPOINT s")
+    assert e.value.sqlstate == "25P01"
+    auto.execute("BEGIN")
+    auto.execute("SAVEPOINT s")
+    auto.execute("ROLLBACK")
+    auto.close()
+
+
 def test_check_same_thread(conn):
     errors = []
 

@@ -520,3 +520,46 @@ fn window_frame_offsets_take_parameters_per_execution() {
     let e = rows.execute(&mut c, &[Value::Null]).unwrap_err();
     assert_eq!(e.sqlstate, "22004", "{e}");
 }
+
+/// SAVEPOINT through the API: ROLLBACK TO recovers an aborted block (which keeps its
+/// write lock meanwhile, as PostgreSQL keeps its locks), a block without savepoints
+/// gives the lock up at its error, and the bee cache's relation sizes return to the
+/// savepoint with the rows.
+#[test]
+fn savepoints_recover_aborted_blocks() {
+    let db = Database::open(":memory:").unwrap();
+    let mut a = db.connect();
+    let mut b = db.connect();
+    b.execute("SET writer_timeout = '100ms'", &[]).unwrap();
+    a.execute_batch("CREATE TABLE t (a INTEGER UNIQUE); INSERT INTO t VALUES (1)").unwrap();
+    let sizes = |db: &Database| (0..64).map(|id| db.bees().relation_size(id)).collect::<Vec<_>>();
+    let count = |c: &mut beedb_sql::Connection| {
+        c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap()
+    };
+
+    let e = a.execute("SAVEPOINT s", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "25P01");
+    a.execute_batch("BEGIN; INSERT INTO t VALUES (2); SAVEPOINT s").unwrap();
+    let before = sizes(&db);
+    a.execute("INSERT INTO t SELECT g FROM generate_series(10, 109) g", &[]).unwrap();
+    assert_ne!(sizes(&db), before, "the insert counts toward the table's size");
+    let e = a.execute("INSERT INTO t VALUES (1)", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "23505");
+    assert_eq!(a.execute("SELECT 1", &[]).unwrap_err().sqlstate, "25P02");
+    assert_eq!(a.execute("ROLLBACK TO nope", &[]).unwrap_err().sqlstate, "3B001");
+    // Aborted, but recoverable: the write lock is still held.
+    assert_eq!(b.execute("INSERT INTO t VALUES (3)", &[]).unwrap_err().sqlstate, "55P03");
+    a.execute("ROLLBACK TO SAVEPOINT s", &[]).unwrap();
+    assert_eq!(sizes(&db), before, "relation sizes back at the savepoint");
+    assert_eq!(count(&mut a), 2);
+    a.execute("COMMIT", &[]).unwrap();
+    assert_eq!(count(&mut b), 2);
+
+    // Without a savepoint the aborted block is rolled back at once.
+    a.execute_batch("BEGIN; INSERT INTO t VALUES (4)").unwrap();
+    assert!(a.execute("INSERT INTO t VALUES (1)", &[]).is_err());
+    b.execute("INSERT INTO t VALUES (5)", &[]).unwrap();
+    assert_eq!(a.execute("ROLLBACK TO s", &[]).unwrap_err().sqlstate, "3B001");
+    a.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(count(&mut a), 3);
+}

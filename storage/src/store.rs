@@ -27,6 +27,14 @@
 //! Rollback throws the private frames away; spilled frames stay in the WAL as
 //! garbage that recovery skips.
 //!
+//! ## Savepoints
+//! After [`WriteTxn::savepoint`], the first change of a page records its prior state
+//! in the transaction (not changed, spilled as a frame, or a copy of its private
+//! image) in the newest savepoint; [`WriteTxn::rollback_to_savepoint`] restores those
+//! states, so it costs the pages changed since. Pages spilled after the savepoint get
+//! a private copy of their restored state: recovery applies every frame of a
+//! committed transaction, and the commit must write after the stale spilled ones.
+//!
 //! ## Synchronous modes (like SQLite's in WAL mode)
 //! - `full`: a commit returns after its COMMIT frame is synced; concurrent
 //!   committers share one sync (group commit). A crash loses no acknowledged commit.
@@ -42,6 +50,7 @@
 //! | idle → writing                 | [`Store::begin_write`]   |
 //! | writing → committed            | [`WriteTxn::commit`]     |
 //! | writing → idle (rolled back)   | [`WriteTxn::rollback`] / drop |
+//! | writing → writing (to a savepoint) | [`WriteTxn::rollback_to_savepoint`] |
 //! | WAL → database file            | [`Store::checkpoint`], the checkpointer thread |
 //! | open → closed                  | [`Store::close`] / drop  |
 //! | any → poisoned (I/O failure)   | `StoreCore::poison`      |
@@ -951,6 +960,31 @@ struct WriteState {
     spilled: HashMap<PageId, Lsn>,
     /// Every spilled frame in order (a page may have been spilled more than once).
     spill_log: Vec<(PageId, Lsn)>,
+    /// Open savepoints, oldest first (see [`WriteTxn::savepoint`]).
+    savepoints: Vec<SavepointUndo>,
+}
+
+/// What a page was in the transaction just before its first change after a savepoint.
+/// Everything else a transaction holds (roots, page count, free list) lives in pages,
+/// so restoring these states restores all of it.
+enum PriorPage {
+    /// Not yet changed by the transaction: its committed version (or, beyond the
+    /// committed page count, nothing).
+    Committed,
+    /// Spilled to the WAL as this frame, with no private copy.
+    Spilled(Lsn),
+    /// A private copy with this image.
+    Private(PageBuf),
+}
+
+/// The undo record of one savepoint: the prior state of every page changed since it
+/// was set (and before a newer savepoint was set), so rolling back costs only the
+/// pages changed after the savepoint.
+struct SavepointUndo {
+    pages: HashMap<PageId, PriorPage>,
+    /// `spill_log.len()` when the savepoint was set: frames spilled after it belong to
+    /// the transaction in the WAL whatever happens to the savepoint.
+    spills_before: usize,
 }
 
 /// The one write transaction. Changes are invisible to everyone else until
@@ -1001,8 +1035,157 @@ impl WriteTxn {
         Ok(header::free_count(&h))
     }
 
-    fn private_frame(&self, page: PageId) -> Option<Frame> {
-        self.state.lock().dirty.get(&page).cloned()
+    /// The private copy of `page`, about to be changed: under a savepoint, its prior
+    /// state is recorded first (one lock for both, as this is every write's path).
+    fn private_frame_for_change(&self, page: PageId) -> Option<Frame> {
+        let mut st = self.state.lock();
+        if !st.savepoints.is_empty() {
+            self.note_prior(&mut st, page);
+        }
+        st.dirty.get(&page).cloned()
+    }
+
+    /// Sets a savepoint: [`WriteTxn::rollback_to_savepoint`] with the returned number
+    /// brings every page (and so the roots, page count and free list) back to their
+    /// state now. Savepoints nest; the number is the savepoint's depth (0 for the
+    /// outermost).
+    pub fn savepoint(&self) -> Result<usize> {
+        if self.finished {
+            return Err(Error::TransactionClosed("already committed or rolled back"));
+        }
+        let mut st = self.state.lock();
+        let spills_before = st.spill_log.len();
+        st.savepoints.push(SavepointUndo {
+            pages: HashMap::default(),
+            spills_before,
+        });
+        Ok(st.savepoints.len() - 1)
+    }
+
+    /// Open savepoints.
+    pub fn savepoint_count(&self) -> usize {
+        self.state.lock().savepoints.len()
+    }
+
+    /// Brings the transaction back to savepoint `index`, which stays set (with nothing
+    /// to undo); the savepoints set after it are gone. Costs the pages changed since
+    /// the savepoint. No page guard of this transaction may be held.
+    pub fn rollback_to_savepoint(&self, index: usize) -> Result<()> {
+        if self.finished {
+            return Err(Error::TransactionClosed("already committed or rolled back"));
+        }
+        let mut st = self.state.lock();
+        if index >= st.savepoints.len() {
+            return Err(Error::InvalidArgument(format!(
+                "no savepoint {index} (there are {})",
+                st.savepoints.len()
+            )));
+        }
+        let undone = st.savepoints.split_off(index);
+        let spills_before = undone[0].spills_before;
+        // Newest first, so a page changed under several savepoints ends in the state
+        // the oldest of them recorded.
+        for savepoint in undone.into_iter().rev() {
+            for (page, prior) in savepoint.pages {
+                match prior {
+                    PriorPage::Committed => {
+                        st.dirty.remove(&page);
+                        st.spilled.remove(&page);
+                    }
+                    PriorPage::Spilled(lsn) => {
+                        st.dirty.remove(&page);
+                        st.spilled.insert(page, lsn);
+                    }
+                    PriorPage::Private(image) => {
+                        st.spilled.remove(&page);
+                        st.dirty.insert(page, Arc::new(RwLock::new(image)));
+                    }
+                }
+            }
+        }
+        // Frames spilled since the savepoint stay in the WAL as frames of this
+        // transaction, and recovery applies every frame of a committed transaction, the
+        // newest of a page winning. So each page spilled since must be written again
+        // at commit, after them: give it a private copy of its restored state.
+        let respilled: Vec<PageId> = st.spill_log[spills_before..].iter().map(|&(p, _)| p).collect();
+        let mut base_page_count = None;
+        for page in respilled {
+            if st.dirty.contains_key(&page) {
+                continue;
+            }
+            let mut copy = self.inner.pool.take_buffer(page);
+            if let Some(lsn) = st.spilled.remove(&page) {
+                let _generation = self.inner.wal.pin_generation();
+                copy.copy_from_slice(&self.inner.load_version(page, lsn)?.read());
+            } else {
+                let count = match base_page_count {
+                    Some(count) => count,
+                    None => {
+                        let h = self.inner.read_committed(PageId::HEADER, self.base)?;
+                        let count = header::page_count(&h.read());
+                        base_page_count = Some(count);
+                        count
+                    }
+                };
+                if page.0 < count {
+                    copy.copy_from_slice(&self.inner.read_committed(page, self.base)?.read());
+                } else {
+                    // Allocated after the savepoint, beyond the page count it restores:
+                    // a free page, so the spilled image is never taken for data.
+                    format_page(&mut copy, page, PageKind::Free);
+                }
+            }
+            st.dirty.insert(page, Arc::new(RwLock::new(copy)));
+        }
+        let spills_before = st.spill_log.len();
+        st.savepoints.push(SavepointUndo {
+            pages: HashMap::default(),
+            spills_before,
+        });
+        self.maybe_spill(&mut st)
+    }
+
+    /// Forgets savepoint `index` and those set after it, keeping their changes: they
+    /// become changes since the savepoint before it, if any.
+    pub fn release_savepoint(&self, index: usize) -> Result<()> {
+        let mut st = self.state.lock();
+        if index >= st.savepoints.len() {
+            return Err(Error::InvalidArgument(format!(
+                "no savepoint {index} (there are {})",
+                st.savepoints.len()
+            )));
+        }
+        let released = st.savepoints.split_off(index);
+        if let Some(parent) = st.savepoints.last_mut() {
+            // Oldest first: a page's earliest recorded state is its state at the parent
+            // unless the parent recorded one itself.
+            for savepoint in released {
+                for (page, prior) in savepoint.pages {
+                    parent.pages.entry(page).or_insert(prior);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `page`'s state in the newest savepoint before its first change since.
+    fn note_prior(&self, st: &mut WriteState, page: PageId) {
+        let Some(top) = st.savepoints.last_mut() else {
+            return;
+        };
+        if top.pages.contains_key(&page) {
+            return;
+        }
+        let prior = if let Some(frame) = st.dirty.get(&page) {
+            let mut copy = self.inner.pool.take_buffer(page);
+            copy.copy_from_slice(&frame.read());
+            PriorPage::Private(copy)
+        } else if let Some(&lsn) = st.spilled.get(&page) {
+            PriorPage::Spilled(lsn)
+        } else {
+            PriorPage::Committed
+        };
+        top.pages.insert(page, prior);
     }
 
     /// Spills unpinned private pages to the WAL when there are too many.
@@ -1271,7 +1454,7 @@ impl PageWrite for WriteTxn {
         if self.finished {
             return Err(Error::TransactionClosed("already committed or rolled back"));
         }
-        if let Some(f) = self.private_frame(id) {
+        if let Some(f) = self.private_frame_for_change(id) {
             return Ok(PageWriteGuard::new(id, &f));
         }
         let mut copy = self.inner.pool.take_buffer(id);
@@ -1310,6 +1493,7 @@ impl PageWrite for WriteTxn {
         header::set_page_count(&mut hdr, count + 1);
         drop(hdr);
         let id = PageId(count);
+        self.note_prior(&mut self.state.lock(), id);
         let mut buf = vec![0u8; self.inner.page_size].into_boxed_slice();
         format_page(&mut buf, id, PageKind::Free);
         self.insert_private(id, buf)

@@ -5,6 +5,8 @@
 //!   acknowledged commit (or of the one in flight, whose outcome was unknown);
 //! - under `normal`/`off`, they are the rows of *some* acknowledged commit (a prefix of
 //!   history), never a mix;
+//! - one transaction in four sets savepoints and rolls back to some of them; only the
+//!   changes kept are recovered;
 //! - every page verifies from disk (checksum, id, kind), the free list is sound, heap
 //!   and B+tree invariants hold, the index agrees with the heap, and no page leaks.
 //!
@@ -261,6 +263,7 @@ struct Tally {
     dropped_writes: u64,
     recovered_txns: u64,
     max_btree_height: u32,
+    savepoint_rollbacks: u64,
 }
 
 fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
@@ -324,7 +327,32 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
         'txns: loop {
             let Ok(w) = store.begin_write() else { break };
             let mut pending = rows.clone();
+            // One transaction in four sets savepoints and rolls back to some of them
+            // (the model at each savepoint in `marks`): pages spilled after a savepoint
+            // rolled back must not come back at recovery.
+            let savepoints = rng.random_range(0..4) == 0;
+            let mut marks: Vec<Rows> = Vec::new();
             for _ in 0..rng.random_range(1..8) {
+                if savepoints {
+                    match rng.random_range(0..4) {
+                        0 => {
+                            if w.savepoint().is_err() {
+                                break 'txns;
+                            }
+                            marks.push(pending.clone());
+                        }
+                        1 if !marks.is_empty() => {
+                            let i = rng.random_range(0..marks.len());
+                            if w.rollback_to_savepoint(i).is_err() {
+                                break 'txns;
+                            }
+                            marks.truncate(i + 1);
+                            pending = marks[i].clone();
+                            tally.savepoint_rollbacks += 1;
+                        }
+                        _ => {}
+                    }
+                }
                 if random_change(&mut rng, &w, &t, &layout, &mut pending).is_err() {
                     break 'txns;
                 }
@@ -451,6 +479,7 @@ fn run_many(mode: Synchronous, base: u64, default_runs: u64) {
             "{tally:?}"
         );
         assert!(tally.max_btree_height >= 2, "{tally:?}");
+        assert!(tally.savepoint_rollbacks > 0, "{tally:?}");
     }
 }
 

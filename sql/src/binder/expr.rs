@@ -899,7 +899,7 @@ impl Binder<'_> {
     }
 
     /// Binds a boolean operand (an untyped literal is read as boolean).
-    fn bind_bool(&mut self, e: &ast::Expr, clause: &'static str, op: &str) -> Result<Expr> {
+    pub(super) fn bind_bool(&mut self, e: &ast::Expr, clause: &'static str, op: &str) -> Result<Expr> {
         let b = self.bind_expr(e, clause)?;
         if is_unknown(e) {
             return self.cast(b, DataType::Boolean, false, e);
@@ -1310,9 +1310,10 @@ impl Binder<'_> {
         if super::window::window_func(&name).is_some() {
             return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos(e)));
         }
-        if f.filter.is_some() || !f.within_group.is_empty() {
-            return Err(Error::not_supported("FILTER / WITHIN GROUP"));
+        if !f.within_group.is_empty() {
+            return Err(Error::not_supported("WITHIN GROUP"));
         }
+        let filter = f.filter.as_deref();
         let (args, distinct, star) = self.function_args(f)?;
         if let Some(fs) = self.functions
             && !star
@@ -1321,6 +1322,14 @@ impl Binder<'_> {
                 if distinct {
                     return Err(Error::not_supported(format!(
                         "DISTINCT in a call of the application's aggregate {name}"
+                    ))
+                    .at(self.pos(e)));
+                }
+                // An application's aggregate may look at NULL inputs, so FILTER cannot
+                // be had by handing it NULLs for the rows filtered out.
+                if filter.is_some() {
+                    return Err(Error::not_supported(format!(
+                        "FILTER in a call of the application's aggregate {name}"
                     ))
                     .at(self.pos(e)));
                 }
@@ -1335,6 +1344,7 @@ impl Binder<'_> {
                     &args,
                     false,
                     false,
+                    None,
                     e,
                     clause,
                 );
@@ -1350,7 +1360,19 @@ impl Binder<'_> {
             }
         }
         if let Some(func) = aggregate_func(&name) {
-            return self.bind_aggregate(func, None, &name, &args, distinct, star, e, clause);
+            // count(*) FILTER (WHERE c) counts the rows c holds for: count(1) filtered.
+            let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+            if star && filter.is_some() && func == AggFunc::Count {
+                return self.bind_aggregate(func, None, &name, &[&one], distinct, false, filter, e, clause);
+            }
+            return self.bind_aggregate(func, None, &name, &args, distinct, star, filter, e, clause);
+        }
+        if filter.is_some() {
+            return Err(Error::semantic(
+                "42809",
+                format!("FILTER specified, but {name} is not an aggregate function"),
+            )
+            .at(self.pos(e)));
         }
         if star {
             return Err(Error::syntax(format!("{name}(*) is only valid for aggregates")));
@@ -1587,25 +1609,30 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         distinct: bool,
         star: bool,
+        filter: Option<&ast::Expr>,
         e: &ast::Expr,
         clause: &'static str,
     ) -> Result<Expr> {
         let nested = self.agg.as_ref().is_some_and(|a| a.level == usize::MAX);
-        if !star && !args.is_empty() && !nested {
-            let level = self.agg_level(args);
+        // The level is the innermost one whose columns the arguments or the FILTER use.
+        let mut level_exprs: Vec<&ast::Expr> = if star { Vec::new() } else { args.to_vec() };
+        level_exprs.extend(filter);
+        if !level_exprs.is_empty() && !nested {
+            let level = self.agg_level(&level_exprs);
             if level < self.frames.len() - 1 {
-                return self.bind_outer_aggregate(level, func, udf, name, args, distinct, e);
+                return self.bind_outer_aggregate(level, func, udf, name, args, distinct, star, filter, e);
             }
         }
         if !self.in_agg_level() {
-            let msg = if self.agg.is_some() && self.agg.as_ref().is_some_and(|a| a.level == usize::MAX) {
+            // In an aggregate's FILTER PostgreSQL names the clause, not the nesting.
+            let msg = if clause != "FILTER" && self.agg.as_ref().is_some_and(|a| a.level == usize::MAX) {
                 "aggregate function calls cannot be nested".to_string()
             } else {
                 format!("aggregate functions are not allowed in {clause}")
             };
             return Err(Error::semantic("42803", msg).at(self.pos(e)));
         }
-        self.bind_aggregate_here(func, udf, name, args, distinct, star, e)
+        self.bind_aggregate_here(func, udf, name, args, distinct, star, filter, e)
     }
 
     /// An aggregate whose arguments use only columns of the enclosing level `level`:
@@ -1621,6 +1648,8 @@ impl Binder<'_> {
         name: &str,
         args: &[&ast::Expr],
         distinct: bool,
+        star: bool,
+        filter: Option<&ast::Expr>,
         e: &ast::Expr,
     ) -> Result<Expr> {
         let slot = self
@@ -1637,7 +1666,7 @@ impl Binder<'_> {
         let state = self.outer_aggs[slot].take();
         let inner_frames = self.frames.split_off(level + 1);
         let inner_agg = std::mem::replace(&mut self.agg, state);
-        let r = self.bind_aggregate_here(func, udf, name, args, distinct, false, e);
+        let r = self.bind_aggregate_here(func, udf, name, args, distinct, star, filter, e);
         self.outer_aggs[slot] = std::mem::replace(&mut self.agg, inner_agg);
         self.frames.extend(inner_frames);
         let b = r?;
@@ -1654,6 +1683,7 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         distinct: bool,
         star: bool,
+        filter: Option<&ast::Expr>,
         e: &ast::Expr,
     ) -> Result<Expr> {
         let func = match (func, star, args.len()) {
@@ -1677,12 +1707,21 @@ impl Binder<'_> {
             state.level = usize::MAX; // nested aggregates are an error
             self.agg = Some(state);
             let r = args.iter().map(|a| self.bind_expr(a, "aggregate")).collect::<Result<Vec<_>>>();
+            let condition = filter.map(|c| self.bind_bool(c, "FILTER", "FILTER")).transpose();
             self.set_scope(saved);
             let mut state = self.agg.take().expect("aggregate state");
             state.level = level;
             self.agg = Some(state);
             for (b, a) in r?.into_iter().zip(args) {
                 bound.push(if is_unknown(a) { self.cast(b, DataType::Text, false, a)? } else { b });
+            }
+            // FILTER (WHERE c): every built-in aggregate skips NULL inputs (the pair
+            // statistics skip a pair with either NULL), so the first argument made NULL
+            // where c is not true drops exactly those rows.
+            if let (Some(c), Some(first)) = (condition?, bound.first_mut()) {
+                let ty = first.ty;
+                let arg = std::mem::replace(first, Expr::literal(Value::Null, ty));
+                *first = Expr::new(ExprKind::Case { whens: vec![(c, arg)], else_: None }, ty);
             }
         }
         let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();

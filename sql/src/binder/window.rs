@@ -24,7 +24,7 @@ use crate::plan::{
     AggFunc, FrameBound, FrameUnits, Node, OutputColumn, Plan, SortKey, WindowCall, WindowFrame,
     WindowFunc, WindowSpec,
 };
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
 /// Window results bind to `Column(WINDOW_COLUMN_BASE + i)` until the window node's
 /// input width is known.
@@ -172,8 +172,12 @@ impl Binder<'_> {
                 .at(at));
             }
         };
-        if f.filter.is_some() || !f.within_group.is_empty() {
-            return Err(Error::not_supported("FILTER or WITHIN GROUP in a window function call").at(at));
+        if !f.within_group.is_empty() {
+            return Err(Error::not_supported("WITHIN GROUP in a window function call").at(at));
+        }
+        let filter = f.filter.as_deref();
+        if filter.is_some() && !matches!(func, WindowFunc::Agg(_)) {
+            return Err(Error::not_supported("FILTER is not implemented for non-aggregate window functions").at(at));
         }
         if f.null_treatment.is_some() {
             return Err(Error::not_supported("IGNORE NULLS / RESPECT NULLS").at(at));
@@ -182,10 +186,17 @@ impl Binder<'_> {
         if distinct {
             return Err(Error::not_supported("DISTINCT is not implemented for window functions").at(at));
         }
+        // count(*) FILTER (WHERE c) counts the rows c holds for: count(1) filtered.
+        let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+        let (args, star) = if star && filter.is_some() && func == WindowFunc::Agg(AggFunc::Count) {
+            (vec![&one], false)
+        } else {
+            (args, star)
+        };
         let over = f.over.as_ref().expect("a window call");
         let spec_ast = self.window_spec_ast(over).map_err(|err| err.at(at))?;
         self.window.as_mut().expect("window state").busy = true;
-        let r = self.bind_window_parts(func, name, &args, star, &spec_ast, e, clause);
+        let r = self.bind_window_parts(func, name, &args, star, filter, &spec_ast, e, clause);
         if let Some(w) = self.window.as_mut() {
             w.busy = false;
         }
@@ -225,6 +236,7 @@ impl Binder<'_> {
         name: &str,
         args: &[&ast::Expr],
         star: bool,
+        filter: Option<&ast::Expr>,
         w: &ast::WindowSpec,
         e: &ast::Expr,
         clause: &'static str,
@@ -237,6 +249,16 @@ impl Binder<'_> {
                 b = self.cast(b, DataType::Text, false, a)?;
             }
             bound.push(b);
+        }
+        // FILTER (WHERE c) on an aggregate: its first argument made NULL where c is not
+        // true, which every built-in aggregate skips (as in `bind_aggregate_here`).
+        if let Some(c) = filter {
+            let c = self.bind_bool(c, clause, "FILTER")?;
+            if let Some(first) = bound.first_mut() {
+                let ty = first.ty;
+                let arg = std::mem::replace(first, Expr::literal(Value::Null, ty));
+                *first = Expr::new(ExprKind::Case { whens: vec![(c, arg)], else_: None }, ty);
+            }
         }
         let types: Vec<DataType> = bound.iter().map(|b| b.ty).collect();
         let no_such = |types: &[DataType]| {

@@ -98,6 +98,7 @@ pub fn needs_analyze(ctx: &Ctx<'_>, table: &TableDef) -> bool {
 pub fn analyze_table(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
     let (rows, sample) = sample_rows(ctx, table)?;
     let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
+    ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
     ctx.bee_cache.note_relation_size(table.id as u64, rows);
     ctx.txn.catalog_mut().stats.insert(table.id, TableStats { rows, columns });
     Ok(())

@@ -1,8 +1,10 @@
 //! INSERT, UPDATE and DELETE.
 //!
-//! Each first computes its rows completely (so a statement never sees its own
-//! changes — no Halloween problem), then applies them through the executor's DML
-//! primitives, which keep indexes and constraints.
+//! UPDATE and DELETE first compute their rows completely (so a statement never sees
+//! its own changes — no Halloween problem), then apply them through the executor's
+//! DML primitives, which keep indexes and constraints. INSERT writes each batch as
+//! its source produces it, unless the source reads the target table (see
+//! [`insert`]).
 
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::plan_cache::CachedPlan;
-use super::query::{cast_params, optimize, optimize_generic, optimize_with, run, with_bees};
+use super::query::{cast_params, optimize, optimize_generic, optimize_with, run, stream, with_bees};
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident, object_name};
 use crate::catalog::TableDef;
@@ -256,7 +258,6 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         None => None,
     };
     let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
-    let rows = run(ctx, &bq, &params, None)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0;
@@ -265,10 +266,12 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     // The tuples this statement inserted or updated: DO UPDATE may not change one
     // twice (21000), as in PostgreSQL.
     let mut touched: HashSet<TupleId> = HashSet::new();
-    for (i, row) in rows.into_iter().enumerate() {
-        if i % CHECK_EVERY == 0 {
+    let mut proposed = 0usize;
+    let mut put = |row: Vec<Value>| -> Result<()> {
+        if proposed % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
+        proposed += 1;
         let existing = match &conflict {
             Some(c) => c.conflicting_tuple(w, &table, &row[..n])?,
             None => None,
@@ -283,10 +286,10 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             if returned_columns.is_some() {
                 returned.push(row[n..].to_vec());
             }
-            continue;
+            return Ok(());
         };
         // A conflict: DO NOTHING skips the row, DO UPDATE changes the existing one.
-        let Some(update) = &conflict_update else { continue };
+        let Some(update) = &conflict_update else { return Ok(()) };
         if touched.contains(&tid) {
             return Err(Error::new(
                 crate::error::ErrorKind::Data,
@@ -303,7 +306,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             return Err(Error::internal("ON CONFLICT DO UPDATE computed no row"));
         };
         if out[n] != Value::Boolean(true) {
-            continue; // its WHERE does not hold
+            return Ok(()); // its WHERE does not hold
         }
         let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())?;
         touched.insert(new_tid);
@@ -311,7 +314,40 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         if returned_columns.is_some() {
             returned.push(out[n + 1..].to_vec());
         }
+        Ok(())
+    };
+    // The rows are written as the source produces them, so the statement holds one
+    // batch, not its whole result (issue 16). Reads go through the write transaction,
+    // which sees its own changes: a source that reads the target table (in FROM or in
+    // any subquery) would see the rows this statement adds, so its result is held
+    // whole first, against memory_limit, and written afterwards — the statement then
+    // reads only the rows that existed before it, as in PostgreSQL.
+    if super::plan_cache::scanned_tables(&bq).contains(&(table.id as u64)) {
+        let mut held = Vec::new();
+        let mut bytes = 0usize;
+        stream(ctx, &bq, &params, &mut |b| {
+            let b = b.compact();
+            bytes += b.heap_bytes() + b.columns.len() * std::mem::size_of::<crate::vector::Vector>();
+            if bytes > ctx.memory_limit {
+                return Err(crate::exec::memory_limit_error("INSERT reading its own target table", ctx.memory_limit));
+            }
+            held.push(b);
+            Ok(true)
+        })?;
+        for b in held {
+            for k in 0..b.rows() {
+                put(b.row_values(k))?;
+            }
+        }
+    } else {
+        stream(ctx, &bq, &params, &mut |b| {
+            for k in 0..b.rows() {
+                put(b.row_values(k))?;
+            }
+            Ok(true)
+        })?;
     }
+    drop(put);
     ctx.note_inserts(&table, inserted);
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.

@@ -11,6 +11,12 @@
 //!   the writer and none can fail with a serialization error. Other writers wait
 //!   until `COMMIT` or `ROLLBACK`, or until an error ends the transaction.
 //!   `BEGIN DEFERRED` is plain `BEGIN`.
+//! - `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK TO [SAVEPOINT] name`
+//!   (PostgreSQL's): a savepoint keeps the transaction's catalog, the relation sizes
+//!   it changed, and a storage savepoint of its write transaction (set when the write
+//!   lock is taken, for savepoints set before). A block with savepoints that fails is
+//!   kept (with its write lock) so that `ROLLBACK TO` can recover it; one without is
+//!   rolled back at once. Sequence values are not rolled back, as in PostgreSQL.
 //!
 //! Schema changes work on the transaction's own copy of the catalog, written to the
 //! catalog heap and installed for every connection when the transaction commits.
@@ -25,6 +31,7 @@ pub(crate) mod sequence;
 
 pub use plan_cache::PlanCache;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use beedb_storage::{PageRead, ReadTxn, WriteTxn};
@@ -48,8 +55,10 @@ pub enum TxnState {
     Idle,
     /// Inside BEGIN … COMMIT.
     Active(Box<Txn>),
-    /// Inside a block after an error: everything but ROLLBACK/COMMIT fails.
-    Failed,
+    /// Inside a block after an error: everything but ROLLBACK, COMMIT (which rolls
+    /// back) and ROLLBACK TO a savepoint fails with 25P02. The transaction is kept
+    /// while it has savepoints (ROLLBACK TO brings it back), else it is gone already.
+    Failed(Option<Box<Txn>>),
 }
 
 impl TxnState {
@@ -66,6 +75,19 @@ pub struct Txn {
     write: Option<WriteTxn>,
     catalog: Arc<Catalog>,
     catalog_changed: bool,
+    /// Open savepoints, oldest first. Once the transaction holds the write lock, the
+    /// write transaction has one storage savepoint for each, at the same position.
+    savepoints: Vec<Savepoint>,
+}
+
+/// What a transaction was at a savepoint, besides its pages (the storage savepoint).
+struct Savepoint {
+    name: String,
+    catalog: Arc<Catalog>,
+    catalog_changed: bool,
+    /// The bee cache's size of each relation whose size the transaction changed since
+    /// the savepoint (before a newer one was set), as it was before the first change.
+    relation_sizes: HashMap<u64, u64>,
 }
 
 impl Txn {
@@ -79,6 +101,7 @@ impl Txn {
             write: None,
             catalog,
             catalog_changed: false,
+            savepoints: Vec::new(),
         }
     }
 
@@ -91,6 +114,7 @@ impl Txn {
             write: Some(write),
             catalog: committed_catalog(shared),
             catalog_changed: false,
+            savepoints: Vec::new(),
         })
     }
 
@@ -113,8 +137,82 @@ impl Txn {
         if self.read.is_none() {
             self.catalog = committed_catalog(shared);
         }
+        // Savepoints set before the first write: nothing was written at any of them.
+        for _ in &self.savepoints {
+            w.savepoint()?;
+        }
         self.write = Some(w);
         Ok(())
+    }
+
+    /// `SAVEPOINT name`.
+    fn set_savepoint(&mut self, name: String) -> Result<()> {
+        if let Some(w) = &self.write {
+            w.savepoint()?;
+        }
+        self.savepoints.push(Savepoint {
+            name,
+            catalog: self.catalog.clone(),
+            catalog_changed: self.catalog_changed,
+            relation_sizes: HashMap::new(),
+        });
+        Ok(())
+    }
+
+    /// The newest savepoint called `name` (names may repeat), else 3B001.
+    fn find_savepoint(&self, name: &str) -> Result<usize> {
+        self.savepoints
+            .iter()
+            .rposition(|s| s.name == name)
+            .ok_or_else(|| no_savepoint(name))
+    }
+
+    /// `ROLLBACK TO SAVEPOINT`: the transaction as it was at savepoint `index`, which
+    /// stays; the ones set after it are gone.
+    fn rollback_to_savepoint(&mut self, index: usize, shared: &Shared) -> Result<()> {
+        if let Some(w) = &self.write {
+            w.rollback_to_savepoint(index)?;
+        }
+        // Newest first: a relation changed under several savepoints gets the size the
+        // oldest of them recorded.
+        for undone in self.savepoints.drain(index + 1..).rev() {
+            for (id, size) in undone.relation_sizes {
+                shared.bees.note_relation_size(id, size);
+            }
+        }
+        let kept = &mut self.savepoints[index];
+        for (&id, &size) in &kept.relation_sizes {
+            shared.bees.note_relation_size(id, size);
+        }
+        kept.relation_sizes.clear();
+        self.catalog = kept.catalog.clone();
+        self.catalog_changed = kept.catalog_changed;
+        Ok(())
+    }
+
+    /// `RELEASE SAVEPOINT`: forgets savepoint `index` and the ones after it; their
+    /// changes stay, as changes since the savepoint before it.
+    fn release_savepoint(&mut self, index: usize) -> Result<()> {
+        if let Some(w) = &self.write {
+            w.release_savepoint(index)?;
+        }
+        let released: Vec<Savepoint> = self.savepoints.drain(index..).collect();
+        if let Some(parent) = self.savepoints.last_mut() {
+            for savepoint in released {
+                for (id, size) in savepoint.relation_sizes {
+                    parent.relation_sizes.entry(id).or_insert(size);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remembers relation `id`'s size before the transaction changes it, so that
+    /// `ROLLBACK TO` the newest savepoint can restore it.
+    pub(crate) fn remember_relation_size(&mut self, id: u64, bees: &BeeCache) {
+        if let Some(top) = self.savepoints.last_mut() {
+            top.relation_sizes.entry(id).or_insert_with(|| bees.relation_size(id));
+        }
     }
 
     fn reader(&self) -> &dyn PageRead {
@@ -234,13 +332,15 @@ impl Ctx<'_> {
 
     /// Counts `rows` inserted into `table` toward its size (the maker policy's
     /// expected tuples).
-    pub fn note_inserts(&self, table: &crate::catalog::TableDef, rows: usize) {
+    pub fn note_inserts(&mut self, table: &crate::catalog::TableDef, rows: usize) {
+        self.txn.remember_relation_size(table.id as u64, self.bee_cache);
         self.bee_cache.note_inserts(table.id as u64, rows as u64);
     }
 
     /// Counts `rows` deleted from `table` off its size (when its size is known).
-    pub fn note_deletes(&self, table: &crate::catalog::TableDef, rows: usize) {
+    pub fn note_deletes(&mut self, table: &crate::catalog::TableDef, rows: usize) {
         let id = table.id as u64;
+        self.txn.remember_relation_size(id, self.bee_cache);
         let size = self.bee_cache.relation_size(id);
         if size > 0 {
             self.bee_cache.note_relation_size(id, size.saturating_sub(rows as u64).max(1));
@@ -303,24 +403,76 @@ pub fn execute(
         Statement::Commit { .. } => {
             return match std::mem::take(&mut conn.txn) {
                 TxnState::Idle => Ok(QueryResult::command("COMMIT")),
-                TxnState::Failed => Ok(QueryResult::command("ROLLBACK")),
+                TxnState::Failed(_) => Ok(QueryResult::command("ROLLBACK")),
                 TxnState::Active(t) => {
                     t.commit(&shared)?;
                     Ok(QueryResult::command("COMMIT"))
                 }
             };
         }
-        Statement::Rollback { savepoint, .. } => {
-            if savepoint.is_some() {
-                return Err(Error::not_supported("savepoints"));
-            }
+        Statement::Rollback { savepoint: None, .. } => {
             conn.txn = TxnState::Idle;
             return Ok(QueryResult::command("ROLLBACK"));
+        }
+        Statement::Rollback { savepoint: Some(name), .. } => {
+            let name = crate::binder::ident(name);
+            let txn = match std::mem::take(&mut conn.txn) {
+                TxnState::Idle => return Err(outside_block("ROLLBACK TO SAVEPOINT")),
+                TxnState::Failed(None) => {
+                    conn.txn = TxnState::Failed(None);
+                    return Err(no_savepoint(&name));
+                }
+                TxnState::Active(txn) | TxnState::Failed(Some(txn)) => txn,
+            };
+            let mut txn = txn;
+            let r = txn
+                .find_savepoint(&name)
+                .and_then(|i| txn.rollback_to_savepoint(i, &shared));
+            conn.txn = match &r {
+                Ok(()) => TxnState::Active(txn),
+                // An unknown name aborts the block (or leaves it aborted) as any error
+                // does; a storage error while undoing leaves nothing to trust.
+                Err(e) if e.sqlstate == "3B001" => TxnState::Failed(Some(txn)),
+                Err(_) => TxnState::Failed(None),
+            };
+            return r.map(|()| QueryResult::command("ROLLBACK"));
+        }
+        Statement::Savepoint { name } => {
+            let name = crate::binder::ident(name);
+            return match &mut conn.txn {
+                TxnState::Idle => Err(outside_block("SAVEPOINT")),
+                TxnState::Failed(_) => Err(aborted()),
+                TxnState::Active(txn) => match txn.set_savepoint(name) {
+                    Ok(()) => Ok(QueryResult::command("SAVEPOINT")),
+                    Err(e) => {
+                        conn.txn = TxnState::Failed(None);
+                        Err(e)
+                    }
+                },
+            };
+        }
+        Statement::ReleaseSavepoint { name } => {
+            let name = crate::binder::ident(name);
+            return match std::mem::take(&mut conn.txn) {
+                TxnState::Idle => Err(outside_block("RELEASE SAVEPOINT")),
+                TxnState::Failed(t) => {
+                    conn.txn = TxnState::Failed(t);
+                    Err(aborted())
+                }
+                TxnState::Active(mut txn) => {
+                    let r = txn.find_savepoint(&name).and_then(|i| txn.release_savepoint(i));
+                    conn.txn = match &r {
+                        Ok(()) => TxnState::Active(txn),
+                        Err(_) => failed(txn),
+                    };
+                    r.map(|()| QueryResult::command("RELEASE"))
+                }
+            };
         }
         _ => {}
     }
     if let Statement::Set(_) | Statement::ShowVariable { .. } | Statement::Reset(_) = ast {
-        if matches!(conn.txn, TxnState::Failed) {
+        if matches!(conn.txn, TxnState::Failed(_)) {
             return Err(aborted());
         }
         return settings_statement(conn, ast);
@@ -336,11 +488,13 @@ pub fn execute(
         session_sequences: conn.sequences.clone(),
     };
     match &mut conn.txn {
-        TxnState::Failed => Err(aborted()),
+        TxnState::Failed(_) => Err(aborted()),
         TxnState::Active(txn) => {
             let r = run_in(txn, &shared, sql, ast, params, &env);
-            if r.is_err() {
-                conn.txn = TxnState::Failed;
+            if r.is_err()
+                && let TxnState::Active(txn) = std::mem::take(&mut conn.txn)
+            {
+                conn.txn = failed(txn);
             }
             r
         }
@@ -351,6 +505,7 @@ pub fn execute(
                     write: None,
                     catalog: shared.catalog.lock().clone(),
                     catalog_changed: false,
+                    savepoints: Vec::new(),
                 }
             } else {
                 Txn::begin_read(&shared)
@@ -360,6 +515,24 @@ pub fn execute(
             Ok(r)
         }
     }
+}
+
+/// The block after an error in it: kept for `ROLLBACK TO` while it has savepoints,
+/// else rolled back now (releasing the write lock at once).
+fn failed(txn: Box<Txn>) -> TxnState {
+    if txn.savepoints.is_empty() {
+        TxnState::Failed(None)
+    } else {
+        TxnState::Failed(Some(txn))
+    }
+}
+
+fn outside_block(statement: &str) -> Error {
+    Error::transaction("25P01", format!("{statement} can only be used in transaction blocks"))
+}
+
+fn no_savepoint(name: &str) -> Error {
+    Error::transaction("3B001", format!("savepoint \"{name}\" does not exist"))
 }
 
 fn aborted() -> Error {

@@ -63,7 +63,7 @@ fn size_moved(then: u64, now: u64) -> bool {
 
 /// The ids of the relations `bq` scans (plan and subplans). Iterative: a plan may be
 /// thousands of nodes deep.
-fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
+pub(super) fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
     let mut out = Vec::new();
     let mut todo: Vec<&crate::plan::Plan> = vec![&bq.plan];
     todo.extend(bq.subqueries.iter().map(|s| &s.plan));

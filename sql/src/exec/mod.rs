@@ -17,6 +17,7 @@
 
 mod agg;
 pub mod dml;
+mod external_sort;
 pub mod interrupt;
 mod join;
 pub mod key_table;
@@ -298,6 +299,15 @@ impl SubqueryRunner for Exec<'_> {
     }
 }
 
+/// The error for `op` needing more than `limit` bytes (`memory_limit`): SQLSTATE
+/// 53200, with the setting that would let it run.
+pub(crate) fn memory_limit_error(op: &str, limit: usize) -> Error {
+    let suggest = (limit.saturating_mul(2) / (1024 * 1024)).max(1);
+    Error::limit(format!(
+        "memory limit exceeded: {op} needs more than {limit} bytes; raise it with SET memory_limit = '{suggest}MB'"
+    ))
+}
+
 /// Heap bytes a value owns beyond its own size (text and byte strings).
 fn value_heap_bytes(v: &Value) -> usize {
     match v {
@@ -373,11 +383,7 @@ impl<'a> Exec<'a> {
     }
 
     pub(crate) fn mem_error(&self, op: &str) -> Error {
-        let limit = self.ctx.memory_limit;
-        let suggest = (limit.saturating_mul(2) / (1024 * 1024)).max(1);
-        Error::limit(format!(
-            "memory limit exceeded: {op} needs more than {limit} bytes; raise it with SET memory_limit = '{suggest}MB'"
-        ))
+        memory_limit_error(op, self.ctx.memory_limit)
     }
 
     pub(crate) fn check_mem(&self, op: &str, bytes: usize) -> Result<()> {

@@ -186,7 +186,11 @@ impl Connection {
             Some(stmt) => stmt,
             None => {
                 let stmt = Arc::new(self.parse_one(sql, false)?);
-                self.statements.insert(stmt.clone());
+                // A long text (a VALUES list of many rows) is rarely run again, and
+                // its syntax tree is large: it is not kept.
+                if sql.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
+                    self.statements.insert(stmt.clone());
+                }
                 stmt
             }
         };
@@ -201,6 +205,7 @@ impl Connection {
     /// Runs every statement in `sql` in order and returns their results; stops at
     /// the first error.
     pub fn execute_batch(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
+        parser::check_parse_size(sql, self.settings.memory_limit)?;
         guarded(self, |conn| {
             let statements = parser::parse(sql)?;
             let mut results = Vec::with_capacity(statements.len());
@@ -218,6 +223,7 @@ impl Connection {
     }
 
     fn parse_one(&mut self, sql: &str, keep_bees: bool) -> Result<Statement> {
+        parser::check_parse_size(sql, self.settings.memory_limit)?;
         let mut statements = guarded(self, |_| parser::parse(sql))?;
         match statements.len() {
             1 => {}
@@ -290,6 +296,10 @@ impl Connection {
 
 /// Distinct SQL texts a connection keeps parsed for [`Connection::execute`].
 pub const STATEMENT_CACHE_SIZE: usize = 32;
+
+/// Longest SQL text (bytes) whose parse [`Connection::execute`] keeps: a parse holds
+/// about 100 bytes per byte of text, so 32 kept texts stay within about 200 MB.
+pub const STATEMENT_CACHE_TEXT_BYTES_MAX: usize = 64 * 1024;
 
 /// The parsed statements of the last [`STATEMENT_CACHE_SIZE`] distinct texts, most
 /// recently used first. A parse depends on the text alone (not on the catalog or
@@ -385,7 +395,7 @@ fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
             conn.txn = if conn.txn.in_block() {
-                engine::TxnState::Failed
+                engine::TxnState::Failed(None)
             } else {
                 engine::TxnState::Idle
             };
