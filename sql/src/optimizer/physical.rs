@@ -30,9 +30,10 @@ pub fn finish(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
 }
 
 /// A projection over a projection of plain columns (join reordering and a swap of
-/// inputs each restore a column order) becomes one projection.
+/// inputs each restore a column order) becomes one projection, which costs what the
+/// two did less the inner one's own work.
 fn merge_projections(plan: Plan) -> Plan {
-    let Plan { node, schema, est } = plan;
+    let Plan { node, schema, mut est } = plan;
     let node = match node {
         Node::Project { input, mut exprs } => match input.node {
             Node::Project { input: inner, exprs: inner_exprs }
@@ -47,6 +48,9 @@ fn merge_projections(plan: Plan) -> Plan {
                     .collect();
                 for e in &mut exprs {
                     remap(e, &map);
+                }
+                if let (Some(e), Some(i), Some(ii)) = (est.as_mut(), input.est, inner.est) {
+                    e.cost -= i.cost - ii.cost;
                 }
                 Node::Project { input: inner, exprs }
             }
