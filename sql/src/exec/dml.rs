@@ -221,34 +221,68 @@ pub fn table_rows<R: PageRead + ?Sized>(
 
 /// Fills the (new, empty) index `table.indexes[index]` from the table's rows. A
 /// unique index over duplicate keys fails with `could not create unique index`.
-pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize) -> Result<()> {
+///
+/// The entries are sorted first, within `memory_limit` (spilling sorted runs to a
+/// temporary file, see [`super::external_sort`]), then inserted in key order: each
+/// goes to the rightmost leaf, which splits as bulk loading would, and equal keys
+/// arrive side by side, so uniqueness needs no lookups.
+pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize, memory_limit: usize) -> Result<()> {
     let idx = table
         .indexes
         .get(index)
         .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\"", table.name)))?;
-    let tree = BTree::open(idx.root);
-    for (tid, row) in table_rows(w, table)? {
-        let key = index_key(table, idx, &row)?;
-        if idx.unique && !key_has_null(idx, &row) && key_taken(w, idx, &key, None)? {
-            let cols: Vec<&str> = idx
-                .columns
-                .iter()
-                .map(|&c| table.columns[c].name.as_str())
-                .collect();
-            let vals: Vec<String> = idx.columns.iter().map(|&c| row[c].to_string()).collect();
-            return Err(Error::constraint(
-                "23505",
-                format!(
-                    "could not create unique index \"{}\": Key ({})=({}) is duplicated.",
-                    idx.name,
-                    cols.join(", "),
-                    vals.join(", ")
-                ),
-            ));
+    let mut sorter = super::external_sort::EntrySorter::new(memory_limit);
+    let heap = HeapFile::open(table.heap);
+    let mut tuples: Vec<(TupleId, Vec<u8>)> = Vec::new();
+    for g in heap.pages(w) {
+        // Copy the page's tuples out so no latch is held while their values (some of
+        // them out of line, on other pages) are read.
+        tuples.clear();
+        {
+            let g = g?;
+            let page = g.id();
+            for (slot, t) in HeapPage::new(&g, page)?.tuples()? {
+                tuples.push((TupleId { page, slot }, t.to_vec()));
+            }
         }
-        tree.insert(w, &key, &tid.to_bytes())?;
+        for (tid, t) in &tuples {
+            let row = decode_row(w, table, t)?;
+            sorter.push(index_key(table, idx, &row)?, tid.to_bytes())?;
+        }
+    }
+    let mut entries = sorter.finish()?;
+    let tree = BTree::open(idx.root);
+    let mut previous_key: Option<Vec<u8>> = None;
+    while let Some((key, tid)) = entries.next_entry()? {
+        if idx.unique && previous_key.as_ref() == Some(&key) {
+            // Equal keys: a duplicate unless the key has a NULL (then both rows have it).
+            let tid = TupleId::from_bytes(&tid).ok_or_else(|| Error::internal("malformed tuple id"))?;
+            let row = fetch_row(w, table, tid)?;
+            if !key_has_null(idx, &row) {
+                return Err(duplicate_in_new_index(table, idx, &row));
+            }
+        }
+        tree.insert(w, &key, &tid)?;
+        if idx.unique {
+            previous_key = Some(key);
+        }
     }
     Ok(())
+}
+
+/// CREATE UNIQUE INDEX's error for the key of `row`, found more than once.
+fn duplicate_in_new_index(table: &TableDef, idx: &IndexDef, row: &[Value]) -> Error {
+    let cols: Vec<&str> = idx.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+    let vals: Vec<String> = idx.columns.iter().map(|&c| row[c].to_string()).collect();
+    Error::constraint(
+        "23505",
+        format!(
+            "could not create unique index \"{}\": Key ({})=({}) is duplicated.",
+            idx.name,
+            cols.join(", "),
+            vals.join(", ")
+        ),
+    )
 }
 
 /// Creates an empty heap; returns its first page (for `TableDef::heap`).

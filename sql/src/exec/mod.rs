@@ -17,6 +17,7 @@
 
 mod agg;
 pub mod dml;
+mod external_sort;
 pub mod interrupt;
 mod join;
 pub mod key_table;

@@ -1163,7 +1163,7 @@ fn create_index_entries_checks_uniqueness() {
         primary: false,
         root: create_btree(&w).unwrap(),
     });
-    create_index_entries(&w, &def, 0).unwrap();
+    create_index_entries(&w, &def, 0, 1 << 20).unwrap();
     let t = Arc::new(def.clone());
     assert_eq!(
         rows(&w, &index_scan(&t, 0, vec![lit(2)], None, None)).len(),
@@ -1176,7 +1176,7 @@ fn create_index_entries_checks_uniqueness() {
         primary: false,
         root: create_btree(&w).unwrap(),
     });
-    let e = create_index_entries(&w, &def, 1).unwrap_err();
+    let e = create_index_entries(&w, &def, 1, 1 << 20).unwrap_err();
     assert_eq!(e.sqlstate, "23505");
     assert!(
         e.message
