@@ -425,8 +425,8 @@ impl Binder<'_> {
             let snapshot = self.snapshot();
             self.begin_windows(s)?;
             match self.bind_output(items_to_vec(&items), s, order, false) {
-                Ok((exprs, names, _, keys, hidden)) => {
-                    return self.finish_select(plan, exprs, names, keys, hidden, s);
+                Ok((exprs, names, _, keys, hidden, on)) => {
+                    return self.finish_select(plan, exprs, names, keys, hidden, on, s);
                 }
                 // An aggregate in a subquery belongs to this level (`select (select
                 // max(o.a)) from t o`): bind the output again as an aggregation.
@@ -493,7 +493,7 @@ impl Binder<'_> {
             self.begin_windows(s)?;
             let r = self.bind_output(items_to_vec(&items), s, order, true);
             let state = self.agg.take().expect("aggregate state");
-            let (exprs, names, having, keys, hidden) = r?;
+            let (exprs, names, having, keys, hidden, on) = r?;
             // Output names for EXPLAIN: a grouped column keeps its name, an aggregate
             // is named by its function.
             let mut schema: Vec<OutputColumn> = state
@@ -524,7 +524,7 @@ impl Binder<'_> {
                     Plan::new(Node::Filter { input: Box::new(p), predicate: h }, schema)
                 });
             }
-            self.finish_select(plan, exprs, names, keys, hidden, s)?;
+            self.finish_select(plan, exprs, names, keys, hidden, on, s)?;
         }
         return Ok(());
 
@@ -547,7 +547,7 @@ impl Binder<'_> {
         s: &ast::Select,
         order: &[&ast::OrderByExpr],
         aggregating: bool,
-    ) -> Result<(Vec<Expr>, Vec<String>, Option<Expr>, Vec<SortKey>, usize)> {
+    ) -> Result<(Vec<Expr>, Vec<String>, Option<Expr>, Vec<SortKey>, usize, Vec<usize>)> {
         let mut exprs = Vec::with_capacity(items.len());
         let mut names = Vec::with_capacity(items.len());
         for (ast_e, pre, name) in &items {
@@ -587,7 +587,8 @@ impl Binder<'_> {
             None => None,
         };
         // ORDER BY: output position, output name, else an expression (hidden column).
-        let distinct = s.distinct.is_some();
+        // (DISTINCT ON may order by what it does not output, as in PostgreSQL.)
+        let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
         let visible = exprs.len();
         let mut keys = Vec::new();
         for o in order {
@@ -651,8 +652,85 @@ impl Binder<'_> {
             };
             keys.push(sort_key(Expr::column(idx, exprs[idx].ty), &o.options).map_err(|e| e.at(self.pos(&o.expr)))?);
         }
+        let on = match &s.distinct {
+            Some(ast::Distinct::On(list)) => self.bind_distinct_on(list, &mut exprs, &mut names, visible, &keys)?,
+            _ => Vec::new(),
+        };
         let hidden = exprs.len() - visible;
-        Ok((exprs, names, having, keys, hidden))
+        Ok((exprs, names, having, keys, hidden, on))
+    }
+
+    /// The output columns of `DISTINCT ON (…)`, read as ORDER BY items are (a position,
+    /// an output name, else an expression added as a hidden column), and PostgreSQL's
+    /// rule: the ORDER BY items that are DISTINCT ON expressions come first, and a
+    /// DISTINCT ON expression missing from ORDER BY is allowed only when every ORDER BY
+    /// item is one (42P10).
+    fn bind_distinct_on(
+        &mut self,
+        list: &[ast::Expr],
+        exprs: &mut Vec<Expr>,
+        names: &mut Vec<String>,
+        visible: usize,
+        keys: &[SortKey],
+    ) -> Result<Vec<usize>> {
+        let mut on = Vec::with_capacity(list.len());
+        for e in list {
+            let by_output = match e {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => Some(
+                        n.parse::<usize>().ok().filter(|&i| i >= 1 && i <= visible).map(|i| i - 1).ok_or_else(|| {
+                            Error::semantic("42P10", format!("DISTINCT ON position {n} is not in select list"))
+                                .at(self.pos(e))
+                        })?,
+                    ),
+                    _ => None,
+                },
+                ast::Expr::Identifier(i) => {
+                    let n = ident(i);
+                    names[..visible].iter().position(|x| *x == n)
+                }
+                _ => None,
+            };
+            let idx = match by_output {
+                Some(i) => i,
+                None => {
+                    let b = self.bind_expr(e, "DISTINCT ON")?;
+                    match exprs.iter().position(|x| *x == b) {
+                        Some(i) => i,
+                        None => {
+                            exprs.push(b);
+                            names.push(format!("?distinct{}", exprs.len()));
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            if !on.contains(&idx) {
+                on.push(idx);
+            }
+        }
+        let mismatch = || {
+            Error::semantic("42P10", "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+                .at(self.pos(&list[0]))
+        };
+        let key_column = |k: &SortKey| match k.expr.kind {
+            ExprKind::Column(i) => i,
+            _ => usize::MAX,
+        };
+        let mut skipped = false;
+        for k in keys {
+            if on.contains(&key_column(k)) {
+                if skipped {
+                    return Err(mismatch());
+                }
+            } else {
+                skipped = true;
+            }
+        }
+        if skipped && on.iter().any(|i| !keys.iter().any(|k| key_column(k) == *i)) {
+            return Err(mismatch());
+        }
+        Ok(on)
     }
 
     fn finish_select(
@@ -662,6 +740,7 @@ impl Binder<'_> {
         names: Vec<String>,
         keys: Vec<SortKey>,
         hidden: usize,
+        on: Vec<usize>,
         s: &ast::Select,
     ) -> Result<()> {
         let mut exprs = exprs;
@@ -676,7 +755,7 @@ impl Binder<'_> {
                 let schema = p.schema.clone();
                 Plan::new(Node::Distinct { input: Box::new(p) }, schema)
             }),
-            Some(ast::Distinct::On(_)) => return Err(Error::not_supported("DISTINCT ON")),
+            Some(ast::Distinct::On(_)) => take_plan(plan, |p| distinct_on(p, &on, &keys)),
         }
         if !keys.is_empty() {
             take_plan(plan, |p| {
@@ -684,7 +763,7 @@ impl Binder<'_> {
                 Plan::new(Node::Sort { input: Box::new(p), keys }, schema)
             });
         }
-        if hidden > 0 {
+        if hidden > 0 || !on.is_empty() {
             take_plan(plan, |p| {
                 let exprs = (0..visible).map(|i| Expr::column(i, p.schema[i].ty)).collect();
                 let names = p.schema[..visible].iter().map(|c| c.name.clone()).collect();
@@ -1579,6 +1658,59 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
 
 /// A sort key from ORDER BY's options. `USING <` / `USING >` are ascending and
 /// descending (as PostgreSQL's btree ordering operators); other operators are errors.
+/// `DISTINCT ON (on)`: the first row of each group of rows equal on the `on` columns
+/// (NULLs equal), first in the order of `keys` (ORDER BY), as the rows numbered 1 by
+/// `row_number() OVER (PARTITION BY on ORDER BY keys)`. The number is one column past
+/// `plan`'s, dropped by the projection that ends the SELECT. Rows tied on every key
+/// leave the choice to the sort, as in PostgreSQL.
+fn distinct_on(plan: Plan, on: &[usize], keys: &[SortKey]) -> Plan {
+    use crate::plan::{FrameBound, FrameUnits, WindowCall, WindowFrame, WindowFunc, WindowSpec};
+    let width = plan.schema.len();
+    let spec = WindowSpec {
+        partition: on.iter().map(|&i| Expr::column(i, plan.schema[i].ty)).collect(),
+        order: keys.to_vec(),
+        frame: WindowFrame {
+            units: FrameUnits::Rows,
+            start: FrameBound::UnboundedPreceding,
+            end: FrameBound::CurrentRow,
+        },
+    };
+    let call = WindowCall {
+        func: WindowFunc::RowNumber,
+        args: Vec::new(),
+        spec: 0,
+        ty: DataType::BigInt,
+    };
+    let mut schema = plan.schema.clone();
+    schema.push(OutputColumn {
+        name: "row_number".into(),
+        ty: DataType::BigInt,
+    });
+    let numbered = Plan::new(
+        Node::Window {
+            input: Box::new(plan),
+            specs: vec![spec],
+            calls: vec![call],
+        },
+        schema.clone(),
+    );
+    let first = Expr::new(
+        ExprKind::Compare {
+            op: CmpOp::Eq,
+            left: Box::new(Expr::column(width, DataType::BigInt)),
+            right: Box::new(Expr::literal(Value::BigInt(1), DataType::BigInt)),
+        },
+        DataType::Boolean,
+    );
+    Plan::new(
+        Node::Filter {
+            input: Box::new(numbered),
+            predicate: first,
+        },
+        schema,
+    )
+}
+
 pub(super) fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> Result<SortKey> {
     let desc = match &o.sort {
         None | Some(ast::OrderBySort::Asc) => false,
