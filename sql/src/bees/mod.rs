@@ -177,6 +177,17 @@ pub fn attach_query(bq: &mut BoundQuery, env: &BeeEnv<'_>) -> Result<()> {
 
 /// Decides the bees of every table scan in `plan`.
 pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
+    attach_within(plan, env, None)
+}
+
+/// [`attach`], where at most `wanted` rows of `plan`'s output are read (a Limit
+/// above it, through projections; the executor stops the scan there too).
+fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Result<()> {
+    let wanted = match &plan.node {
+        Node::Limit { limit, offset, .. } => limit.map(|l| l.saturating_add(*offset)),
+        Node::Project { .. } => wanted,
+        _ => None,
+    };
     if let Node::TableScan {
         table,
         columns,
@@ -186,11 +197,16 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
         ..
     } = &mut plan.node
     {
-        *bees = scan_bees(table, columns, filter.as_ref(), access, env)?;
+        *bees = scan_bees(table, columns, filter.as_ref(), access, wanted, env)?;
         return Ok(());
     }
+    // The right scan of an index nested-loop join is not run as a scan: the join
+    // fetches its rows one lookup at a time, generically.
+    if let Node::Join { left, method: crate::plan::JoinMethod::IndexNestedLoop { .. }, .. } = &mut plan.node {
+        return crate::stack::guarded(|| attach_within(left, env, None));
+    }
     for c in plan.children_mut() {
-        attach(c, env)?;
+        crate::stack::guarded(|| attach_within(c, env, wanted))?;
     }
     Ok(())
 }
@@ -227,6 +243,7 @@ fn scan_bees(
     columns: &[usize],
     filter: Option<&Expr>,
     access: &crate::plan::Access,
+    wanted: Option<u64>,
     env: &BeeEnv<'_>,
 ) -> Result<Option<ScanBees>> {
     let s = env.settings;
@@ -235,7 +252,13 @@ fn scan_bees(
     }
     let relation_size = env.cache.relation_size(table.id as u64);
     let relation = relation_bees(env.cache, table, relation_size, s.maker)?;
-    let expected = expected_tuples(table, relation_size, access);
+    let mut expected = expected_tuples(table, relation_size, access);
+    // An index scan under a Limit stops after about that many entries, more when its
+    // filter rejects some: allow one kept in sixteen (a heap scan reads whole pages
+    // and is left to its relation size).
+    if let (Some(w), crate::plan::Access::Index { .. }) = (wanted, access) {
+        expected = expected.min(w.saturating_mul(16));
+    }
     // An index lookup expected to read a handful of tuples is cheaper to filter
     // generically than to make a scan bee for (measured: making an instantiated scan
     // bee costs more instructions than a point query's whole execution).

@@ -404,3 +404,160 @@ fn flush(
     }
     out(combined)
 }
+
+/// An index nested-loop join ([`crate::plan::JoinMethod::IndexNestedLoop`]): for
+/// each left row, the right table's rows whose index key equals the row's key
+/// values are fetched and decoded, the right scan's filter keeps some, and the
+/// pairs go through `on` as in the hash join. Rows fetched for a left batch are
+/// handled at most a batch at a time. Inner, left, semi and anti joins.
+pub(super) fn index_nested_loop(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    s: JoinSpec<'_>,
+    index: usize,
+    out: Out,
+) -> Result<Flow> {
+    use beedb_storage::TupleId;
+    use beedb_storage::btree::BTree;
+    use beedb_storage::btree::key_encoding::prefix_successor;
+    use beedb_storage::heap::HeapFile;
+    use std::ops::Bound;
+
+    use super::tuple_codec::{OwnedKey, RowDecoder, index_prefix, key_of};
+    use crate::error::Error;
+    use crate::plan::Node;
+
+    let Node::TableScan { table, columns, filter, .. } = &s.right.node else {
+        return Err(Error::internal("index nested-loop join over something other than a table scan"));
+    };
+    let idx = table
+        .indexes
+        .get(index)
+        .filter(|i| i.columns.len() >= s.right_keys.len())
+        .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\" for a join", table.name)))?;
+    if !matches!(s.kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
+        return Err(Error::internal("index nested-loop join of an unsupported kind"));
+    }
+    let left_id = id + 1;
+    let right_id = left_id + node_count(s.left);
+    let left_types = s.left.types();
+    let out_types = plan.types();
+    let decoder = RowDecoder::new(table, columns);
+    let tree = BTree::open(idx.root);
+    let heap = HeapFile::open(table.heap);
+    let r = ex.ctx.reader;
+    let emits_pairs = matches!(s.kind, JoinKind::Inner | JoinKind::Left);
+    let (mut fetched, mut lookups) = (0u64, 0u64);
+    let start = std::time::Instant::now();
+    let mut stopped = false;
+    let mut tids: Vec<TupleId> = Vec::new();
+    let mut tuple = Vec::new();
+    let mut keys: Vec<OwnedKey> = Vec::with_capacity(s.left_keys.len());
+    let flow = ex.node(s.left, left_id, None, &mut |b| {
+        let n = b.rows();
+        if n == 0 {
+            return Ok(Flow::Continue);
+        }
+        let b = super::dense(b, &left_types);
+        let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+        let mut left_matched = vec![false; n];
+        let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None, matched: Vec::new() };
+        // (left row, fetched row) for the rows fetched since the last flush.
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
+        'rows: for l in 0..n {
+            // A semi or anti join decides a left row by its first match.
+            if !emits_pairs && left_matched[l] {
+                continue;
+            }
+            keys.clear();
+            for (k, v) in kv.iter().enumerate() {
+                if v.is_null(l) {
+                    continue 'rows; // NULL keys never match
+                }
+                match key_of(&v.value(l), &table.columns[idx.columns[k]].ty, None)? {
+                    Ok(key) => keys.push(key),
+                    Err(_) => continue 'rows, // no stored key can equal it
+                }
+            }
+            let prefix = index_prefix(table, idx, &keys)?;
+            let hi = prefix_successor(&prefix);
+            let hi = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            tids.clear();
+            {
+                let mut cursor = tree.range(r, Bound::Included(&prefix), hi, beedb_storage::btree::Direction::Forward)?;
+                while let Some((_, v)) = cursor.next_entry()? {
+                    tids.push(TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?);
+                    if tids.len() % 4096 == 0 {
+                        ex.check_mem("Index Nested Loop", tids.len() * std::mem::size_of::<TupleId>())?;
+                    }
+                }
+            }
+            lookups += 1;
+            for &tid in &tids {
+                if !heap.get_into(r, tid, &mut tuple)? {
+                    return Err(Error::internal(format!(
+                        "index of \"{}\" names tuple {tid}, which does not exist",
+                        table.name
+                    )));
+                }
+                decoder.decode_into(r, table, &tuple, &mut build.cols)?;
+                pairs.push((l as u32, build.len as u32));
+                build.len += 1;
+                fetched += 1;
+                if build.len == BATCH_SIZE
+                    && check_fetched(ex, &s, &b, &mut build, &mut pairs, filter.as_ref(), &out_types, &mut left_matched, emits_pairs, out, &decoder)? == Flow::Stop
+                {
+                    stopped = true;
+                    return Ok(Flow::Stop);
+                }
+            }
+        }
+        if check_fetched(ex, &s, &b, &mut build, &mut pairs, filter.as_ref(), &out_types, &mut left_matched, emits_pairs, out, &decoder)? == Flow::Stop {
+            stopped = true;
+            return Ok(Flow::Stop);
+        }
+        finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped)
+    });
+    if let Some(p) = ex.profile {
+        // The right scan's line: rows fetched, one loop per lookup.
+        p.record_loops(right_id, fetched, lookups, start.elapsed());
+    }
+    let flow = flow?;
+    Ok(if stopped { Flow::Stop } else { flow })
+}
+
+/// Applies the right scan's `filter` to the rows fetched since the last call, joins
+/// the pairs that survive through `on` ([`flush`]), and empties the fetched rows.
+#[allow(clippy::too_many_arguments)]
+fn check_fetched(
+    ex: &Exec<'_>,
+    s: &JoinSpec<'_>,
+    b: &Batch,
+    build: &mut Build,
+    pairs: &mut Vec<(u32, u32)>,
+    filter: Option<&Expr>,
+    out_types: &[DataType],
+    left_matched: &mut [bool],
+    emits_pairs: bool,
+    out: Out,
+    decoder: &super::tuple_codec::RowDecoder,
+) -> Result<Flow> {
+    if build.len == 0 {
+        return Ok(Flow::Continue);
+    }
+    let cols = std::mem::replace(&mut build.cols, decoder.new_vectors(BATCH_SIZE));
+    let fetched = make_batch(cols, build.len);
+    let keep = match filter {
+        Some(f) => ex.pred(f, &fetched)?,
+        None => (0..build.len as u32).collect(),
+    };
+    let mut keep_mask = vec![false; build.len];
+    for &k in &keep {
+        keep_mask[k as usize] = true;
+    }
+    pairs.retain(|p| keep_mask[p.1 as usize]);
+    let mut flushed = Build { cols: fetched.columns, len: build.len, map: None, matched: vec![false; build.len] };
+    build.len = 0;
+    flush(ex, s, b, &mut flushed, pairs, out_types, left_matched, emits_pairs, out)
+}

@@ -116,11 +116,17 @@ impl Profile {
     }
 
     fn record(&self, id: usize, rows: u64, batches: u64, time: Duration) {
+        self.record_loops(id, rows, 1, time);
+        self.nodes.lock().entry(id).or_default().batches += batches;
+    }
+
+    /// Counters of a node run `loops` times by its parent (an index nested-loop
+    /// join's lookups into its right table).
+    fn record_loops(&self, id: usize, rows: u64, loops: u64, time: Duration) {
         let mut m = self.nodes.lock();
         let e = m.entry(id).or_default();
         e.rows += rows;
-        e.batches += batches;
-        e.loops += 1;
+        e.loops += loops;
         e.time += time;
     }
 }
@@ -388,7 +394,10 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs node `plan` (pre-order id `id`), pushing its output to `out`. Returns
-    /// `Stop` when `out` asked to stop. `top_n` is set by a Limit on a Sort.
+    /// `Stop` when `out` asked to stop. `top_n`, set by a Limit, is how many rows of
+    /// this node's output the consumer will read at most: a Sort keeps only those
+    /// (top-N), an index scan reads its first run that small, and a Project passes
+    /// it on (it keeps every row); other nodes ignore it.
     pub(crate) fn node(
         &self,
         plan: &Plan,
@@ -446,6 +455,7 @@ impl<'a> Exec<'a> {
                 access,
                 *with_tid,
                 bees.as_ref(),
+                top_n,
                 out,
             ),
             Node::Values { rows } => self.values(plan, rows, out),
@@ -457,7 +467,7 @@ impl<'a> Exec<'a> {
                 b.sel = Some(sel);
                 out(b)
             }),
-            Node::Project { input, exprs } => self.node(input, id + 1, None, &mut |b| {
+            Node::Project { input, exprs } => self.node(input, id + 1, top_n, &mut |b| {
                 let n = b.rows();
                 if n == 0 {
                     return Ok(Flow::Continue);
@@ -487,6 +497,17 @@ impl<'a> Exec<'a> {
                     return Err(crate::error::Error::not_supported(
                         "a hash join building on its left input is not supported",
                     ));
+                }
+                if let crate::plan::JoinMethod::IndexNestedLoop { index } = method {
+                    let spec = join::JoinSpec {
+                        left,
+                        right,
+                        kind: *kind,
+                        on: on.as_ref(),
+                        left_keys,
+                        right_keys,
+                    };
+                    return join::index_nested_loop(self, plan, id, spec, *index, out);
                 }
                 join::join(
                 self,
@@ -587,12 +608,7 @@ impl<'a> Exec<'a> {
         if limit == Some(0) {
             return Ok(Flow::Continue);
         }
-        let top_n = match (&input.node, limit) {
-            (Node::Sort { .. }, Some(l)) => {
-                Some(l.saturating_add(offset).min(usize::MAX as u64) as usize)
-            }
-            _ => None,
-        };
+        let top_n = limit.map(|l| l.saturating_add(offset).min(usize::MAX as u64) as usize);
         let mut skip = offset;
         let mut left = limit.unwrap_or(u64::MAX);
         let mut stopped = false;

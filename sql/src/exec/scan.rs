@@ -3,7 +3,8 @@
 use std::ops::Bound;
 
 use beedb_storage::btree::key_encoding::prefix_successor;
-use beedb_storage::btree::{BTree, Direction};
+use beedb_storage::PageRead;
+use beedb_storage::btree::{BTree, Cursor, Direction};
 use beedb_storage::heap::{HeapFile, HeapPage};
 use beedb_storage::{PageId, SlotId, TupleId};
 
@@ -203,6 +204,7 @@ pub(super) fn table_scan(
     access: &Access,
     with_tid: bool,
     bees: Option<&ScanBees>,
+    wanted: Option<usize>,
     out: Out,
 ) -> Result<Flow> {
     let decoder = RowDecoder::new(table, columns);
@@ -272,44 +274,109 @@ pub(super) fn table_scan(
             eq,
             lower,
             upper,
+            skip_nulls,
+            backward,
         } => {
-            let tids = index_tids(ex, table, *index, eq, lower.as_ref(), upper.as_ref())?;
+            let bounds = (lower.as_ref(), upper.as_ref(), *skip_nulls);
+            let Some(range) = index_range(ex, table, *index, eq, bounds, *backward)? else {
+                return Ok(Flow::Continue);
+            };
+            // The index is read in runs: each run's tuple ids are copied out and the
+            // cursor (with the leaf guard it holds) dropped before the heap is read
+            // and the rows pushed, so no latch is held while consumers run; the next
+            // run resumes after the last entry read. A consumer that wants only a few
+            // rows (a Limit: `wanted`) gets them from a first run that small, pushed
+            // at once; runs then double up to a batch.
+            let mut run = wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE));
+            let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
+            let mut tids: Vec<TupleId> = Vec::with_capacity(run);
             let mut one = Vec::new();
-            // Runs of fetched tuples, so a bee is called on many at once.
-            for chunk in tids.chunks(64) {
-                buf.clear();
-                items.clear();
-                for &tid in chunk {
-                    if !heap.get_into(r, tid, &mut one)? {
-                        return Err(Error::internal(format!(
-                            "index of \"{}\" names tuple {tid}, which does not exist",
-                            table.name
-                        )));
+            loop {
+                tids.clear();
+                let mut cursor = match &last {
+                    None => range.open(r)?,
+                    Some((k, v)) => range.resume(r, k, v)?,
+                };
+                let mut more = false;
+                while let Some((k, v)) = cursor.next_entry()? {
+                    let tid = TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?;
+                    tids.push(tid);
+                    if tids.len() == run {
+                        last = Some((k.to_vec(), v.to_vec()));
+                        more = true;
+                        break;
                     }
-                    // Tuples start 8-aligned, as in a page.
-                    buf.resize(buf.len().next_multiple_of(8), 0);
-                    let s = buf.len();
-                    buf.extend_from_slice(&one);
-                    items.push((tid, s, buf.len()));
                 }
-                if b.add_run(table, &items, &buf, out)? == Flow::Stop {
+                drop(cursor);
+                // Runs of fetched tuples, so a bee is called on many at once.
+                for chunk in tids.chunks(64) {
+                    buf.clear();
+                    items.clear();
+                    for &tid in chunk {
+                        if !heap.get_into(r, tid, &mut one)? {
+                            return Err(Error::internal(format!(
+                                "index of \"{}\" names tuple {tid}, which does not exist",
+                                table.name
+                            )));
+                        }
+                        // Tuples start 8-aligned, as in a page.
+                        buf.resize(buf.len().next_multiple_of(8), 0);
+                        let s = buf.len();
+                        buf.extend_from_slice(&one);
+                        items.push((tid, s, buf.len()));
+                    }
+                    if b.add_run(table, &items, &buf, out)? == Flow::Stop {
+                        return Ok(Flow::Stop);
+                    }
+                }
+                if !more {
+                    break;
+                }
+                if wanted.is_some() && b.flush(out)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
+                run = (run * 2).min(BATCH_SIZE);
             }
         }
     }
     b.flush(out)
 }
 
-/// The tuple ids an index range names, in key order.
-fn index_tids(
+/// The part of an index a scan reads: encoded key bounds and the direction.
+struct IndexRange {
+    tree: BTree,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    dir: Direction,
+}
+
+impl IndexRange {
+    fn open<'r, R: PageRead + ?Sized>(&self, r: &'r R) -> Result<Cursor<'r, R>> {
+        Ok(self.tree.range(r, self.lo.as_ref().map(Vec::as_slice), self.hi.as_ref().map(Vec::as_slice), self.dir)?)
+    }
+
+    /// A cursor that goes on after entry `(key, val)`, which an earlier run read last.
+    fn resume<'r, R: PageRead + ?Sized>(&self, r: &'r R, key: &[u8], val: &[u8]) -> Result<Cursor<'r, R>> {
+        let stop = match self.dir {
+            Direction::Forward => &self.hi,
+            Direction::Backward => &self.lo,
+        };
+        Ok(self.tree.range_after(r, key, val, stop.as_ref().map(Vec::as_slice), self.dir)?)
+    }
+}
+
+/// The range of index `index` of `table` whose keys equal `eq` on the leading
+/// columns and lie within `lower`/`upper` on the next one (not NULL there with
+/// `skip_nulls`); `None` when no stored key
+/// can qualify (a NULL or out-of-range bound, an empty range).
+fn index_range(
     ex: &Exec<'_>,
     table: &TableDef,
     index: usize,
     eq: &[Expr],
-    lower: Option<&(Expr, bool)>,
-    upper: Option<&(Expr, bool)>,
-) -> Result<Vec<TupleId>> {
+    (lower, upper, skip_nulls): (Option<&(Expr, bool)>, Option<&(Expr, bool)>, bool),
+    backward: bool,
+) -> Result<Option<IndexRange>> {
     let idx = table
         .indexes
         .get(index)
@@ -323,11 +390,11 @@ fn index_tids(
     for (k, e) in eq.iter().enumerate() {
         let v = ex.eval_const(e)?;
         if v.is_null() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         match key_of(&v, &table.columns[idx.columns[k]].ty, None)? {
             Ok(key) => keys.push(key),
-            Err(_) => return Ok(Vec::new()), // no stored key can equal it
+            Err(_) => return Ok(None), // no stored key can equal it
         }
     }
     let prefix = index_prefix(table, idx, &keys)?;
@@ -342,7 +409,7 @@ fn index_tids(
         Some(s) if !prefix.is_empty() => Bound::Excluded(s),
         _ => Bound::Unbounded,
     };
-    let bounded_next = lower.is_some() || upper.is_some();
+    let bounded_next = lower.is_some() || upper.is_some() || skip_nulls;
     if bounded_next {
         // NULLs sort last: keep them out of any range on the next column.
         let mut with_null = keys.clone();
@@ -353,7 +420,7 @@ fn index_tids(
     if let Some((e, inclusive)) = lower {
         let v = ex.eval_const(e)?;
         if v.is_null() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let mut inclusive = *inclusive;
         let key = match key_of(&v, &ty, Some(true))? {
@@ -367,7 +434,7 @@ fn index_tids(
                 }
                 k
             }
-            Err(KeyMiss::TooLarge) => return Ok(Vec::new()),
+            Err(KeyMiss::TooLarge) => return Ok(None),
             Err(_) => OwnedKey::Null, // below every key: no bound beyond the prefix
         };
         if key != OwnedKey::Null {
@@ -379,7 +446,7 @@ fn index_tids(
             } else {
                 match prefix_successor(&enc) {
                     Some(s) => Bound::Included(s),
-                    None => return Ok(Vec::new()),
+                    None => return Ok(None),
                 }
             };
         } else if prefix.is_empty() {
@@ -389,7 +456,7 @@ fn index_tids(
     if let Some((e, inclusive)) = upper {
         let v = ex.eval_const(e)?;
         if v.is_null() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let mut inclusive = *inclusive;
         let key = match key_of(&v, &ty, Some(false))? {
@@ -401,7 +468,7 @@ fn index_tids(
                 }
                 Some(k)
             }
-            Err(KeyMiss::TooSmall) => return Ok(Vec::new()),
+            Err(KeyMiss::TooSmall) => return Ok(None),
             Err(_) => None, // above every key: NULL exclusion bound stays
         };
         if let Some(key) = key {
@@ -421,22 +488,8 @@ fn index_tids(
     if let (Bound::Included(l), Bound::Excluded(h)) = (&lo, &hi)
         && l >= h
     {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let tree = BTree::open(idx.root);
-    let mut cursor = tree.range(
-        ex.ctx.reader,
-        lo.as_ref().map(|v| v.as_slice()),
-        hi.as_ref().map(|v| v.as_slice()),
-        Direction::Forward,
-    )?;
-    let mut tids = Vec::new();
-    while let Some((_, v)) = cursor.next_entry()? {
-        let tid = TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?;
-        tids.push(tid);
-        if tids.len() * 16 > ex.ctx.memory_limit {
-            return Err(ex.mem_error("Index Scan"));
-        }
-    }
-    Ok(tids)
+    let dir = if backward { Direction::Backward } else { Direction::Forward };
+    Ok(Some(IndexRange { tree: BTree::open(idx.root), lo, hi, dir }))
 }

@@ -270,6 +270,8 @@ fn index_scan(
             eq,
             lower,
             upper,
+            skip_nulls: false,
+            backward: false,
         },
     )
 }

@@ -14,6 +14,7 @@ use super::cardinality::{selectivity, table_rows};
 use super::cost::{INDEX_DESCENT, SEQ_ROW, index_row};
 use super::{Stats, and_all, conjuncts, map_children};
 use crate::expr::{CmpOp, Expr, ExprKind};
+use crate::catalog::TableDef;
 use crate::plan::{Access, Node, Plan};
 
 /// Of two bounds on one side of a range, the one that admits fewer values: for lower
@@ -41,6 +42,109 @@ fn is_bound(e: &Expr) -> bool {
     }
 }
 
+/// A conjunct of a scan's filter that can bound an index: `column op constant`, as
+/// (table column, operator with the column on the left, the constant, the conjunct's
+/// position in the filter's conjuncts).
+pub(crate) struct BoundPredicate {
+    column: usize,
+    /// `None`: `column IS NOT NULL`.
+    op: Option<CmpOp>,
+    value: Expr,
+    conjunct: usize,
+}
+
+/// The conjuncts of `parts` (a scan's filter over its output `columns` of `table`)
+/// that can bound an index.
+pub(crate) fn bound_predicates(table: &TableDef, columns: &[usize], parts: &[Expr]) -> Vec<BoundPredicate> {
+    let mut preds = Vec::new();
+    for (k, p) in parts.iter().enumerate() {
+        if let ExprKind::IsNull { expr, negated: true } = &p.kind
+            && let ExprKind::Column(c) = expr.kind
+        {
+            let value = Expr::literal(crate::types::Value::Null, expr.ty);
+            preds.push(BoundPredicate { column: columns[c], op: None, value, conjunct: k });
+            continue;
+        }
+        let ExprKind::Compare { op, left, right } = &p.kind else { continue };
+        let (col, op, val) = match (&left.kind, &right.kind) {
+            (ExprKind::Column(c), _) if is_bound(right) => (*c, *op, (**right).clone()),
+            (_, ExprKind::Column(c)) if is_bound(left) => (*c, op.flip(), (**left).clone()),
+            _ => continue,
+        };
+        if op == CmpOp::NotEq {
+            continue;
+        }
+        let tcol = columns[col];
+        // The key must compare exactly as the column: same type on both sides.
+        if table.columns[tcol].ty != left.ty || left.ty != right.ty {
+            continue;
+        }
+        preds.push(BoundPredicate { column: tcol, op: Some(op), value: val, conjunct: k });
+    }
+    preds
+}
+
+/// What a filter's bound predicates constrain of one index: equalities on its
+/// leading columns, then a range on the next one.
+pub(crate) struct IndexBounds {
+    pub eq: Vec<Expr>,
+    pub lower: Option<(Expr, bool)>,
+    pub upper: Option<(Expr, bool)>,
+    /// `IS NOT NULL` on the next column.
+    pub skip_nulls: bool,
+    /// The filter conjuncts the bounds come from.
+    pub used: Vec<usize>,
+}
+
+impl IndexBounds {
+    /// How much of the index the bounds constrain (0: nothing).
+    fn score(&self) -> usize {
+        self.eq.len() * 2 + usize::from(self.lower.is_some()) + usize::from(self.upper.is_some())
+    }
+
+    pub fn into_access(self, index: usize, backward: bool) -> Access {
+        let skip_nulls = self.skip_nulls;
+        Access::Index { index, eq: self.eq, lower: self.lower, upper: self.upper, skip_nulls, backward }
+    }
+}
+
+/// What `preds` bound of index `ix` of `table`.
+pub(crate) fn index_bounds(table: &TableDef, ix: usize, preds: &[BoundPredicate]) -> IndexBounds {
+    let index = &table.indexes[ix];
+    let mut eq = Vec::new();
+    let mut used = Vec::new();
+    for &kc in &index.columns {
+        match preds.iter().find(|p| p.column == kc && p.op == Some(CmpOp::Eq)) {
+            Some(p) => {
+                eq.push(p.value.clone());
+                used.push(p.conjunct);
+            }
+            None => break,
+        }
+    }
+    let mut lower = None;
+    let mut upper = None;
+    let mut skip_nulls = false;
+    if eq.len() < index.columns.len() {
+        let next = index.columns[eq.len()];
+        for p in preds.iter().filter(|p| p.column == next) {
+            if p.op != Some(CmpOp::Eq) {
+                used.push(p.conjunct);
+            }
+            let v = p.value.clone();
+            match p.op {
+                Some(CmpOp::Gt) => lower = tighter(lower, (v, false), Ordering::Greater),
+                Some(CmpOp::GtEq) => lower = tighter(lower, (v, true), Ordering::Greater),
+                Some(CmpOp::Lt) => upper = tighter(upper, (v, false), Ordering::Less),
+                Some(CmpOp::LtEq) => upper = tighter(upper, (v, true), Ordering::Less),
+                None => skip_nulls = true,
+                _ => {}
+            }
+        }
+    }
+    IndexBounds { eq, lower, upper, skip_nulls, used }
+}
+
 pub fn choose_access(plan: Plan, stats: &dyn Stats) -> Plan {
     let plan = map_children(plan, &mut |p| choose_access(p, stats));
     let Plan { node, schema, est: _ } = plan;
@@ -57,64 +161,15 @@ pub fn choose_access(plan: Plan, stats: &dyn Stats) -> Plan {
     };
     let mut parts = Vec::new();
     conjuncts(f.clone(), &mut parts);
-    // For each conjunct: (table column, op, bound expr, its position in `parts`).
-    let mut preds: Vec<(usize, CmpOp, Expr, usize)> = Vec::new();
-    for (k, p) in parts.iter().enumerate() {
-        let ExprKind::Compare { op, left, right } = &p.kind else { continue };
-        let (col, op, val) = match (&left.kind, &right.kind) {
-            (ExprKind::Column(c), _) if is_bound(right) => (*c, *op, (**right).clone()),
-            (_, ExprKind::Column(c)) if is_bound(left) => (*c, op.flip(), (**left).clone()),
-            _ => continue,
-        };
-        if op == CmpOp::NotEq {
-            continue;
-        }
-        let tcol = columns[col];
-        // The key must compare exactly as the column: same type on both sides.
-        if table.columns[tcol].ty != left.ty || left.ty != right.ty {
-            continue;
-        }
-        preds.push((tcol, op, val, k));
-    }
-    // (score, index, access, the conjuncts its bounds come from, fully constrained unique)
-    let mut best: Option<(usize, usize, Access, Vec<usize>, bool)> = None;
+    let preds = bound_predicates(&table, &columns, &parts);
+    // (score, index, its bounds, fully constrained unique)
+    let mut best: Option<(usize, usize, IndexBounds, bool)> = None;
     for (ix, index) in table.indexes.iter().enumerate() {
-        let mut eq = Vec::new();
-        let mut used = Vec::new();
-        for &kc in &index.columns {
-            match preds.iter().find(|(c, op, _, _)| *c == kc && *op == CmpOp::Eq) {
-                Some((_, _, v, k)) => {
-                    eq.push(v.clone());
-                    used.push(*k);
-                }
-                None => break,
-            }
-        }
-        let mut lower = None;
-        let mut upper = None;
-        if eq.len() < index.columns.len() {
-            let next = index.columns[eq.len()];
-            for (c, op, v, k) in &preds {
-                if *c != next {
-                    continue;
-                }
-                if *op != CmpOp::Eq {
-                    used.push(*k);
-                }
-                match op {
-                    CmpOp::Gt => lower = tighter(lower, (v.clone(), false), Ordering::Greater),
-                    CmpOp::GtEq => lower = tighter(lower, (v.clone(), true), Ordering::Greater),
-                    CmpOp::Lt => upper = tighter(upper, (v.clone(), false), Ordering::Less),
-                    CmpOp::LtEq => upper = tighter(upper, (v.clone(), true), Ordering::Less),
-                    _ => {}
-                }
-            }
-        }
-        let score = eq.len() * 2 + usize::from(lower.is_some()) + usize::from(upper.is_some());
-        let full_unique = index.unique && eq.len() == index.columns.len();
-        let score = score + if full_unique { 100 } else { 0 };
+        let bounds = index_bounds(&table, ix, &preds);
+        let full_unique = index.unique && bounds.eq.len() == index.columns.len();
+        let score = bounds.score() + if full_unique { 100 } else { 0 };
         if score > 0 && best.as_ref().is_none_or(|b| score > b.0) {
-            best = Some((score, ix, Access::Index { index: ix, eq, lower, upper }, used, full_unique));
+            best = Some((score, ix, bounds, full_unique));
         }
     }
     let mut scan = Plan::new(
@@ -128,18 +183,18 @@ pub fn choose_access(plan: Plan, stats: &dyn Stats) -> Plan {
         },
         schema,
     );
-    if let Some((_, ix, access, used, full_unique)) = best
-        && (full_unique || index_pays(&scan, ix, &parts, &used, stats))
+    if let Some((_, ix, bounds, full_unique)) = best
+        && (full_unique || index_pays(&scan, ix, &parts, &bounds.used, stats))
         && let Node::TableScan { access: a, .. } = &mut scan.node
     {
-        *a = access;
+        *a = bounds.into_access(ix, false);
     }
     scan
 }
 
 /// Whether reading `scan`'s table through index `ix`, whose bounds come from the
 /// conjuncts `used` of `parts`, is estimated cheaper than reading the whole heap.
-fn index_pays(scan: &Plan, ix: usize, parts: &[Expr], used: &[usize], stats: &dyn Stats) -> bool {
+pub(crate) fn index_pays(scan: &Plan, ix: usize, parts: &[Expr], used: &[usize], stats: &dyn Stats) -> bool {
     let Node::TableScan { table, .. } = &scan.node else { return false };
     let rows = table_rows(table, stats);
     let bounds = and_all(used.iter().map(|&k| parts[k].clone()).collect());

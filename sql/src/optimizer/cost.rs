@@ -58,6 +58,12 @@ pub fn hash_join(probe: f64, build: f64, out: f64) -> f64 {
     probe * HASH_PROBE_ROW + build * HASH_BUILD_ROW + out * JOIN_OUTPUT_ROW
 }
 
+/// The cost of an index nested-loop join: one index descent per `outer` row, each
+/// finding `per_lookup` rows at `row_cost` apiece (see [`index_row`]), producing `out`.
+pub fn index_nested_loop(outer: f64, per_lookup: f64, row_cost: f64, out: f64) -> f64 {
+    outer * (INDEX_DESCENT + per_lookup * (row_cost + EVAL_ROW)) + out * JOIN_OUTPUT_ROW
+}
+
 /// The cost of a nested-loop join of `left` × `right` rows producing `out` rows.
 pub fn nested_loop(left: f64, right: f64, out: f64) -> f64 {
     left * right * NESTED_LOOP_PAIR + left + right + out * JOIN_OUTPUT_ROW
@@ -80,10 +86,19 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], stats: &dyn Stats) -> f
         }
         Node::Values { rows } => rows.len() as f64 * EVAL_ROW,
         Node::Filter { .. } | Node::Project { .. } => input * EVAL_ROW,
-        Node::Join { method, .. } => {
+        Node::Join { method, right, .. } => {
             let (l, r) = (inputs[0], inputs[1]);
             match method {
                 JoinMethod::NestedLoop => nested_loop(l, r, rows),
+                // `r` is the right scan's rows per lookup (`physical` sets its
+                // estimate so).
+                JoinMethod::IndexNestedLoop { index } => {
+                    let row_cost = match &right.node {
+                        Node::TableScan { table, .. } => index_row(table, *index, stats),
+                        _ => INDEX_ROW,
+                    };
+                    index_nested_loop(l, r, row_cost, rows)
+                }
                 JoinMethod::Hash { build } => {
                     let (probe, built) = match build {
                         crate::plan::JoinSide::Right => (l, r),

@@ -12,7 +12,9 @@
 //!    across a join's sides become its hash keys.
 //! 3. `access.rs` — a scan whose filter constrains the leading columns of an index
 //!    reads through that index.
-//! 4. `physical.rs` — every join gets its method (hash or nested loop); a join whose
+//! 4. `index_order.rs` — an ORDER BY (with or without LIMIT) or a lone MIN/MAX that
+//!    an index's key order provides reads that index in order instead of sorting.
+//! 5. `physical.rs` — every join gets its method (hash or nested loop); a join whose
 //!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
 //!
@@ -28,6 +30,7 @@ pub mod access;
 pub mod cardinality;
 pub mod cost;
 pub mod decorrelate;
+pub mod index_order;
 pub mod join_order;
 pub mod physical;
 pub mod pushdown;
@@ -51,6 +54,12 @@ pub struct Rules {
     pub filter_pushdown: bool,
     /// `optimizer_index_access`: scans read through an index where one applies.
     pub index_access: bool,
+    /// `optimizer_index_order`: ORDER BY and MIN/MAX read an index in order instead
+    /// of sorting ([`index_order`]).
+    pub index_order: bool,
+    /// `optimizer_index_join`: a join looks the rows of one side up through an index
+    /// on its key columns when that is cheaper than hashing (`physical`).
+    pub index_join: bool,
     /// `optimizer_build_side`: a join's smaller input becomes the build side (inputs
     /// swapped; semi and anti joins excepted).
     pub build_side: bool,
@@ -63,6 +72,8 @@ impl Default for Rules {
             join_order: true,
             filter_pushdown: true,
             index_access: true,
+            index_order: true,
+            index_join: true,
             build_side: true,
         }
     }
@@ -127,6 +138,11 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let plan = pushdown::push_filters(plan, rules.filter_pushdown);
     let plan = if rules.index_access {
         access::choose_access(plan, stats)
+    } else {
+        plan
+    };
+    let plan = if rules.index_order {
+        index_order::order_by_index(plan, stats)
     } else {
         plan
     };

@@ -133,9 +133,12 @@ fn describe(plan: &Plan) -> String {
                     eq,
                     lower,
                     upper,
+                    skip_nulls,
+                    backward,
                 } => {
                     let idx = &table.indexes[*index];
-                    let mut s = format!("Index Scan using {} on {}", idx.name, table.name);
+                    let dir = if *backward { " Backward" } else { "" };
+                    let mut s = format!("Index Scan{dir} using {} on {}", idx.name, table.name);
                     let mut conds = Vec::new();
                     for (k, x) in eq.iter().enumerate() {
                         conds.push(format!(
@@ -159,6 +162,9 @@ fn describe(plan: &Plan) -> String {
                                 if *inc { "<=" } else { "<" },
                                 fmt_expr(x, &[])
                             ));
+                        }
+                        if *skip_nulls && lower.is_none() && upper.is_none() {
+                            conds.push(format!("{name} IS NOT NULL"));
                         }
                     }
                     if !conds.is_empty() {
@@ -217,11 +223,15 @@ fn describe(plan: &Plan) -> String {
                     .zip(right_keys)
                     .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
                     .collect();
-                let build = match method {
-                    super::JoinMethod::Hash { build: super::JoinSide::Left } => "  build: left",
-                    _ => "",
-                };
-                format!("Hash Join ({k})  keys: {}{build}", keys.join(", "))
+                match method {
+                    super::JoinMethod::IndexNestedLoop { .. } => {
+                        format!("Index Nested Loop ({k})  keys: {}", keys.join(", "))
+                    }
+                    super::JoinMethod::Hash { build: super::JoinSide::Left } => {
+                        format!("Hash Join ({k})  keys: {}  build: left", keys.join(", "))
+                    }
+                    _ => format!("Hash Join ({k})  keys: {}", keys.join(", ")),
+                }
             };
             if let Some(on) = on {
                 s.push_str(&format!("  on: {}", e(on)));

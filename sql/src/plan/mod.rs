@@ -260,11 +260,17 @@ pub enum Access {
     Heap,
     /// A B+tree: rows whose leading key columns equal `eq` and whose next column lies
     /// within `lower`/`upper`. The bound expressions are constants or parameters.
+    /// Rows come in key order (NULLs last), descending with `backward`: an ORDER BY
+    /// the index serves needs no sort (`optimizer/index_order.rs`).
     Index {
         index: usize,
         eq: Vec<Expr>,
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,
+        /// The next column's NULL keys are left out (the filter has `IS NOT NULL` on
+        /// it); implied by `lower` or `upper`.
+        skip_nulls: bool,
+        backward: bool,
     },
 }
 
@@ -301,6 +307,13 @@ pub enum JoinMethod {
     /// `build: Left` is for the executor's semi and anti joins whose right input is the
     /// larger, and the executor refuses it until it supports it.
     Hash { build: JoinSide },
+    /// For each left row, the right input's table is looked up through its index
+    /// `index`: `right_keys` are columns of the right [`Node::TableScan`] that are the
+    /// index's leading columns, in index order, and `left_keys` give their values.
+    /// The right scan's filter and `on` are checked on each row found. The right
+    /// scan node is not run as such (its `access` names the index, for EXPLAIN).
+    /// Inner, left, semi and anti joins only.
+    IndexNestedLoop { index: usize },
 }
 
 /// A plan node, its output columns and the optimizer's estimates.

@@ -16,6 +16,8 @@
 //! | `optimizer_join_order` | `on`, `off`: inner joins ordered by estimated cost | `on` |
 //! | `optimizer_filter_pushdown` | `on`, `off`: filters pushed below joins and into scans | `on` |
 //! | `optimizer_index_access` | `on`, `off`: scans read through an index where one applies | `on` |
+//! | `optimizer_index_order` | `on`, `off`: ORDER BY and MIN/MAX read an index in order instead of sorting | `on` |
+//! | `optimizer_index_join` | `on`, `off`: joins look rows up through an index on the key columns where cheaper than hashing | `on` |
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
 //!
@@ -92,6 +94,8 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_join_order",
     "optimizer_filter_pushdown",
     "optimizer_index_access",
+    "optimizer_index_order",
+    "optimizer_index_join",
     "optimizer_build_side",
     "optimizer_decorrelate",
 ];
@@ -187,6 +191,8 @@ impl Settings {
             "optimizer_join_order" => self.optimizer.join_order = parse_switch(name, value)?,
             "optimizer_filter_pushdown" => self.optimizer.filter_pushdown = parse_switch(name, value)?,
             "optimizer_index_access" => self.optimizer.index_access = parse_switch(name, value)?,
+            "optimizer_index_order" => self.optimizer.index_order = parse_switch(name, value)?,
+            "optimizer_index_join" => self.optimizer.index_join = parse_switch(name, value)?,
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
             "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
@@ -203,7 +209,7 @@ impl Settings {
             "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
-            "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_build_side" => "on",
+            "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side" => "on",
             "optimizer_decorrelate" => "on",
             _ => return Err(unknown(name)),
         };
@@ -237,6 +243,8 @@ impl Settings {
             "optimizer_join_order" => show_switch(self.optimizer.join_order),
             "optimizer_filter_pushdown" => show_switch(self.optimizer.filter_pushdown),
             "optimizer_index_access" => show_switch(self.optimizer.index_access),
+            "optimizer_index_order" => show_switch(self.optimizer.index_order),
+            "optimizer_index_join" => show_switch(self.optimizer.index_join),
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
             "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
             _ => return Err(unknown(name)),

@@ -346,6 +346,34 @@ impl BTree {
         Ok(Cursor::new(r, g, pos, dir, stop.map(<[u8]>::to_vec)))
     }
 
+    /// A cursor that goes on with a range scan just past the entry `(key, val)` it
+    /// last visited (the entry need not exist any more), in `dir` order, until `stop`
+    /// (the upper bound going forward, the lower bound going backward). A reader that
+    /// hands entries to slow consumers drops its cursor, and the leaf guard it holds,
+    /// between runs and resumes here: one descent per run.
+    pub fn range_after<'r, R: PageRead + ?Sized>(
+        &self,
+        r: &'r R,
+        key: &[u8],
+        val: &[u8],
+        stop: Bound<&[u8]>,
+        dir: Direction,
+    ) -> Result<Cursor<'r, R>> {
+        // The first entry not before (key, val): going forward it is skipped if it
+        // is that entry; going backward the cursor starts just before it.
+        let (g, pos, unique) = self.descend(r, Target::At { key, val })?;
+        let mut skip = false;
+        if dir == Direction::Forward {
+            let node = NodeRef::new(&g, g.id())?;
+            if pos < node.count() {
+                let (k, v) = node.leaf_entry(pos)?;
+                skip = k == key && (unique || v == val);
+            }
+        }
+        let pos = pos + usize::from(skip);
+        Ok(Cursor::new(r, g, pos, dir, stop.map(<[u8]>::to_vec)))
+    }
+
     /// A cursor over the whole tree in `dir` order.
     pub fn scan<'r, R: PageRead + ?Sized>(
         &self,

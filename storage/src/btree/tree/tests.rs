@@ -192,11 +192,32 @@ fn check_random_range(rng: &mut StdRng, t: &BTree, s: &MemPageStore, m: &Model) 
         Direction::Backward
     };
     let (lo, hi) = (lo.as_ref().map(|k| &k[..]), hi.as_ref().map(|k| &k[..]));
-    assert_eq!(
-        tree_range(t, s, lo, hi, dir),
-        model_range(m, lo, hi, dir),
-        "range {lo:?}..{hi:?} {dir:?}"
-    );
+    let want = model_range(m, lo, hi, dir);
+    assert_eq!(tree_range(t, s, lo, hi, dir), want, "range {lo:?}..{hi:?} {dir:?}");
+    // The same range in runs of 1 to 7 entries, each resumed after the last one read.
+    let stop = match dir {
+        Direction::Forward => hi,
+        Direction::Backward => lo,
+    };
+    let mut got: Vec<Entry> = Vec::new();
+    let mut cursor = t.range(s, lo, hi, dir).unwrap();
+    loop {
+        let run = rng.random_range(1..8);
+        let before = got.len();
+        while got.len() - before < run {
+            match cursor.next_entry().unwrap() {
+                Some((k, v)) => got.push((k.to_vec(), v.to_vec())),
+                None => break,
+            }
+        }
+        if got.len() - before < run {
+            break;
+        }
+        drop(cursor);
+        let (k, v) = got.last().unwrap();
+        cursor = t.range_after(s, k, v, stop, dir).unwrap();
+    }
+    assert_eq!(got, want, "resumed range {lo:?}..{hi:?} {dir:?}");
 }
 
 fn pick(rng: &mut StdRng, m: &Model) -> Option<Entry> {
