@@ -216,11 +216,18 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
                 if let Some(&c) = targets.iter().take(src.schema.len()).find(|c| always.contains(c)) {
                     return Err(refuse_always(c));
                 }
+                let items = select_items(q);
                 let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
                 for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
                     let col = &table.columns[c];
                     let b = Expr::column(k, src.schema[k].ty);
-                    let fake = ast::Expr::Identifier(ast::Ident::new(src.schema[k].name.clone()));
+                    // A bare NULL or string literal in the SELECT list is of unknown type
+                    // and takes the target column's, as in PostgreSQL (`INSERT INTO t
+                    // SELECT NULL, …`); any other expression must assignment-cast.
+                    let fake = match items.get(k) {
+                        Some(e) if crate::binder::is_unknown(e) => (*e).clone(),
+                        _ => ast::Expr::Identifier(ast::Ident::new(src.schema[k].name.clone())),
+                    };
                     exprs[c] = Some(binder.assign_cast(b, &fake, &col.name, col.ty).map_err(|mut e| {
                         e.position = None;
                         e
@@ -895,4 +902,18 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
         .as_ref()
         .map(|_| (bq.plan.schema[n + 1..].to_vec(), rows.into_iter().map(|mut r| r.split_off(n + 1)).collect()));
     Ok(written(format!("DELETE {count}"), count, returned))
+}
+
+/// The expressions of a plain `SELECT`'s list (no set operation around it), in order;
+/// empty for any other query or when a `*` makes positions unknowable.
+fn select_items(q: &ast::Query) -> Vec<&ast::Expr> {
+    let ast::SetExpr::Select(sel) = &*q.body else { return Vec::new() };
+    let mut items = Vec::with_capacity(sel.projection.len());
+    for item in &sel.projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => items.push(e),
+            _ => return Vec::new(),
+        }
+    }
+    items
 }
