@@ -168,6 +168,27 @@ fn a_unique_index_lookup_gets_no_scan_bee() {
     assert_eq!(conn.query("SELECT v FROM k WHERE id = 7", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 7);
 }
 
+/// An index scan a Limit stops after a row or a few (MIN/MAX, ORDER BY … LIMIT
+/// through an index) reads too few tuples to pay for a scan bee.
+#[test]
+fn an_index_scan_under_a_small_limit_gets_no_scan_bee() {
+    let db = Database::open(":memory:").unwrap();
+    let mut conn = db.connect();
+    conn.execute_batch(
+        "CREATE TABLE k (id INTEGER PRIMARY KEY, v INTEGER);
+         INSERT INTO k SELECT x, x % 7 FROM generate_series(1, 60000) s(x);
+         SELECT count(*) FROM k WHERE v > 3",
+    )
+    .unwrap();
+    for sql in ["SELECT min(id) FROM k WHERE v > 3", "SELECT id FROM k WHERE v > 3 ORDER BY id DESC LIMIT 5"] {
+        let plan = conn.query(&format!("EXPLAIN {sql}"), &[]).unwrap();
+        let text: Vec<String> = plan.rows.iter().map(|r| r.get::<String>(0).unwrap()).collect();
+        let text = text.join("\n");
+        assert!(text.contains("Index Scan") && !text.contains("bee: scan"), "{sql}\n{text}");
+    }
+    assert_eq!(conn.query("SELECT min(id) FROM k WHERE v > 3", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 4);
+}
+
 #[test]
 fn switches_and_code_limit() {
     let db = Database::open(":memory:").unwrap();

@@ -183,9 +183,11 @@ pub fn attach(plan: &mut Plan, env: &BeeEnv<'_>) -> Result<()> {
 /// [`attach`], where at most `wanted` rows of `plan`'s output are read (a Limit
 /// above it, through projections; the executor stops the scan there too).
 fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Result<()> {
+    // What this node's children are asked for: a Limit's rows, passed on through
+    // projections; a scan keeps what it was asked for.
     let wanted = match &plan.node {
         Node::Limit { limit, offset, .. } => limit.map(|l| l.saturating_add(*offset)),
-        Node::Project { .. } => wanted,
+        Node::Project { .. } | Node::TableScan { .. } => wanted,
         _ => None,
     };
     if let Node::TableScan {
