@@ -498,31 +498,20 @@ impl<'a> Exec<'a> {
                         "a hash join building on its left input is not supported",
                     ));
                 }
-                if let crate::plan::JoinMethod::IndexNestedLoop { index } = method {
-                    let spec = join::JoinSpec {
-                        left,
-                        right,
-                        kind: *kind,
-                        on: on.as_ref(),
-                        left_keys,
-                        right_keys,
-                    };
-                    return join::index_nested_loop(self, plan, id, spec, *index, out);
-                }
-                join::join(
-                self,
-                plan,
-                id,
-                join::JoinSpec {
+                let spec = join::JoinSpec {
                     left,
                     right,
                     kind: *kind,
                     on: on.as_ref(),
                     left_keys,
                     right_keys,
-                },
-                out,
-            )
+                };
+                match method {
+                    crate::plan::JoinMethod::IndexNestedLoop { index } => {
+                        join::index_nested_loop(self, plan, id, spec, *index, out)
+                    }
+                    _ => join::join(self, plan, id, spec, out),
+                }
             }
             Node::Aggregate {
                 input,

@@ -136,13 +136,13 @@ fn ordered(mut input: Plan, keys: &[SortKey], limit: Option<f64>, stats: &dyn St
         })
         .collect();
     let Some(key_cols) = key_cols else { return Err(input) };
+    let scan_cols: Option<Vec<usize>> = key_cols.iter().map(|&c| scan_column(&input, c)).collect();
+    let Some(scan_cols) = scan_cols else { return Err(input) };
     // Sorting `input` as it is: its rows, and the sort's comparisons (top-N keeps
     // only `limit` rows, so log of that).
     let input_rows = rows(&input, stats);
     let kept = limit.map_or(input_rows, |l| l.min(input_rows));
     let sort_cost = input_rows * kept.max(2.0).log2() * SORT_COMPARE;
-    let scan_cols: Option<Vec<usize>> = key_cols.iter().map(|&c| scan_column(&input, c)).collect();
-    let Some(scan_cols) = scan_cols else { return Err(input) };
     let Some(scan) = scan_mut(&mut input) else { return Err(input) };
     let Some(choice) = best_ordered_index(scan, &scan_cols, desc, limit, sort_cost, stats) else {
         return Err(input);
