@@ -174,6 +174,143 @@ fn command_runs_statements_in_each_mode() {
     assert_eq!(run(&["-c", ".tables"]), "t\n");
 }
 
+/// Runs `beedb` on `db` with `args`; returns (exit status, stdout, stderr).
+fn run_args(db: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = beedb().arg(db).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn output_sends_results_to_a_file_until_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let file = dir.path().join("out.txt");
+    let file_arg = format!(".output {}", file.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            ".mode csv",
+            "-c",
+            &file_arg,
+            "-c",
+            "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT a FROM t ORDER BY a",
+            "-c",
+            ".output",
+            "-c",
+            "SELECT 3 AS b",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "b\n3\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "CREATE TABLE\nINSERT 0 2\na\n1\n2\n"
+    );
+    // Errors still go to standard error; the file is truncated when opened again.
+    let (code, stdout, stderr) = run_args(&db, &["-c", &file_arg, "-c", "SELECT nope FROM t"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("column \"nope\" does not exist"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "");
+    // A file that cannot be opened is an error; output stays on the terminal.
+    let (code, _, stderr) = run_args(&db, &["-c", ".output /nonexistent/dir/x"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("could not open file \"/nonexistent/dir/x\" for writing"), "{stderr}");
+}
+
+#[test]
+fn once_sends_only_the_next_statement_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let file = dir.path().join("once.csv");
+    let once = format!(".once '{}'", file.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", ".mode csv", "-c", &once, "-c", "SELECT 1 AS a; SELECT 2 AS b", "-c", "SELECT 3 AS c"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\n1\n");
+    assert_eq!(stdout, "b\n2\nc\n3\n");
+    // `.once` with `.timer on`: the run time goes to the terminal, not the file.
+    let (code, stdout, _) = run_args(
+        &db,
+        &["-c", ".timer on", "-c", ".mode csv", "-c", &once, "-c", "SELECT 4 AS d"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "d\n4\n");
+    assert!(stdout.starts_with("Run Time: "), "{stdout}");
+    let (code, _, stderr) = run_args(&db, &["-c", ".once"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .once FILE"), "{stderr}");
+}
+
+#[test]
+fn headers_off_drops_column_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, stdout, _) = run_args(
+        &db,
+        &["-c", ".headers off", "-c", ".mode csv", "-c", "SELECT 1 AS a, 'x' AS b", "-c", ".headers on", "-c", "SELECT 2 AS c"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(stdout, "1,x\nc\n2\n");
+    let (_, stdout, _) = run_args(&db, &["-c", ".headers off", "-c", "SELECT 1 AS a"]);
+    assert_eq!(stdout, "┌───┐\n│ 1 │\n└───┘\n(1 row)\n");
+    let (code, _, stderr) = run_args(&db, &["-c", ".headers maybe"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .headers on|off"), "{stderr}");
+}
+
+#[test]
+fn line_and_markdown_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let sql = "SELECT 1 AS id, 'a|b' AS name UNION ALL SELECT 22, NULL ORDER BY id";
+    let (code, stdout, stderr) = run_args(&db, &["-m", "line", "-c", sql]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "  id = 1\nname = a|b\n\n  id = 22\nname = NULL\n");
+    let (code, stdout, _) = run_args(&db, &["-c", ".mode markdown", "-c", sql]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        "| id | name |\n|----|------|\n|  1 | a\\|b |\n| 22 | NULL |\n"
+    );
+}
+
+#[test]
+fn psql_expanded_display_and_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", "\\x", "-c", "SELECT 1 AS id, 'one' AS name UNION ALL SELECT 2, 'two' ORDER BY id", "-c", "\\x off", "-c", "\\timing", "-c", "SELECT 1 AS a"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected_start = "\
+Expanded display is on.
+-[ RECORD 1 ]
+id   | 1
+name | one
+-[ RECORD 2 ]
+id   | 2
+name | two
+Expanded display is off.
+Timing is on.
+┌───┐
+│ a │
+├───┤
+│ 1 │
+└───┘
+(1 row)
+Run Time: ";
+    assert!(stdout.starts_with(expected_start), "{stdout}");
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 
