@@ -311,6 +311,97 @@ Run Time: ";
     assert!(stdout.starts_with(expected_start), "{stdout}");
 }
 
+/// A table with NULLs, empty strings, quotes, commas and line breaks goes out through
+/// `.mode csv` + `.once` and back in through `.import`, unchanged.
+#[test]
+fn csv_export_and_import_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let csv = dir.path().join("t.csv");
+    let once = format!(".once {}", csv.display());
+    let (code, _, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (id INT, s TEXT, n NUMERIC(6,2));
+             INSERT INTO t VALUES (1, 'plain', 1.5), (2, NULL, NULL), (3, '', 0),
+               (4, 'a, \"b\"', -2.25), (5, E'two\nlines', 3), (6, 'it''s', NULL)",
+            "-c",
+            ".mode csv",
+            "-c",
+            &once,
+            "-c",
+            "SELECT * FROM t ORDER BY id",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "id,s,n\n1,plain,1.50\n2,,\n3,\"\",0.00\n4,\"a, \"\"b\"\"\",-2.25\n5,\"two\nlines\",3.00\n6,it's,\n"
+    );
+    let import_u = format!(".import --skip 1 {} u", csv.display());
+    let import_v = format!(".import '{}' v", csv.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE u (id INT, s TEXT, n NUMERIC(6,2))",
+            "-c",
+            &import_u,
+            "-c",
+            &import_v,
+            "-c",
+            ".mode csv",
+            "-c",
+            "SELECT (SELECT count(*) FROM u) AS rows,
+                    (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM u) d) AS missing,
+                    (SELECT count(*) FROM (SELECT * FROM u EXCEPT SELECT * FROM t) d) AS extra",
+            "-c",
+            "SELECT id, s, s IS NULL AS null_s, n FROM v ORDER BY id",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "CREATE TABLE\nCOPY 6\nCOPY 6\nrows,missing,extra\n6,0,0\nid,s,null_s,n\n\
+         1,plain,f,1.50\n2,,t,\n3,\"\",f,0.00\n4,\"a, \"\"b\"\"\",f,-2.25\n5,\"two\nlines\",f,3.00\n6,it's,f,\n"
+    );
+    // v was created from the header: every column TEXT.
+    let (_, stdout, _) = run_args(&db, &["-c", ".schema v"]);
+    assert_eq!(stdout, "CREATE TABLE v (id text, s text, n text);\n");
+}
+
+#[test]
+fn import_errors_name_the_line_and_leave_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "a,b\n1,2\n3,4,5\n").unwrap();
+    let import = format!(".import {} w", csv.display());
+    let (code, _, stderr) = run_args(&db, &["-c", &import]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("extra data after last expected column"), "{stderr}");
+    assert!(stderr.contains("line 3"), "{stderr}");
+    let (code, _, stderr) = run_args(&db, &["-c", "SELECT * FROM w"]);
+    assert_eq!(code, Some(1), "the failed import left its table behind");
+    assert!(stderr.contains("relation \"w\" does not exist"), "{stderr}");
+    // An existing table: the first row is data unless skipped.
+    let (code, _, stderr) = run_args(&db, &["-c", "CREATE TABLE n (a INT, b INT)", "-c", &format!(".import {} n", csv.display())]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("invalid input syntax for type integer"), "{stderr}");
+    // --skip 2 skips the header and the first row (through a temporary copy).
+    std::fs::write(&csv, "a,b\n1,2\n3,4\n").unwrap();
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", &format!(".import --skip 2 {} n", csv.display()), "-m", "csv", "-c", "SELECT * FROM n"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "COPY 1\na,b\n3,4\n");
+    let (code, _, stderr) = run_args(&db, &["-c", ".import onlyone"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .import"), "{stderr}");
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 

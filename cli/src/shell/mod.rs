@@ -7,6 +7,7 @@ pub mod backslash;
 pub mod ctrl_c;
 pub mod errors;
 pub mod format;
+pub mod import;
 pub mod repl;
 pub mod splitter;
 
@@ -37,6 +38,9 @@ Dot commands (one line each, no semicolon):
   .output [FILE]          Send results to FILE; without FILE, to the terminal again
   .once FILE              Send only the next statement's results to FILE
   .timer on|off           Print each statement's run time
+  .import [--skip N] FILE TABLE
+                          Load CSV FILE into TABLE (created, its columns named
+                          by the first row, if it does not exist)
   .read FILE              Run the statements in FILE
   .open FILE              Close this database and open FILE
                           (:memory: for a new in-memory database)
@@ -461,6 +465,7 @@ impl Shell {
                     self.once.is_some()
                 }
             }
+            ".import" => self.dot_import(rest),
             ".read" => {
                 if rest.is_empty() {
                     self.usage(".read FILE")
