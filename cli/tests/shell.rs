@@ -402,6 +402,72 @@ fn import_errors_name_the_line_and_leave_no_table() {
     assert!(stderr.contains("usage: .import"), "{stderr}");
 }
 
+#[test]
+fn psql_describe_commands_print_psqls_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\dt"]);
+    assert_eq!(code, Some(0), "an empty list is no failure");
+    assert_eq!(stderr, "Did not find any relations.\n");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10) NOT NULL, c NUMERIC(8,2) DEFAULT 1.5);
+             CREATE UNIQUE INDEX t_b ON t (b); CREATE INDEX t_c_a ON t (c, a);
+             CREATE VIEW v AS SELECT a, b AS bee FROM t",
+            "-c",
+            "\\dt",
+            "-c",
+            "\\d",
+            "-c",
+            "\\d t",
+            "-c",
+            "\\d V;",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected = concat!(
+        "CREATE TABLE\nCREATE INDEX\nCREATE INDEX\nCREATE VIEW\n",
+        "   List of relations\n",
+        " Schema | Name | Type  \n",
+        "--------+------+-------\n",
+        " public | t    | table\n",
+        "(1 row)\n",
+        "   List of relations\n",
+        " Schema | Name | Type  \n",
+        "--------+------+-------\n",
+        " public | t    | table\n",
+        " public | v    | view\n",
+        "(2 rows)\n",
+        "                        Table \"public.t\"\n",
+        " Column |         Type          | Collation | Nullable | Default \n",
+        "--------+-----------------------+-----------+----------+---------\n",
+        " a      | integer               |           | not null | \n",
+        " b      | character varying(10) |           | not null | \n",
+        " c      | numeric(8,2)          |           |          | 1.5\n",
+        "Indexes:\n",
+        "    \"t_pkey\" PRIMARY KEY, btree (a)\n",
+        "    \"t_b\" UNIQUE, btree (b)\n",
+        "    \"t_c_a\" btree (c, a)\n",
+        "                         View \"public.v\"\n",
+        " Column |         Type          | Collation | Nullable | Default \n",
+        "--------+-----------------------+-----------+----------+---------\n",
+        " a      | integer               |           |          | \n",
+        " bee    | character varying(10) |           |          | \n",
+    );
+    assert_eq!(stdout, expected, "\n{stdout}");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\d nope"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "Did not find any relation named \"nope\".\n");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\foo"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "invalid command \\foo\nTry \\? for help.\n");
+    let (code, stdout, _) = run_args(&db, &["-c", "\\?"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("\\d NAME"), "{stdout}");
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 
@@ -606,6 +672,45 @@ mod terminal {
         let mut p = start(dir.path(), &["demo.db"]);
         p.exp_string("beedb> ").unwrap();
         p.send_control('d').unwrap();
+        p.exp_eof().unwrap();
+    }
+
+    /// psql's backslash commands at the prompt: they run at once and the prompt
+    /// after them is never the continuation prompt.
+    #[test]
+    fn backslash_commands_never_leave_a_continuation_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE t (a INT PRIMARY KEY, b TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("\\dt").unwrap();
+        p.exp_string("List of relations").unwrap();
+        p.exp_string(" public | t    | table").unwrap();
+        p.exp_string("(1 row)").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line("\\d t").unwrap();
+        p.exp_string("Table \"public.t\"").unwrap();
+        p.exp_string(" a      | integer |           | not null | ").unwrap();
+        p.exp_string("\"t_pkey\" PRIMARY KEY, btree (a)").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line("\\foo").unwrap();
+        p.exp_string("invalid command \\foo").unwrap();
+        p.exp_string("Try \\? for help.").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        // Inside a statement a backslash command runs at once; the statement is
+        // kept, as in psql.
+        p.send_line("SELECT 40 +").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("\\x").unwrap();
+        p.exp_string("Expanded display is on.").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("2 AS answer;").unwrap();
+        p.exp_string("-[ RECORD 1 ]").unwrap();
+        p.exp_string("answer | 42").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("\\q").unwrap();
         p.exp_eof().unwrap();
     }
 

@@ -437,6 +437,79 @@ pub fn render_markdown(columns: &[Column], rows: &[Row]) -> String {
 }
 
 // ---------------------------------------------------------------------------------
+// psql's aligned layout (backslash commands)
+
+/// psql's default aligned layout (border 1), for the backslash commands' reports:
+/// an optional title centred above, names centred, ` | ` between columns, a
+/// `---+---` rule, text left-aligned (the last column unpadded) and numbers
+/// (`right[i]`) right-aligned, then the footer lines as given.
+///
+/// ```text
+///   List of relations
+///  Schema | Name | Type
+/// --------+------+-------
+///  public | t    | table
+/// (1 row)
+/// ```
+pub fn render_aligned(
+    title: Option<&str>,
+    headers: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+    footers: &[String],
+) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(display_width(cell));
+        }
+    }
+    let total = widths.iter().sum::<usize>() + (3 * widths.len()).saturating_sub(1);
+    let mut out = String::new();
+    if let Some(title) = title {
+        let fill = total.saturating_sub(display_width(title)) / 2;
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(title);
+        out.push('\n');
+    }
+    for (i, (h, w)) in headers.iter().zip(&widths).enumerate() {
+        out.push_str(if i == 0 { " " } else { " | " });
+        center(&mut out, h, *w);
+    }
+    out.push_str(" \n");
+    for (i, w) in widths.iter().enumerate() {
+        if i > 0 {
+            out.push('+');
+        }
+        out.extend(std::iter::repeat_n('-', w + 2));
+    }
+    out.push('\n');
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            out.push_str(if i == 0 { " " } else { " | " });
+            let last = i + 1 == row.len();
+            let is_right = right.get(i).copied().unwrap_or(false);
+            if last && !is_right {
+                out.push_str(cell);
+            } else {
+                pad(&mut out, cell, widths[i], is_right);
+            }
+        }
+        out.push('\n');
+    }
+    for footer in footers {
+        out.push_str(footer);
+        out.push('\n');
+    }
+    out
+}
+
+/// psql's row-count footer: `(1 row)`, `(2 rows)`.
+pub fn row_count(n: usize) -> String {
+    format!("({n} row{})", if n == 1 { "" } else { "s" })
+}
+
+// ---------------------------------------------------------------------------------
 // json
 
 /// `s` as a JSON string literal.
@@ -777,6 +850,30 @@ id,name,price,day,ok
         assert_eq!(Mode::parse("line"), Some(Mode::Line));
         assert_eq!(Mode::parse("markdown"), Some(Mode::Markdown));
         assert_eq!(Mode::parse("html"), None);
+    }
+
+    #[test]
+    fn aligned_is_psqls_layout() {
+        let rows = vec![
+            vec!["public".to_string(), "items".to_string(), "table".to_string()],
+            vec!["public".to_string(), "v".to_string(), "view".to_string()],
+        ];
+        let out = render_aligned(
+            Some("List of relations"),
+            &["Schema", "Name", "Type"],
+            &[],
+            &rows,
+            &[row_count(2)],
+        );
+        let expected = concat!(
+            "   List of relations\n",
+            " Schema | Name  | Type  \n",
+            "--------+-------+-------\n",
+            " public | items | table\n",
+            " public | v     | view\n",
+            "(2 rows)\n",
+        );
+        assert_eq!(out, expected, "\n{out}");
     }
 
     #[test]

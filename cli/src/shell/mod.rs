@@ -202,6 +202,14 @@ impl Shell {
         }
     }
 
+    /// Writes a message that is no failure to standard error (psql's "Did not find
+    /// any relations.").
+    fn notice(&mut self, text: &str) {
+        let _ = self.out.flush();
+        let _ = self.err.write_all(text.as_bytes());
+        let _ = self.err.flush();
+    }
+
     /// Writes an error message to standard error (after flushing standard output, so
     /// the two interleave in order on a terminal) and records the failure.
     fn print_error(&mut self, text: &str) {
