@@ -468,6 +468,48 @@ fn psql_describe_commands_print_psqls_layout() {
     assert!(stdout.contains("\\d NAME"), "{stdout}");
 }
 
+/// `.schema t` prints t's CREATE TABLE and then its CREATE INDEX statements; the
+/// whole schema puts each table's indexes after it and views last.
+#[test]
+fn schema_includes_a_tables_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (a INT PRIMARY KEY, b TEXT UNIQUE, c INT);
+             CREATE INDEX t_c ON t (c, a); CREATE TABLE u (x INT); CREATE INDEX a_first ON u (x);
+             CREATE VIEW av AS SELECT a FROM t",
+            "-c",
+            ".schema t",
+            "-c",
+            ".schema",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected = concat!(
+        "CREATE TABLE\nCREATE INDEX\nCREATE TABLE\nCREATE INDEX\nCREATE VIEW\n",
+        "CREATE TABLE t (a integer NOT NULL, b text, c integer, PRIMARY KEY (a));\n",
+        "CREATE UNIQUE INDEX t_b_key ON t (b);\n",
+        "CREATE INDEX t_c ON t (c, a);\n",
+        "CREATE TABLE t (a integer NOT NULL, b text, c integer, PRIMARY KEY (a));\n",
+        "CREATE UNIQUE INDEX t_b_key ON t (b);\n",
+        "CREATE INDEX t_c ON t (c, a);\n",
+        "CREATE TABLE u (x integer);\n",
+        "CREATE INDEX a_first ON u (x);\n",
+        "CREATE VIEW av AS SELECT a FROM t;\n",
+    );
+    assert_eq!(stdout, expected, "\n{stdout}");
+    // The printed schema replays into an empty database.
+    let script = dir.path().join("schema.sql");
+    let once = format!(".once {}", script.display());
+    let (code, _, _) = run_args(&db, &["-c", &once, "-c", ".schema"]);
+    assert_eq!(code, Some(0));
+    let (code, _, stderr) = run_args(&dir.path().join("copy.db"), &["-f", script.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 

@@ -32,6 +32,7 @@ Dot commands (one line each, no semicolon):
   .quit, .exit            Leave the shell (Ctrl-D does too)
   .tables                 List tables and views
   .schema [TABLE]         Show the CREATE statements of all objects, or of TABLE
+                          and its indexes
   .mode [MODE]            Set (or show) the output mode: table, csv, json,
                           line or markdown
   .headers on|off         Show column names in table and csv modes (default on)
@@ -521,12 +522,18 @@ impl Shell {
     }
 
     fn dot_schema(&mut self, table: Option<&str>) -> bool {
+        // Each table is followed by its indexes (which need it to exist), and views
+        // come last (they need their tables), so the output replays as a script.
         let sql = match table {
             Some(t) => format!(
-                "SELECT sql FROM beedb_schema WHERE name = {} ORDER BY name",
+                "SELECT sql FROM beedb_schema WHERE name = {0} OR table_name = {0} \
+                 ORDER BY CASE type WHEN 'index' THEN 1 ELSE 0 END, name",
                 sql_literal(t)
             ),
-            None => "SELECT sql FROM beedb_schema ORDER BY name".to_string(),
+            None => "SELECT sql FROM beedb_schema \
+                     ORDER BY CASE type WHEN 'view' THEN 1 ELSE 0 END, table_name, \
+                     CASE type WHEN 'index' THEN 1 ELSE 0 END, name"
+                .to_string(),
         };
         let Some(result) = self.query(&sql) else {
             return false;
