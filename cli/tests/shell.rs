@@ -756,6 +756,38 @@ mod terminal {
         p.exp_eof().unwrap();
     }
 
+    /// The prompt shows the transaction state as psql's does: `*` inside a block,
+    /// `!` inside a failed one, on the continuation prompt too.
+    #[test]
+    fn prompt_shows_an_open_or_failed_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("BEGIN;").unwrap();
+        p.exp_string("beedb*> ").unwrap();
+        p.send_line("SELECT 1").unwrap();
+        p.exp_string("  ...*> ").unwrap();
+        p.send_line("/ 0;").unwrap();
+        p.exp_string("ERROR:  division by zero").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("SELECT 1;").unwrap();
+        p.exp_string("current transaction is aborted").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("ROLLBACK;").unwrap();
+        p.exp_string("ROLLBACK").unwrap();
+        p.exp_regex("beedb[*!]?> ").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        // COMMIT in a failed block rolls back and ends it.
+        p.send_line("BEGIN;").unwrap();
+        p.exp_string("beedb*> ").unwrap();
+        p.send_line("SELECT * FROM nope;").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("COMMIT;").unwrap();
+        p.exp_string("ROLLBACK").unwrap();
+        p.exp_regex("beedb[*!]?> ").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+    }
+
     #[test]
     fn in_memory_banner() {
         let dir = tempfile::tempdir().unwrap();
@@ -891,13 +923,13 @@ mod terminal {
         // Inside a transaction block the cancel aborts the block, as in PostgreSQL.
         p.send_line("BEGIN;").unwrap();
         p.exp_string("BEGIN").unwrap();
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb*> ").unwrap();
         p.send_line("INSERT INTO d VALUES (10);").unwrap();
         p.exp_string("INSERT 0 1").unwrap();
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb*> ").unwrap();
         p.send_line(LONG_QUERY).unwrap();
         cancel_after(&mut p, Duration::from_millis(300));
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb!> ").unwrap();
         p.send_line("ROLLBACK;").unwrap();
         p.exp_string("ROLLBACK").unwrap();
         p.exp_string("beedb> ").unwrap();

@@ -142,6 +142,11 @@ impl Shell {
         &self.path
     }
 
+    /// The connection's transaction state, for the prompt.
+    pub fn transaction_status(&self) -> beedb::TransactionStatus {
+        self.conn.transaction_status()
+    }
+
     pub fn is_memory(&self) -> bool {
         self.path == MEMORY
     }
