@@ -106,10 +106,17 @@ impl Binder<'_> {
         if !q.locks.is_empty() {
             return Err(Error::not_supported("FOR UPDATE / FOR SHARE").at(self.pos(q)));
         }
-        if let Some(f) = &q.fetch
-            && (f.with_ties || f.percent || q.limit_clause.is_some()) {
-                return Err(Error::not_supported("FETCH WITH TIES / PERCENT, or FETCH with LIMIT").at(self.pos(q)));
+        if let Some(f) = &q.fetch {
+            if f.percent {
+                return Err(Error::not_supported("FETCH … PERCENT").at(self.pos(q)));
             }
+            // FETCH goes with OFFSET, not with LIMIT (PostgreSQL: a syntax error).
+            if let Some(ast::LimitClause::LimitOffset { limit: Some(_), .. } | ast::LimitClause::OffsetCommaLimit { .. }) =
+                &q.limit_clause
+            {
+                return Err(Error::syntax("LIMIT and FETCH FIRST cannot be used together").at(self.pos(q)));
+            }
+        }
         let order: Vec<&ast::OrderByExpr> = match &q.order_by {
             None => vec![],
             Some(ob) => match &ob.kind {
@@ -128,16 +135,10 @@ impl Binder<'_> {
                 }
             }
         };
-        if let Some(f) = &q.fetch {
-            let limit = match &f.quantity {
-                None => Some(1),
-                Some(e) => self.const_count(e, "FETCH")?,
-            };
-            let schema = plan.schema.clone();
-            plan = Plan::new(Node::Limit { input: Box::new(plan), limit, offset: 0 }, schema);
-        }
+        let mut limit = None;
+        let mut offset = 0;
         if let Some(lc) = &q.limit_clause {
-            let (limit, offset) = match lc {
+            let (l, o) = match lc {
                 ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
                     if !limit_by.is_empty() {
                         return Err(Error::not_supported("LIMIT BY"));
@@ -146,14 +147,32 @@ impl Binder<'_> {
                 }
                 ast::LimitClause::OffsetCommaLimit { offset, limit } => (Some(limit), Some(offset)),
             };
-            let limit = match limit {
-                None => None,
-                Some(e) => self.const_count(e, "LIMIT")?,
+            if let Some(e) = l {
+                limit = self.const_count(e, "LIMIT")?;
+            }
+            if let Some(e) = o {
+                offset = self.const_count(e, "OFFSET")?.unwrap_or(0);
+            }
+        }
+        if let Some(f) = &q.fetch {
+            limit = match &f.quantity {
+                None => Some(1),
+                Some(e) => self.const_count(e, "FETCH")?,
             };
-            let offset = match offset {
-                None => 0,
-                Some(e) => self.const_count(e, "OFFSET")?.unwrap_or(0),
-            };
+            if f.with_ties {
+                let Some(count) = limit else {
+                    return Err(Error::data(
+                        "2201W",
+                        "row count cannot be null in FETCH FIRST ... WITH TIES clause",
+                    )
+                    .at(self.pos(q)));
+                };
+                return with_ties(plan, count, offset).ok_or_else(|| {
+                    Error::syntax("WITH TIES cannot be specified without ORDER BY clause").at(self.pos(q))
+                });
+            }
+        }
+        if limit.is_some() || offset > 0 || q.limit_clause.is_some() || q.fetch.is_some() {
             let schema = plan.schema.clone();
             plan = Plan::new(
                 Node::Limit {
@@ -1839,6 +1858,75 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
         schema,
     );
     (plan, ls)
+}
+
+/// `ORDER BY … OFFSET offset FETCH FIRST count ROWS WITH TIES`: the rows after
+/// the first `offset` up to row `offset + count` of the order, and every later row
+/// tied with that one on all ORDER BY keys. The query's Sort (under the projections
+/// that end it) becomes a window numbering the rows (`row_number()`) and ranking
+/// them (`rank()`, the position of a row's first peer) in the same order, filtered
+/// on `row_number > offset AND rank <= offset + count`, the two numbers projected
+/// away. The window holds its whole input (as the Sort did; within memory_limit)
+/// and reads it to the end. `None` when the query has no ORDER BY.
+fn with_ties(mut plan: Plan, count: u64, offset: u64) -> Option<Plan> {
+    use crate::plan::{FrameBound, FrameUnits, WindowCall, WindowFrame, WindowFunc, WindowSpec};
+    fn sort_under_projections(plan: &mut Plan) -> Option<&mut Plan> {
+        if matches!(plan.node, Node::Sort { .. }) {
+            return Some(plan);
+        }
+        match &mut plan.node {
+            Node::Project { input, .. } => sort_under_projections(input),
+            _ => None,
+        }
+    }
+    take_plan(sort_under_projections(&mut plan)?, |sort| {
+        let Node::Sort { input, keys } = sort.node else { unreachable!("checked to be a Sort") };
+        let width = input.schema.len();
+        let spec = WindowSpec {
+            partition: Vec::new(),
+            order: keys,
+            frame: WindowFrame {
+                units: FrameUnits::Rows,
+                start: FrameBound::UnboundedPreceding,
+                end: FrameBound::CurrentRow,
+            },
+        };
+        let call = |func| WindowCall { func, args: Vec::new(), spec: 0, ty: DataType::BigInt };
+        let mut schema = input.schema.clone();
+        schema.push(out("row_number", DataType::BigInt));
+        schema.push(out("rank", DataType::BigInt));
+        let numbered = Plan::new(
+            Node::Window {
+                input,
+                specs: vec![spec],
+                calls: vec![call(WindowFunc::RowNumber), call(WindowFunc::Rank)],
+            },
+            schema.clone(),
+        );
+        let bigint = |n: u64| Expr::literal(Value::BigInt(n.min(i64::MAX as u64) as i64), DataType::BigInt);
+        let compare = |op, column: usize, n: u64| {
+            Expr::new(
+                ExprKind::Compare {
+                    op,
+                    left: Box::new(Expr::column(column, DataType::BigInt)),
+                    right: Box::new(bigint(n)),
+                },
+                DataType::Boolean,
+            )
+        };
+        let predicate = Expr::new(
+            ExprKind::And(vec![
+                compare(CmpOp::Gt, width, offset),
+                compare(CmpOp::LtEq, width + 1, offset.saturating_add(count)),
+            ]),
+            DataType::Boolean,
+        );
+        let kept = Plan::new(Node::Filter { input: Box::new(numbered), predicate }, schema.clone());
+        let exprs = (0..width).map(|i| Expr::column(i, schema[i].ty)).collect();
+        let names = schema[..width].iter().map(|c| c.name.clone()).collect();
+        project(kept, exprs, names)
+    });
+    Some(plan)
 }
 
 /// A sort key from ORDER BY's options. `USING <` / `USING >` are ascending and
