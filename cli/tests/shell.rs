@@ -510,6 +510,28 @@ fn schema_includes_a_tables_indexes() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+#[test]
+fn constraint_errors_print_postgresqls_detail_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let (code, _, stderr) = run_args(
+        &db,
+        &["-c", "CREATE TABLE t (a INT PRIMARY KEY, b TEXT NOT NULL); INSERT INTO t VALUES (1, 'x')", "-c", "INSERT INTO t VALUES (1, 'y')"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  duplicate key value violates unique constraint \"t_pkey\"\nDETAIL:  Key (a)=(1) already exists.\n"
+    );
+    let (code, _, stderr) = run_args(&db, &["-c", "UPDATE t SET b = NULL"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  null value in column \"b\" of relation \"t\" violates not-null constraint\n\
+         DETAIL:  Failing row contains (1, null).\n"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 
