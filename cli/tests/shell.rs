@@ -510,6 +510,28 @@ fn schema_includes_a_tables_indexes() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+#[test]
+fn constraint_errors_print_postgresqls_detail_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let (code, _, stderr) = run_args(
+        &db,
+        &["-c", "CREATE TABLE t (a INT PRIMARY KEY, b TEXT NOT NULL); INSERT INTO t VALUES (1, 'x')", "-c", "INSERT INTO t VALUES (1, 'y')"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  duplicate key value violates unique constraint \"t_pkey\"\nDETAIL:  Key (a)=(1) already exists.\n"
+    );
+    let (code, _, stderr) = run_args(&db, &["-c", "UPDATE t SET b = NULL"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  null value in column \"b\" of relation \"t\" violates not-null constraint\n\
+         DETAIL:  Failing row contains (1, null).\n"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 
@@ -786,6 +808,45 @@ mod terminal {
         p.exp_regex("beedb[*!]?> ").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
         p.send_line(".quit").unwrap();
         p.exp_eof().unwrap();
+    }
+
+    /// Export with `.mode csv` + `.once` and import with `.import` in a terminal
+    /// session: NULLs, empty strings, quotes, commas and line breaks survive.
+    #[test]
+    fn session_exports_and_imports_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &["trip.db"]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE t (id INT, s TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line("INSERT INTO t VALUES (1, 'a, \"b\"'), (2, NULL), (3, ''), (4, E'two\\nlines');")
+            .unwrap();
+        p.exp_string("INSERT 0 4").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".mode csv").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".once t.csv").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT * FROM t ORDER BY id;").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE u (id INT, s TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line(".import --skip 1 t.csv u").unwrap();
+        p.exp_string("COPY 4").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT count(*) AS differ FROM (SELECT * FROM t EXCEPT SELECT * FROM u) d;")
+            .unwrap();
+        p.exp_string("differ").unwrap();
+        p.exp_regex("\r?\n0\r?\n").unwrap();
+        p.send_line("SELECT id AS null_id FROM u WHERE s IS NULL;").unwrap();
+        p.exp_string("null_id").unwrap();
+        p.exp_regex("\r?\n2\r?\n").unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("t.csv")).unwrap(),
+            "id,s\n1,\"a, \"\"b\"\"\"\n2,\n3,\"\"\n4,\"two\nlines\"\n"
+        );
     }
 
     #[test]
