@@ -8,5 +8,5 @@ pub use beedb_sql::parser::parse_data_type;
 pub use beedb_sql::{
     AggregateFunction, AggregateState, Column, Connection, DataType, Database, DatabaseOptions,
     Error, ErrorKind, FromValue, InterruptHandle, QueryResult, Result, Row, ScalarFunction,
-    Settings, Statement, Value, types,
+    Settings, Statement, TransactionStatus, Value, types,
 };

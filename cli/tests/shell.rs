@@ -174,6 +174,364 @@ fn command_runs_statements_in_each_mode() {
     assert_eq!(run(&["-c", ".tables"]), "t\n");
 }
 
+/// Runs `beedb` on `db` with `args`; returns (exit status, stdout, stderr).
+fn run_args(db: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = beedb().arg(db).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn output_sends_results_to_a_file_until_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let file = dir.path().join("out.txt");
+    let file_arg = format!(".output {}", file.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            ".mode csv",
+            "-c",
+            &file_arg,
+            "-c",
+            "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT a FROM t ORDER BY a",
+            "-c",
+            ".output",
+            "-c",
+            "SELECT 3 AS b",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "b\n3\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "CREATE TABLE\nINSERT 0 2\na\n1\n2\n"
+    );
+    // Errors still go to standard error; the file is truncated when opened again.
+    let (code, stdout, stderr) = run_args(&db, &["-c", &file_arg, "-c", "SELECT nope FROM t"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("column \"nope\" does not exist"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "");
+    // A file that cannot be opened is an error; output stays on the terminal.
+    let (code, _, stderr) = run_args(&db, &["-c", ".output /nonexistent/dir/x"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("could not open file \"/nonexistent/dir/x\" for writing"), "{stderr}");
+}
+
+#[test]
+fn once_sends_only_the_next_statement_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let file = dir.path().join("once.csv");
+    let once = format!(".once '{}'", file.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", ".mode csv", "-c", &once, "-c", "SELECT 1 AS a; SELECT 2 AS b", "-c", "SELECT 3 AS c"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\n1\n");
+    assert_eq!(stdout, "b\n2\nc\n3\n");
+    // `.once` with `.timer on`: the run time goes to the terminal, not the file.
+    let (code, stdout, _) = run_args(
+        &db,
+        &["-c", ".timer on", "-c", ".mode csv", "-c", &once, "-c", "SELECT 4 AS d"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "d\n4\n");
+    assert!(stdout.starts_with("Run Time: "), "{stdout}");
+    let (code, _, stderr) = run_args(&db, &["-c", ".once"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .once FILE"), "{stderr}");
+}
+
+#[test]
+fn headers_off_drops_column_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, stdout, _) = run_args(
+        &db,
+        &["-c", ".headers off", "-c", ".mode csv", "-c", "SELECT 1 AS a, 'x' AS b", "-c", ".headers on", "-c", "SELECT 2 AS c"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(stdout, "1,x\nc\n2\n");
+    let (_, stdout, _) = run_args(&db, &["-c", ".headers off", "-c", "SELECT 1 AS a"]);
+    assert_eq!(stdout, "┌───┐\n│ 1 │\n└───┘\n(1 row)\n");
+    let (code, _, stderr) = run_args(&db, &["-c", ".headers maybe"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .headers on|off"), "{stderr}");
+}
+
+#[test]
+fn line_and_markdown_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let sql = "SELECT 1 AS id, 'a|b' AS name UNION ALL SELECT 22, NULL ORDER BY id";
+    let (code, stdout, stderr) = run_args(&db, &["-m", "line", "-c", sql]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "  id = 1\nname = a|b\n\n  id = 22\nname = NULL\n");
+    let (code, stdout, _) = run_args(&db, &["-c", ".mode markdown", "-c", sql]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        "| id | name |\n|----|------|\n|  1 | a\\|b |\n| 22 | NULL |\n"
+    );
+}
+
+#[test]
+fn psql_expanded_display_and_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", "\\x", "-c", "SELECT 1 AS id, 'one' AS name UNION ALL SELECT 2, 'two' ORDER BY id", "-c", "\\x off", "-c", "\\timing", "-c", "SELECT 1 AS a"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected_start = "\
+Expanded display is on.
+-[ RECORD 1 ]
+id   | 1
+name | one
+-[ RECORD 2 ]
+id   | 2
+name | two
+Expanded display is off.
+Timing is on.
+┌───┐
+│ a │
+├───┤
+│ 1 │
+└───┘
+(1 row)
+Run Time: ";
+    assert!(stdout.starts_with(expected_start), "{stdout}");
+}
+
+/// A table with NULLs, empty strings, quotes, commas and line breaks goes out through
+/// `.mode csv` + `.once` and back in through `.import`, unchanged.
+#[test]
+fn csv_export_and_import_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let csv = dir.path().join("t.csv");
+    let once = format!(".once {}", csv.display());
+    let (code, _, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (id INT, s TEXT, n NUMERIC(6,2));
+             INSERT INTO t VALUES (1, 'plain', 1.5), (2, NULL, NULL), (3, '', 0),
+               (4, 'a, \"b\"', -2.25), (5, E'two\nlines', 3), (6, 'it''s', NULL)",
+            "-c",
+            ".mode csv",
+            "-c",
+            &once,
+            "-c",
+            "SELECT * FROM t ORDER BY id",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "id,s,n\n1,plain,1.50\n2,,\n3,\"\",0.00\n4,\"a, \"\"b\"\"\",-2.25\n5,\"two\nlines\",3.00\n6,it's,\n"
+    );
+    let import_u = format!(".import --skip 1 {} u", csv.display());
+    let import_v = format!(".import '{}' v", csv.display());
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE u (id INT, s TEXT, n NUMERIC(6,2))",
+            "-c",
+            &import_u,
+            "-c",
+            &import_v,
+            "-c",
+            ".mode csv",
+            "-c",
+            "SELECT (SELECT count(*) FROM u) AS rows,
+                    (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM u) d) AS missing,
+                    (SELECT count(*) FROM (SELECT * FROM u EXCEPT SELECT * FROM t) d) AS extra",
+            "-c",
+            "SELECT id, s, s IS NULL AS null_s, n FROM v ORDER BY id",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "CREATE TABLE\nCOPY 6\nCOPY 6\nrows,missing,extra\n6,0,0\nid,s,null_s,n\n\
+         1,plain,f,1.50\n2,,t,\n3,\"\",f,0.00\n4,\"a, \"\"b\"\"\",f,-2.25\n5,\"two\nlines\",f,3.00\n6,it's,f,\n"
+    );
+    // v was created from the header: every column TEXT.
+    let (_, stdout, _) = run_args(&db, &["-c", ".schema v"]);
+    assert_eq!(stdout, "CREATE TABLE v (id text, s text, n text);\n");
+}
+
+#[test]
+fn import_errors_name_the_line_and_leave_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "a,b\n1,2\n3,4,5\n").unwrap();
+    let import = format!(".import {} w", csv.display());
+    let (code, _, stderr) = run_args(&db, &["-c", &import]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("extra data after last expected column"), "{stderr}");
+    assert!(stderr.contains("line 3"), "{stderr}");
+    let (code, _, stderr) = run_args(&db, &["-c", "SELECT * FROM w"]);
+    assert_eq!(code, Some(1), "the failed import left its table behind");
+    assert!(stderr.contains("relation \"w\" does not exist"), "{stderr}");
+    // An existing table: the first row is data unless skipped.
+    let (code, _, stderr) = run_args(&db, &["-c", "CREATE TABLE n (a INT, b INT)", "-c", &format!(".import {} n", csv.display())]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("invalid input syntax for type integer"), "{stderr}");
+    // --skip 2 skips the header and the first row (through a temporary copy).
+    std::fs::write(&csv, "a,b\n1,2\n3,4\n").unwrap();
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &["-c", &format!(".import --skip 2 {} n", csv.display()), "-m", "csv", "-c", "SELECT * FROM n"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "COPY 1\na,b\n3,4\n");
+    let (code, _, stderr) = run_args(&db, &["-c", ".import onlyone"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("usage: .import"), "{stderr}");
+}
+
+#[test]
+fn psql_describe_commands_print_psqls_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\dt"]);
+    assert_eq!(code, Some(0), "an empty list is no failure");
+    assert_eq!(stderr, "Did not find any relations.\n");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10) NOT NULL, c NUMERIC(8,2) DEFAULT 1.5);
+             CREATE UNIQUE INDEX t_b ON t (b); CREATE INDEX t_c_a ON t (c, a);
+             CREATE VIEW v AS SELECT a, b AS bee FROM t",
+            "-c",
+            "\\dt",
+            "-c",
+            "\\d",
+            "-c",
+            "\\d t",
+            "-c",
+            "\\d V;",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected = concat!(
+        "CREATE TABLE\nCREATE INDEX\nCREATE INDEX\nCREATE VIEW\n",
+        "   List of relations\n",
+        " Schema | Name | Type  \n",
+        "--------+------+-------\n",
+        " public | t    | table\n",
+        "(1 row)\n",
+        "   List of relations\n",
+        " Schema | Name | Type  \n",
+        "--------+------+-------\n",
+        " public | t    | table\n",
+        " public | v    | view\n",
+        "(2 rows)\n",
+        "                        Table \"public.t\"\n",
+        " Column |         Type          | Collation | Nullable | Default \n",
+        "--------+-----------------------+-----------+----------+---------\n",
+        " a      | integer               |           | not null | \n",
+        " b      | character varying(10) |           | not null | \n",
+        " c      | numeric(8,2)          |           |          | 1.5\n",
+        "Indexes:\n",
+        "    \"t_pkey\" PRIMARY KEY, btree (a)\n",
+        "    \"t_b\" UNIQUE, btree (b)\n",
+        "    \"t_c_a\" btree (c, a)\n",
+        "                         View \"public.v\"\n",
+        " Column |         Type          | Collation | Nullable | Default \n",
+        "--------+-----------------------+-----------+----------+---------\n",
+        " a      | integer               |           |          | \n",
+        " bee    | character varying(10) |           |          | \n",
+    );
+    assert_eq!(stdout, expected, "\n{stdout}");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\d nope"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "Did not find any relation named \"nope\".\n");
+    let (code, _, stderr) = run_args(&db, &["-c", "\\foo"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "invalid command \\foo\nTry \\? for help.\n");
+    let (code, stdout, _) = run_args(&db, &["-c", "\\?"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("\\d NAME"), "{stdout}");
+}
+
+/// `.schema t` prints t's CREATE TABLE and then its CREATE INDEX statements; the
+/// whole schema puts each table's indexes after it and views last.
+#[test]
+fn schema_includes_a_tables_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (code, stdout, stderr) = run_args(
+        &db,
+        &[
+            "-c",
+            "CREATE TABLE t (a INT PRIMARY KEY, b TEXT UNIQUE, c INT);
+             CREATE INDEX t_c ON t (c, a); CREATE TABLE u (x INT); CREATE INDEX a_first ON u (x);
+             CREATE VIEW av AS SELECT a FROM t",
+            "-c",
+            ".schema t",
+            "-c",
+            ".schema",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let expected = concat!(
+        "CREATE TABLE\nCREATE INDEX\nCREATE TABLE\nCREATE INDEX\nCREATE VIEW\n",
+        "CREATE TABLE t (a integer NOT NULL, b text, c integer, PRIMARY KEY (a));\n",
+        "CREATE UNIQUE INDEX t_b_key ON t (b);\n",
+        "CREATE INDEX t_c ON t (c, a);\n",
+        "CREATE TABLE t (a integer NOT NULL, b text, c integer, PRIMARY KEY (a));\n",
+        "CREATE UNIQUE INDEX t_b_key ON t (b);\n",
+        "CREATE INDEX t_c ON t (c, a);\n",
+        "CREATE TABLE u (x integer);\n",
+        "CREATE INDEX a_first ON u (x);\n",
+        "CREATE VIEW av AS SELECT a FROM t;\n",
+    );
+    assert_eq!(stdout, expected, "\n{stdout}");
+    // The printed schema replays into an empty database.
+    let script = dir.path().join("schema.sql");
+    let once = format!(".once {}", script.display());
+    let (code, _, _) = run_args(&db, &["-c", &once, "-c", ".schema"]);
+    assert_eq!(code, Some(0));
+    let (code, _, stderr) = run_args(&dir.path().join("copy.db"), &["-f", script.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn constraint_errors_print_postgresqls_detail_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let (code, _, stderr) = run_args(
+        &db,
+        &["-c", "CREATE TABLE t (a INT PRIMARY KEY, b TEXT NOT NULL); INSERT INTO t VALUES (1, 'x')", "-c", "INSERT INTO t VALUES (1, 'y')"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  duplicate key value violates unique constraint \"t_pkey\"\nDETAIL:  Key (a)=(1) already exists.\n"
+    );
+    let (code, _, stderr) = run_args(&db, &["-c", "UPDATE t SET b = NULL"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "ERROR:  null value in column \"b\" of relation \"t\" violates not-null constraint\n\
+         DETAIL:  Failing row contains (1, null).\n"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // pipe mode
 
@@ -381,6 +739,116 @@ mod terminal {
         p.exp_eof().unwrap();
     }
 
+    /// psql's backslash commands at the prompt: they run at once and the prompt
+    /// after them is never the continuation prompt.
+    #[test]
+    fn backslash_commands_never_leave_a_continuation_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE t (a INT PRIMARY KEY, b TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("\\dt").unwrap();
+        p.exp_string("List of relations").unwrap();
+        p.exp_string(" public | t    | table").unwrap();
+        p.exp_string("(1 row)").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line("\\d t").unwrap();
+        p.exp_string("Table \"public.t\"").unwrap();
+        p.exp_string(" a      | integer |           | not null | ").unwrap();
+        p.exp_string("\"t_pkey\" PRIMARY KEY, btree (a)").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line("\\foo").unwrap();
+        p.exp_string("invalid command \\foo").unwrap();
+        p.exp_string("Try \\? for help.").unwrap();
+        p.exp_regex("(beedb> |\\.\\.\\.> )").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        // Inside a statement a backslash command runs at once; the statement is
+        // kept, as in psql.
+        p.send_line("SELECT 40 +").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("\\x").unwrap();
+        p.exp_string("Expanded display is on.").unwrap();
+        p.exp_string("   ...> ").unwrap();
+        p.send_line("2 AS answer;").unwrap();
+        p.exp_string("-[ RECORD 1 ]").unwrap();
+        p.exp_string("answer | 42").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("\\q").unwrap();
+        p.exp_eof().unwrap();
+    }
+
+    /// The prompt shows the transaction state as psql's does: `*` inside a block,
+    /// `!` inside a failed one, on the continuation prompt too.
+    #[test]
+    fn prompt_shows_an_open_or_failed_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &[]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("BEGIN;").unwrap();
+        p.exp_string("beedb*> ").unwrap();
+        p.send_line("SELECT 1").unwrap();
+        p.exp_string("  ...*> ").unwrap();
+        p.send_line("/ 0;").unwrap();
+        p.exp_string("ERROR:  division by zero").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("SELECT 1;").unwrap();
+        p.exp_string("current transaction is aborted").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("ROLLBACK;").unwrap();
+        p.exp_string("ROLLBACK").unwrap();
+        p.exp_regex("beedb[*!]?> ").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        // COMMIT in a failed block rolls back and ends it.
+        p.send_line("BEGIN;").unwrap();
+        p.exp_string("beedb*> ").unwrap();
+        p.send_line("SELECT * FROM nope;").unwrap();
+        p.exp_string("beedb!> ").unwrap();
+        p.send_line("COMMIT;").unwrap();
+        p.exp_string("ROLLBACK").unwrap();
+        p.exp_regex("beedb[*!]?> ").map(|(_, m)| assert_eq!(m, "beedb> ")).unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+    }
+
+    /// Export with `.mode csv` + `.once` and import with `.import` in a terminal
+    /// session: NULLs, empty strings, quotes, commas and line breaks survive.
+    #[test]
+    fn session_exports_and_imports_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = start(dir.path(), &["trip.db"]);
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE t (id INT, s TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line("INSERT INTO t VALUES (1, 'a, \"b\"'), (2, NULL), (3, ''), (4, E'two\\nlines');")
+            .unwrap();
+        p.exp_string("INSERT 0 4").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".mode csv").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line(".once t.csv").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT * FROM t ORDER BY id;").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("CREATE TABLE u (id INT, s TEXT);").unwrap();
+        p.exp_string("CREATE TABLE").unwrap();
+        p.send_line(".import --skip 1 t.csv u").unwrap();
+        p.exp_string("COPY 4").unwrap();
+        p.exp_string("beedb> ").unwrap();
+        p.send_line("SELECT count(*) AS differ FROM (SELECT * FROM t EXCEPT SELECT * FROM u) d;")
+            .unwrap();
+        p.exp_string("differ").unwrap();
+        p.exp_regex("\r?\n0\r?\n").unwrap();
+        p.send_line("SELECT id AS null_id FROM u WHERE s IS NULL;").unwrap();
+        p.exp_string("null_id").unwrap();
+        p.exp_regex("\r?\n2\r?\n").unwrap();
+        p.send_line(".quit").unwrap();
+        p.exp_eof().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("t.csv")).unwrap(),
+            "id,s\n1,\"a, \"\"b\"\"\"\n2,\n3,\"\"\n4,\"two\nlines\"\n"
+        );
+    }
+
     #[test]
     fn in_memory_banner() {
         let dir = tempfile::tempdir().unwrap();
@@ -516,13 +984,13 @@ mod terminal {
         // Inside a transaction block the cancel aborts the block, as in PostgreSQL.
         p.send_line("BEGIN;").unwrap();
         p.exp_string("BEGIN").unwrap();
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb*> ").unwrap();
         p.send_line("INSERT INTO d VALUES (10);").unwrap();
         p.exp_string("INSERT 0 1").unwrap();
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb*> ").unwrap();
         p.send_line(LONG_QUERY).unwrap();
         cancel_after(&mut p, Duration::from_millis(300));
-        p.exp_string("beedb> ").unwrap();
+        p.exp_string("beedb!> ").unwrap();
         p.send_line("ROLLBACK;").unwrap();
         p.exp_string("ROLLBACK").unwrap();
         p.exp_string("beedb> ").unwrap();

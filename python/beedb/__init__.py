@@ -47,12 +47,15 @@ class Warning(Exception):  # noqa: A001 - the name PEP 249 prescribes
 class Error(Exception):
     """Base of every error the module raises. `sqlstate` is the five-character
     SQLSTATE (PostgreSQL's codes) or None; `position` the 0-based character offset of
-    the error in the statement, or None."""
+    the error in the statement, or None; `detail` and `hint` PostgreSQL's DETAIL and
+    HINT sentences, or None (`Key (a)=(1) already exists.` for a unique violation)."""
 
-    def __init__(self, message, sqlstate=None, position=None):
+    def __init__(self, message, sqlstate=None, position=None, detail=None, hint=None):
         super().__init__(message)
         self.sqlstate = sqlstate
         self.position = position
+        self.detail = detail
+        self.hint = hint
 
 
 class InterfaceError(Error):
@@ -125,12 +128,12 @@ def _error_class(sqlstate):
 
 def _translate(raw, sql=None):
     """The DB-API exception for a `_beedb.RawError`."""
-    class_name, sqlstate, message, position = raw.args
+    class_name, sqlstate, message, position, detail, hint = raw.args
     cls = _CLASSES.get(class_name) or _error_class(sqlstate)
     if position is not None and sql is not None:
         # The engine counts bytes; Python counts characters.
         position = len(sql.encode("utf-8")[:position].decode("utf-8", "replace"))
-    return cls(message, sqlstate or None, position)
+    return cls(message, sqlstate or None, position, detail, hint)
 
 
 # ---- type objects and constructors (PEP 249) ---------------------------------------

@@ -49,9 +49,10 @@ fn annotate(e: PyErr, n: usize) -> PyErr {
     Python::attach(|py| {
         let value = e.value(py);
         if let Ok(args) = value.getattr("args")
-            && let Ok((class, state, message, pos)) = args.extract::<(String, String, String, Option<usize>)>()
+            && let Ok((class, state, message, pos, detail, hint)) =
+                args.extract::<(String, String, String, Option<usize>, Option<String>, Option<String>)>()
         {
-            return crate::RawError::new_err((class, state, format!("parameter {n}: {message}"), pos));
+            return crate::RawError::new_err((class, state, format!("parameter {n}: {message}"), pos, detail, hint));
         }
         e
     })

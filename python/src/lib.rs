@@ -28,20 +28,27 @@ create_exception!(
     _beedb,
     RawError,
     PyException,
-    "An engine or conversion error: args are (class name or '', SQLSTATE, message, position). \
-     beedb/__init__.py turns it into the DB-API exception class."
+    "An engine or conversion error: args are (class name or '', SQLSTATE, message, position, \
+     detail, hint). beedb/__init__.py turns it into the DB-API exception class."
 );
 
 /// Raises [`RawError`] from an engine error; the Python side picks the DB-API class
 /// from the SQLSTATE.
 pub(crate) fn engine_error(e: beedb::Error) -> PyErr {
-    RawError::new_err(("", e.sqlstate, e.message, e.position))
+    RawError::new_err(("", e.sqlstate, e.message, e.position, e.detail, e.hint))
 }
 
 /// Raises [`RawError`] naming the DB-API class directly (for errors found at the
 /// boundary, which have no SQLSTATE of their own from the engine).
 pub(crate) fn boundary_error(class: &str, sqlstate: &str, message: String) -> PyErr {
-    RawError::new_err((class.to_string(), sqlstate.to_string(), message, None::<usize>))
+    RawError::new_err((
+        class.to_string(),
+        sqlstate.to_string(),
+        message,
+        None::<usize>,
+        None::<String>,
+        None::<String>,
+    ))
 }
 
 /// One engine session. `None` after `close()`.

@@ -113,10 +113,13 @@ def test_errors_from_sqlstate(conn):
     with pytest.raises(beedb.IntegrityError) as e:
         conn.execute("INSERT INTO t VALUES (1, 2)")
     assert e.value.sqlstate == "23505"
+    assert e.value.detail == "Key (id)=(1) already exists."
+    assert e.value.hint is None
     conn.rollback()
     with pytest.raises(beedb.IntegrityError) as e:
         conn.execute("INSERT INTO t VALUES (2, NULL)")
     assert e.value.sqlstate == "23502"
+    assert e.value.detail == "Failing row contains (2, null)."
     conn.rollback()
     with pytest.raises(beedb.DataError) as e:
         conn.execute("SELECT 1 / 0")

@@ -38,8 +38,9 @@ pub enum ErrorKind {
     Internal,
 }
 
-/// An error with PostgreSQL's SQLSTATE and message, and the byte offset in the SQL
-/// text where it was found (when it has one).
+/// An error with PostgreSQL's SQLSTATE and message, the byte offset in the SQL
+/// text where it was found (when it has one), and PostgreSQL's optional DETAIL and
+/// HINT lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub kind: ErrorKind,
@@ -48,6 +49,11 @@ pub struct Error {
     pub message: String,
     /// Byte offset into the statement text of the token the error is about.
     pub position: Option<usize>,
+    /// More about this occurrence, a sentence as PostgreSQL's DETAIL
+    /// (`Key (a)=(1) already exists.`).
+    pub detail: Option<String>,
+    /// What to do about it, a sentence as PostgreSQL's HINT.
+    pub hint: Option<String>,
 }
 
 impl Error {
@@ -57,7 +63,21 @@ impl Error {
             sqlstate,
             message: message.into(),
             position: None,
+            detail: None,
+            hint: None,
         }
+    }
+
+    /// The same error with a DETAIL sentence.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The same error with a HINT sentence.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Error {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// Attaches a position unless the error already has one (the innermost wins).

@@ -34,6 +34,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use expr::udf::{AggregateFunction, AggregateState, ScalarFunction};
 pub use session::{
     Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, Row,
-    STATEMENT_CACHE_SIZE, STATEMENT_CACHE_TEXT_BYTES_MAX, Settings, Statement,
+    STATEMENT_CACHE_SIZE, STATEMENT_CACHE_TEXT_BYTES_MAX, Settings, Statement, TransactionStatus,
 };
 pub use types::{DataType, Value};

@@ -291,3 +291,41 @@ fn prepared_update_from_and_delete_using_are_cached_and_change_each_row_once() {
     assert_eq!(state(&mut c, "DELETE FROM t USING s WHERE id = 1"), "42702");
     assert_eq!(state(&mut c, "DELETE FROM t USING nope"), "42P01");
 }
+
+/// Unique and NOT NULL violations carry PostgreSQL's DETAIL, from every writer:
+/// INSERT, INSERT … SELECT, UPDATE, ON CONFLICT DO UPDATE and COPY.
+#[test]
+fn constraint_violations_carry_postgresqls_detail() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT NOT NULL, c BOOLEAN, UNIQUE (b, c));
+         INSERT INTO t VALUES (1, 'x', true), (2, 'y', false)",
+    )
+    .unwrap();
+    let detail = |c: &mut beedb_sql::Connection, sql: &str| {
+        let e = c.execute(sql, &[]).unwrap_err();
+        (e.sqlstate, e.detail.unwrap_or_default())
+    };
+    let taken = |key: &str| ("23505", format!("Key {key} already exists."));
+    assert_eq!(detail(&mut c, "INSERT INTO t VALUES (1, 'z', NULL)"), taken("(a)=(1)"));
+    assert_eq!(detail(&mut c, "INSERT INTO t VALUES (3, 'x', true)"), taken("(b, c)=(x, t)"));
+    assert_eq!(detail(&mut c, "INSERT INTO t SELECT a + 1, b, c FROM t WHERE a = 1"), taken("(a)=(2)"));
+    assert_eq!(detail(&mut c, "UPDATE t SET a = 1 WHERE a = 2"), taken("(a)=(1)"));
+    assert_eq!(
+        detail(&mut c, "INSERT INTO t VALUES (1, 'q') ON CONFLICT (a) DO UPDATE SET a = 2"),
+        taken("(a)=(2)")
+    );
+    let failing = |row: &str| ("23502", format!("Failing row contains {row}."));
+    assert_eq!(detail(&mut c, "INSERT INTO t VALUES (5, NULL, NULL)"), failing("(5, null, null)"));
+    assert_eq!(detail(&mut c, "UPDATE t SET b = NULL WHERE a = 2"), failing("(2, null, f)"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.csv");
+    std::fs::write(&file, "7,w,\n1,v,\n").unwrap();
+    let copy = format!("COPY t FROM '{}' (FORMAT csv)", file.display());
+    let e = c.execute(&copy, &[]).unwrap_err();
+    assert_eq!(e.detail.as_deref(), Some("Key (a)=(1) already exists."));
+    assert!(e.message.ends_with("line 2)"), "{}", e.message);
+    // Other errors have none.
+    assert_eq!(detail(&mut c, "SELECT 1/0"), ("22012", String::new()));
+}

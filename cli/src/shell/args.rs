@@ -15,7 +15,7 @@ opened as ./bench.)
 Options:
   -c, --command SQL    Run SQL (one or more statements, or a dot command)
   -f, --file FILE      Run the statements in FILE
-  -m, --mode MODE      Output mode: table (default), csv or json
+  -m, --mode MODE      Output mode: table (default), csv, json, line or markdown
   -r, --read-only      Open FILE without writing to it (it must exist); works
                        while its disk is full
   -h, --help           Show this message
@@ -94,9 +94,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
                 out.actions.push(Action::File(v));
             }
             "-m" | "--mode" => {
-                let v = value("a mode (table, csv or json)")?;
+                let v = value("a mode (table, csv, json, line or markdown)")?;
                 out.mode = Mode::parse(&v)
-                    .ok_or_else(|| format!("unknown mode \"{v}\": use table, csv or json"))?;
+                    .ok_or_else(|| format!("unknown mode \"{v}\": use {}", super::format::MODE_NAMES))?;
             }
             "-r" | "--read-only" if inline.is_none() => out.read_only = true,
             "-h" | "--help" if inline.is_none() => return Ok(Parsed::Help),

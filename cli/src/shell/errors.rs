@@ -17,10 +17,17 @@ const DISPLAY_SIZE: usize = 60;
 const MIN_RIGHT_CUT: usize = 10;
 
 /// The full report for `err`, raised by the statement `sql`; ends with a newline.
+/// In libpq's order: the message, the line and caret, then DETAIL and HINT.
 pub fn format_error(err: &Error, sql: &str) -> String {
     let mut out = format!("ERROR:  {}\n", err.message);
     if let Some(pos) = err.position {
         out.push_str(&caret_lines(sql, pos));
+    }
+    if let Some(detail) = &err.detail {
+        out.push_str(&format!("DETAIL:  {detail}\n"));
+    }
+    if let Some(hint) = &err.hint {
+        out.push_str(&format!("HINT:  {hint}\n"));
     }
     out
 }
@@ -104,7 +111,24 @@ mod tests {
             sqlstate: "42601",
             message: message.to_string(),
             position,
+            detail: None,
+            hint: None,
         }
+    }
+
+    #[test]
+    fn detail_and_hint_follow_the_caret() {
+        let e = err("duplicate key value violates unique constraint \"t_pkey\"", Some(7))
+            .with_detail("Key (a)=(1) already exists.")
+            .with_hint("Pick another key.");
+        assert_eq!(
+            format_error(&e, "INSERT 1"),
+            "ERROR:  duplicate key value violates unique constraint \"t_pkey\"\n\
+             LINE 1: INSERT 1\n\
+             \x20              ^\n\
+             DETAIL:  Key (a)=(1) already exists.\n\
+             HINT:  Pick another key.\n"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Output formatting: pure functions from a result's columns and rows to text, one
-//! per output mode.
+//! per output mode, plus psql's expanded layout (`\x`) and header switch.
 //!
 //! Values print as PostgreSQL's text output (their `Display`), except that booleans
 //! print `t`/`f` as psql shows them (JSON uses `true`/`false`).
@@ -18,6 +18,32 @@ pub enum Mode {
     Csv,
     /// One JSON array of objects per result.
     Json,
+    /// sqlite3's `line` mode: one `name = value` line per column, names
+    /// right-aligned, a blank line between rows.
+    Line,
+    /// A Markdown (GitHub) table: `| a | b |`, then `|---|---|`, then the rows.
+    Markdown,
+}
+
+/// Everything that decides how a result prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub mode: Mode,
+    /// Column names in `table` and `csv` modes (`.headers on|off`).
+    pub headers: bool,
+    /// psql's expanded display (`\x`): in `table` mode each row prints as a
+    /// `-[ RECORD n ]` block of `name | value` lines.
+    pub expanded: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            mode: Mode::Table,
+            headers: true,
+            expanded: false,
+        }
+    }
 }
 
 impl Mode {
@@ -26,6 +52,8 @@ impl Mode {
             "table" | "box" => Some(Mode::Table),
             "csv" => Some(Mode::Csv),
             "json" => Some(Mode::Json),
+            "line" => Some(Mode::Line),
+            "markdown" | "md" => Some(Mode::Markdown),
             _ => None,
         }
     }
@@ -35,6 +63,8 @@ impl Mode {
             Mode::Table => "table",
             Mode::Csv => "csv",
             Mode::Json => "json",
+            Mode::Line => "line",
+            Mode::Markdown => "markdown",
         }
     }
 }
@@ -42,7 +72,7 @@ impl Mode {
 /// The whole output for one statement's result, ending in a newline (or empty).
 /// Statements without rows print their command tag in every mode, so a program
 /// driving the shell sees each statement finish.
-pub fn render(mode: Mode, result: &QueryResult) -> String {
+pub fn render(options: &Options, result: &QueryResult) -> String {
     if !result.has_rows() {
         return if result.tag.is_empty() {
             String::new()
@@ -50,12 +80,19 @@ pub fn render(mode: Mode, result: &QueryResult) -> String {
             format!("{}\n", result.tag)
         };
     }
-    match mode {
-        Mode::Table => render_table(&result.columns, &result.rows),
-        Mode::Csv => render_csv(&result.columns, &result.rows),
-        Mode::Json => render_json(&result.columns, &result.rows),
+    let (columns, rows) = (&result.columns, &result.rows);
+    match options.mode {
+        Mode::Table if options.expanded => render_expanded(columns, rows),
+        Mode::Table => render_table(columns, rows, options.headers),
+        Mode::Csv => render_csv(columns, rows, options.headers),
+        Mode::Json => render_json(columns, rows),
+        Mode::Line => render_line(columns, rows),
+        Mode::Markdown => render_markdown(columns, rows),
     }
 }
+
+/// The names of all modes, for usage messages.
+pub const MODE_NAMES: &str = "table, csv, json, line or markdown";
 
 /// A value's text as the shell shows it; `None` for NULL.
 pub fn value_text(v: &Value) -> Option<String> {
@@ -134,8 +171,9 @@ fn rule(out: &mut String, widths: &[usize], left: &str, mid: &str, right: &str) 
     out.push('\n');
 }
 
-/// A box with centred column names, left-aligned text, right-aligned numbers, NULL
-/// as `NULL`, multi-line values on several lines, and a row count below.
+/// A box with centred column names (unless `headers` is off), left-aligned text,
+/// right-aligned numbers, NULL as `NULL`, multi-line values on several lines, and a
+/// row count below.
 ///
 /// ```text
 /// ┌────┬──────┐
@@ -146,8 +184,12 @@ fn rule(out: &mut String, widths: &[usize], left: &str, mid: &str, right: &str) 
 /// └────┴──────┘
 /// (2 rows)
 /// ```
-pub fn render_table(columns: &[Column], rows: &[Row]) -> String {
-    let headers: Vec<String> = columns.iter().map(|c| printable(&c.name)).collect();
+pub fn render_table(columns: &[Column], rows: &[Row], show_headers: bool) -> String {
+    let headers: Vec<String> = if show_headers {
+        columns.iter().map(|c| printable(&c.name)).collect()
+    } else {
+        vec![String::new(); columns.len()]
+    };
     let right: Vec<bool> = columns.iter().map(|c| c.data_type.is_numeric()).collect();
     let cells: Vec<Vec<Vec<String>>> = rows
         .iter()
@@ -168,14 +210,16 @@ pub fn render_table(columns: &[Column], rows: &[Row]) -> String {
 
     let mut out = String::new();
     rule(&mut out, &widths, "┌", "┬", "┐");
-    out.push('│');
-    for (h, w) in headers.iter().zip(&widths) {
-        out.push(' ');
-        center(&mut out, h, *w);
-        out.push_str(" │");
+    if show_headers {
+        out.push('│');
+        for (h, w) in headers.iter().zip(&widths) {
+            out.push(' ');
+            center(&mut out, h, *w);
+            out.push_str(" │");
+        }
+        out.push('\n');
+        rule(&mut out, &widths, "├", "┼", "┤");
     }
-    out.push('\n');
-    rule(&mut out, &widths, "├", "┼", "┤");
     for row in &cells {
         let height = row.iter().map(Vec::len).max().unwrap_or(1);
         for k in 0..height {
@@ -208,12 +252,15 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-/// A header row, then one line per row; NULL is an empty (unquoted) field.
-pub fn render_csv(columns: &[Column], rows: &[Row]) -> String {
+/// A header row (unless `headers` is off), then one line per row; NULL is an empty
+/// (unquoted) field.
+pub fn render_csv(columns: &[Column], rows: &[Row], headers: bool) -> String {
     let mut out = String::new();
-    let header: Vec<String> = columns.iter().map(|c| csv_field(&c.name)).collect();
-    out.push_str(&header.join(","));
-    out.push('\n');
+    if headers {
+        let header: Vec<String> = columns.iter().map(|c| csv_field(&c.name)).collect();
+        out.push_str(&header.join(","));
+        out.push('\n');
+    }
     for row in rows {
         let fields: Vec<String> = (0..columns.len())
             .map(|i| match row.value(i).and_then(value_text) {
@@ -225,6 +272,241 @@ pub fn render_csv(columns: &[Column], rows: &[Row]) -> String {
         out.push('\n');
     }
     out
+}
+
+// ---------------------------------------------------------------------------------
+// expanded (psql's \x)
+
+/// psql's expanded display (border 1): a `-[ RECORD n ]` rule before each row, then
+/// one `name | value` line per column, names left-aligned to the widest; lines of a
+/// multi-line value after its first have a blank name. No row count, except
+/// `(0 rows)` for an empty result, as psql prints.
+///
+/// ```text
+/// -[ RECORD 1 ]-
+/// id   | 1
+/// name | one
+/// ```
+pub fn render_expanded(columns: &[Column], rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "(0 rows)\n".to_string();
+    }
+    let names: Vec<String> = columns.iter().map(|c| printable(&c.name)).collect();
+    let cells: Vec<Vec<Vec<String>>> = rows
+        .iter()
+        .map(|r| {
+            (0..columns.len())
+                .map(|i| cell_lines(r.value(i).unwrap_or(&Value::Null)))
+                .collect()
+        })
+        .collect();
+    let name_width = names.iter().map(|n| display_width(n)).max().unwrap_or(0);
+    let value_width = cells
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|l| display_width(l))
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (r, row) in cells.iter().enumerate() {
+        out.push_str(&record_rule(r + 1, name_width, value_width));
+        for (name, cell) in names.iter().zip(row) {
+            for (k, line) in cell.iter().enumerate() {
+                pad(&mut out, if k == 0 { name } else { "" }, name_width, false);
+                out.push_str(" | ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The rule above record `n`, as psql draws it: `-[ RECORD n ]` then dashes to the
+/// full width (`name_width + 3 + value_width`), with a `+` above the `|` column when
+/// the label ends before it.
+fn record_rule(n: usize, name_width: usize, value_width: usize) -> String {
+    let mut line = format!("-[ RECORD {n} ]");
+    let label = line.len();
+    for col in label..name_width + 3 + value_width {
+        line.push(if col == name_width + 1 { '+' } else { '-' });
+    }
+    line.push('\n');
+    line
+}
+
+// ---------------------------------------------------------------------------------
+// line (sqlite3's .mode line)
+
+/// sqlite3's line mode: `name = value` for each column, names right-aligned to the
+/// widest, NULL as `NULL`, a blank line between rows.
+///
+/// ```text
+///   id = 1
+/// name = one
+/// ```
+pub fn render_line(columns: &[Column], rows: &[Row]) -> String {
+    let names: Vec<String> = columns.iter().map(|c| printable(&c.name)).collect();
+    let width = names.iter().map(|n| display_width(n)).max().unwrap_or(0);
+    let mut out = String::new();
+    for (r, row) in rows.iter().enumerate() {
+        if r > 0 {
+            out.push('\n');
+        }
+        for (i, name) in names.iter().enumerate() {
+            pad(&mut out, name, width, true);
+            out.push_str(" = ");
+            match row.value(i).and_then(value_text) {
+                None => out.push_str("NULL"),
+                Some(s) => out.push_str(&s),
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// markdown
+
+/// A cell's text for a Markdown table: `|` escaped as `\|` (it would end the cell)
+/// and line breaks as `<br>` (a row must stay on one line); NULL as `NULL`.
+fn markdown_cell(v: &Value) -> String {
+    match value_text(v) {
+        None => "NULL".to_string(),
+        Some(s) => printable(
+            &s.replace("\r\n", "\n")
+                .replace('|', "\\|")
+                .replace('\n', "<br>"),
+        ),
+    }
+}
+
+/// A Markdown (GitHub) table as sqlite3's markdown mode writes it: centred names,
+/// a `|---|` separator as wide as each column, text left-aligned and numbers
+/// right-aligned; no row count.
+///
+/// ```text
+/// | id | name |
+/// |----|------|
+/// |  1 | one  |
+/// ```
+pub fn render_markdown(columns: &[Column], rows: &[Row]) -> String {
+    let headers: Vec<String> = columns
+        .iter()
+        .map(|c| printable(&c.name.replace('|', "\\|")))
+        .collect();
+    let right: Vec<bool> = columns.iter().map(|c| c.data_type.is_numeric()).collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            (0..columns.len())
+                .map(|i| markdown_cell(r.value(i).unwrap_or(&Value::Null)))
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(display_width(cell));
+        }
+    }
+    let mut out = String::from("|");
+    for (h, w) in headers.iter().zip(&widths) {
+        out.push(' ');
+        center(&mut out, h, *w);
+        out.push_str(" |");
+    }
+    out.push_str("\n|");
+    for w in &widths {
+        out.extend(std::iter::repeat_n('-', w + 2));
+        out.push('|');
+    }
+    out.push('\n');
+    for row in &cells {
+        out.push('|');
+        for (i, cell) in row.iter().enumerate() {
+            out.push(' ');
+            pad(&mut out, cell, widths[i], right[i]);
+            out.push_str(" |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// psql's aligned layout (backslash commands)
+
+/// psql's default aligned layout (border 1), for the backslash commands' reports:
+/// an optional title centred above, names centred, ` | ` between columns, a
+/// `---+---` rule, text left-aligned (the last column unpadded) and numbers
+/// (`right[i]`) right-aligned, then the footer lines as given.
+///
+/// ```text
+///   List of relations
+///  Schema | Name | Type
+/// --------+------+-------
+///  public | t    | table
+/// (1 row)
+/// ```
+pub fn render_aligned(
+    title: Option<&str>,
+    headers: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+    footers: &[String],
+) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(display_width(cell));
+        }
+    }
+    let total = widths.iter().sum::<usize>() + (3 * widths.len()).saturating_sub(1);
+    let mut out = String::new();
+    if let Some(title) = title {
+        let fill = total.saturating_sub(display_width(title)) / 2;
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(title);
+        out.push('\n');
+    }
+    for (i, (h, w)) in headers.iter().zip(&widths).enumerate() {
+        out.push_str(if i == 0 { " " } else { " | " });
+        center(&mut out, h, *w);
+    }
+    out.push_str(" \n");
+    for (i, w) in widths.iter().enumerate() {
+        if i > 0 {
+            out.push('+');
+        }
+        out.extend(std::iter::repeat_n('-', w + 2));
+    }
+    out.push('\n');
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            out.push_str(if i == 0 { " " } else { " | " });
+            let last = i + 1 == row.len();
+            let is_right = right.get(i).copied().unwrap_or(false);
+            if last && !is_right {
+                out.push_str(cell);
+            } else {
+                pad(&mut out, cell, widths[i], is_right);
+            }
+        }
+        out.push('\n');
+    }
+    for footer in footers {
+        out.push_str(footer);
+        out.push('\n');
+    }
+    out
+}
+
+/// psql's row-count footer: `(1 row)`, `(2 rows)`.
+pub fn row_count(n: usize) -> String {
+    format!("({n} row{})", if n == 1 { "" } else { "s" })
 }
 
 // ---------------------------------------------------------------------------------
@@ -402,7 +684,7 @@ mod tests {
     #[test]
     fn table_aligns_numbers_right_and_text_left() {
         let (columns, rows) = sample();
-        let out = render_table(&columns, &rows);
+        let out = render_table(&columns, &rows, true);
         let expected = "\
 ┌─────┬─────────────┬───────┬────────────┬──────┐
 │ id  │    name     │ price │    day     │  ok  │
@@ -423,7 +705,7 @@ mod tests {
             Row(vec![text("日本語"), Value::BigInt(1)]),
             Row(vec![text("café"), Value::BigInt(22)]),
         ];
-        let out = render_table(&columns, &rows);
+        let out = render_table(&columns, &rows, true);
         let expected = "\
 ┌────────┬────┐
 │  名前  │ n  │
@@ -440,7 +722,7 @@ mod tests {
     fn table_puts_multi_line_values_on_several_lines() {
         let columns = vec![col("a", DataType::Text), col("b", DataType::Integer)];
         let rows = vec![Row(vec![text("one\ntwo\tx"), Value::Integer(7)])];
-        let out = render_table(&columns, &rows);
+        let out = render_table(&columns, &rows, true);
         let expected = "\
 ┌───────────┬───┐
 │     a     │ b │
@@ -455,22 +737,25 @@ mod tests {
 
     #[test]
     fn table_with_no_rows() {
-        let out = render_table(&[col("x", DataType::Integer)], &[]);
+        let out = render_table(&[col("x", DataType::Integer)], &[], true);
         assert_eq!(out, "┌───┐\n│ x │\n├───┤\n└───┘\n(0 rows)\n");
     }
 
     #[test]
     fn commands_print_their_tag_in_every_mode() {
         let r = QueryResult::command("INSERT 0 5");
-        for mode in [Mode::Table, Mode::Csv, Mode::Json] {
-            assert_eq!(render(mode, &r), "INSERT 0 5\n");
+        for mode in [Mode::Table, Mode::Csv, Mode::Json, Mode::Line, Mode::Markdown] {
+            for expanded in [false, true] {
+                let options = Options { mode, headers: true, expanded };
+                assert_eq!(render(&options, &r), "INSERT 0 5\n");
+            }
         }
     }
 
     #[test]
     fn csv_quotes_and_nulls() {
         let (columns, rows) = sample();
-        let out = render_csv(&columns, &rows);
+        let out = render_csv(&columns, &rows, true);
         let expected = "\
 id,name,price,day,ok
 1,plain,12.50,2024-01-05,t
@@ -487,7 +772,7 @@ id,name,price,day,ok
             Row(vec![text("line1\nline2"), text("")]),
             Row(vec![text("x\r"), Value::Null]),
         ];
-        let out = render_csv(&columns, &rows);
+        let out = render_csv(&columns, &rows, true);
         assert_eq!(out, "\"a,b\",c\n\"line1\nline2\",\"\"\n\"x\r\",\n");
     }
 
@@ -503,7 +788,7 @@ id,name,price,day,ok
             Value::Interval(Interval::new(14, 3, 3_600_000_000)),
             Value::BigInt(i64::MIN),
         ])];
-        let out = render_csv(&columns, &rows);
+        let out = render_csv(&columns, &rows, true);
         assert_eq!(
             out,
             "f,i,big\n1.5,1 year 2 mons 3 days 01:00:00,-9223372036854775808\n"
@@ -562,6 +847,105 @@ id,name,price,day,ok
         assert_eq!(Mode::parse("CSV"), Some(Mode::Csv));
         assert_eq!(Mode::parse("table"), Some(Mode::Table));
         assert_eq!(Mode::parse("json"), Some(Mode::Json));
+        assert_eq!(Mode::parse("line"), Some(Mode::Line));
+        assert_eq!(Mode::parse("markdown"), Some(Mode::Markdown));
         assert_eq!(Mode::parse("html"), None);
+    }
+
+    #[test]
+    fn aligned_is_psqls_layout() {
+        let rows = vec![
+            vec!["public".to_string(), "items".to_string(), "table".to_string()],
+            vec!["public".to_string(), "v".to_string(), "view".to_string()],
+        ];
+        let out = render_aligned(
+            Some("List of relations"),
+            &["Schema", "Name", "Type"],
+            &[],
+            &rows,
+            &[row_count(2)],
+        );
+        let expected = concat!(
+            "   List of relations\n",
+            " Schema | Name  | Type  \n",
+            "--------+-------+-------\n",
+            " public | items | table\n",
+            " public | v     | view\n",
+            "(2 rows)\n",
+        );
+        assert_eq!(out, expected, "\n{out}");
+    }
+
+    #[test]
+    fn headers_off_drops_the_names_in_table_and_csv() {
+        let columns = vec![col("a", DataType::Integer), col("b", DataType::Text)];
+        let rows = vec![Row(vec![Value::Integer(1), text("x")])];
+        assert_eq!(
+            render_table(&columns, &rows, false),
+            "┌───┬───┐\n│ 1 │ x │\n└───┴───┘\n(1 row)\n"
+        );
+        assert_eq!(render_csv(&columns, &rows, false), "1,x\n");
+    }
+
+    #[test]
+    fn line_mode_right_aligns_names_with_a_blank_line_between_rows() {
+        let (columns, rows) = sample();
+        let out = render_line(&columns[..3], &rows[..2]);
+        let expected = concat!(
+            "   id = 1\n",
+            " name = plain\n",
+            "price = 12.50\n",
+            "\n",
+            "   id = -20\n",
+            " name = a, \"quoted\"\n",
+            "price = -0.05\n",
+        );
+        assert_eq!(out, expected, "\n{out}");
+        assert_eq!(render_line(&columns, &[]), "");
+    }
+
+    #[test]
+    fn markdown_escapes_pipes_and_line_breaks() {
+        let columns = vec![col("id", DataType::Integer), col("a|b", DataType::Text)];
+        let rows = vec![
+            Row(vec![Value::Integer(1), text("x | y")]),
+            Row(vec![Value::Integer(22), text("two\nlines")]),
+            Row(vec![Value::Integer(3), Value::Null]),
+        ];
+        let out = render_markdown(&columns, &rows);
+        let expected = "\
+| id |     a\\|b     |
+|----|--------------|
+|  1 | x \\| y       |
+| 22 | two<br>lines |
+|  3 | NULL         |
+";
+        assert_eq!(out, expected, "\n{out}");
+    }
+
+    #[test]
+    fn expanded_prints_a_record_block_per_row() {
+        let (columns, rows) = sample();
+        let out = render_expanded(&columns[..2], &rows[..2]);
+        let expected = "\
+-[ RECORD 1 ]-----
+id   | 1
+name | plain
+-[ RECORD 2 ]-----
+id   | -20
+name | a, \"quoted\"
+";
+        assert_eq!(out, expected, "\n{out}");
+        // A narrow result: the label is longer than the rows.
+        let out = render_expanded(&columns[..1], &rows[..1]);
+        assert_eq!(out, "-[ RECORD 1 ]\nid | 1\n");
+        // Wide names and values: a `+` above the bar.
+        let columns = vec![col("a_longer_name", DataType::Text)];
+        let rows = vec![Row(vec![text("one\ntwo")])];
+        assert_eq!(
+            render_expanded(&columns, &rows),
+            "-[ RECORD 1 ]-+----\na_longer_name | one\n              | two\n"
+        );
+        assert_eq!(render_expanded(&columns, &[]), "(0 rows)\n");
     }
 }

@@ -3,9 +3,11 @@
 //! `-f` or `.read`).
 
 pub mod args;
+pub mod backslash;
 pub mod ctrl_c;
 pub mod errors;
 pub mod format;
+pub mod import;
 pub mod repl;
 pub mod splitter;
 
@@ -15,7 +17,7 @@ use std::time::Instant;
 use beedb::{Connection, Database, Error, QueryResult, Value};
 
 use format::Mode;
-use splitter::Splitter;
+use splitter::{Pending, Splitter};
 
 /// Path that opens a private in-memory database.
 pub const MEMORY: &str = ":memory:";
@@ -30,11 +32,20 @@ Dot commands (one line each, no semicolon):
   .quit, .exit            Leave the shell (Ctrl-D does too)
   .tables                 List tables and views
   .schema [TABLE]         Show the CREATE statements of all objects, or of TABLE
-  .mode [table|csv|json]  Set (or show) the output mode
+                          and its indexes
+  .mode [MODE]            Set (or show) the output mode: table, csv, json,
+                          line or markdown
+  .headers on|off         Show column names in table and csv modes (default on)
+  .output [FILE]          Send results to FILE; without FILE, to the terminal again
+  .once FILE              Send only the next statement's results to FILE
   .timer on|off           Print each statement's run time
+  .import [--skip N] FILE TABLE
+                          Load CSV FILE into TABLE (created, its columns named
+                          by the first row, if it does not exist)
   .read FILE              Run the statements in FILE
   .open FILE              Close this database and open FILE
                           (:memory: for a new in-memory database)
+psql's backslash commands work too: \\? lists them.
 Ctrl-C cancels the running statement; at the prompt it clears the statement
 being typed, and pressed twice at an empty prompt it leaves the shell.
 ";
@@ -51,8 +62,19 @@ pub struct Shell {
     /// What was opened (`:memory:` or a file path), as given.
     path: String,
     pub mode: Mode,
+    /// Column names in table and csv modes (`.headers`).
+    pub headers: bool,
+    /// psql's expanded display (`\x`).
+    pub expanded: bool,
     pub timer: bool,
+    /// Standard output: the console, where results go unless redirected, and where
+    /// messages about the shell's own settings always go.
     out: Box<dyn Write>,
+    /// The file `.output FILE` sends results to, until `.output` alone.
+    output: Option<Redirect>,
+    /// The file `.once FILE` sends the next statement's results to (before
+    /// `output`); closed after that statement or command.
+    once: Option<Redirect>,
     err: Box<dyn Write>,
     /// Whether any statement or command failed.
     pub failed: bool,
@@ -84,8 +106,12 @@ impl Shell {
             conn: db.connect(),
             path: path.to_string(),
             mode: Mode::Table,
+            headers: true,
+            expanded: false,
             timer: false,
             out,
+            output: None,
+            once: None,
             err,
             failed: false,
             read_depth: 0,
@@ -116,14 +142,78 @@ impl Shell {
         &self.path
     }
 
+    /// The connection's transaction state, for the prompt.
+    pub fn transaction_status(&self) -> beedb::TransactionStatus {
+        self.conn.transaction_status()
+    }
+
     pub fn is_memory(&self) -> bool {
         self.path == MEMORY
     }
 
-    /// Writes to standard output and flushes it, so a reader on a pipe sees it now.
+    /// The settings results are printed with.
+    pub fn format_options(&self) -> format::Options {
+        format::Options {
+            mode: self.mode,
+            headers: self.headers,
+            expanded: self.expanded,
+        }
+    }
+
+    /// Writes results where they go (a `.once` file, else an `.output` file, else
+    /// standard output) and flushes, so a reader on a pipe sees them now. A write
+    /// that fails (a full disk) is reported once per statement, not silently lost.
     fn print(&mut self, text: &str) {
+        let target = match (&mut self.once, &mut self.output) {
+            (Some(r), _) | (None, Some(r)) => r,
+            (None, None) => {
+                let _ = self.out.write_all(text.as_bytes());
+                let _ = self.out.flush();
+                return;
+            }
+        };
+        if let Err(e) = target
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| target.file.flush())
+        {
+            let message = format!("could not write to file \"{}\": {e}", target.path);
+            self.error(&message);
+        }
+    }
+
+    /// Writes to standard output whatever results are redirected to: messages about
+    /// the shell itself (`\x`, `\timing`, the run time), as psql prints them.
+    fn console(&mut self, text: &str) {
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
+    }
+
+    /// Ends a `.once` redirection (after the statement or command following it).
+    fn end_once(&mut self) {
+        self.once = None;
+    }
+
+    /// Opens (truncating) the file for `.output` or `.once`.
+    fn redirect_to(&mut self, path: &str) -> Option<Redirect> {
+        match std::fs::File::create(path) {
+            Ok(file) => Some(Redirect {
+                file: io::BufWriter::new(file),
+                path: path.to_string(),
+            }),
+            Err(e) => {
+                self.error(&format!("could not open file \"{path}\" for writing: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Writes a message that is no failure to standard error (psql's "Did not find
+    /// any relations.").
+    fn notice(&mut self, text: &str) {
+        let _ = self.out.flush();
+        let _ = self.err.write_all(text.as_bytes());
+        let _ = self.err.flush();
     }
 
     /// Writes an error message to standard error (after flushing standard output, so
@@ -147,7 +237,7 @@ impl Shell {
         let elapsed = start.elapsed();
         let ok = match result {
             Ok(result) => {
-                let text = format::render(self.mode, &result);
+                let text = format::render(&self.format_options(), &result);
                 self.print(&text);
                 true
             }
@@ -156,8 +246,9 @@ impl Shell {
                 false
             }
         };
+        self.end_once();
         if self.timer {
-            self.print(&format!("Run Time: {:.3} s\n", elapsed.as_secs_f64()));
+            self.console(&format!("Run Time: {:.3} s\n", elapsed.as_secs_f64()));
         }
         ok
     }
@@ -186,6 +277,16 @@ impl Shell {
     ) -> (bool, Flow) {
         if splitter.is_idle() && line.trim_start().starts_with('.') {
             return self.run_dot(line.trim());
+        }
+        // psql's backslash commands, at the start of a line that is not inside a
+        // string or comment (a backslash is no SQL token there). A statement being
+        // typed is kept, as in psql; the command itself never becomes part of it.
+        if matches!(splitter.pending(), Pending::Nothing | Pending::Statement)
+            && line.trim_start().starts_with('\\')
+        {
+            let result = self.run_backslash(line.trim());
+            self.end_once();
+            return result;
         }
         let mut text = line.to_string();
         if !text.ends_with('\n') {
@@ -298,8 +399,18 @@ impl Shell {
         ok & self.finish(&mut splitter)
     }
 
-    /// Runs a dot command (the whole line, starting with `.`).
+    /// Runs a dot command (the whole line, starting with `.`). A `.once` before it
+    /// applies to it (and ends after it), as in sqlite3.
     pub fn run_dot(&mut self, line: &str) -> (bool, Flow) {
+        let is_once = line.split_whitespace().next() == Some(".once");
+        let result = self.run_dot_command(line);
+        if !is_once {
+            self.end_once();
+        }
+        result
+    }
+
+    fn run_dot_command(&mut self, line: &str) -> (bool, Flow) {
         let mut words = line.split_whitespace();
         let command = words.next().unwrap_or(".");
         let args: Vec<&str> = words.collect();
@@ -323,21 +434,52 @@ impl Shell {
                         self.mode = m;
                         true
                     }
-                    None => self.usage(&format!("unknown mode \"{name}\"; use table, csv or json")),
+                    None => self.usage(&format!(
+                        "unknown mode \"{name}\"; use {}",
+                        format::MODE_NAMES
+                    )),
                 },
-                _ => self.usage(".mode table|csv|json"),
+                _ => self.usage(".mode table|csv|json|line|markdown"),
             },
             ".timer" => match args.as_slice() {
-                ["on"] => {
-                    self.timer = true;
-                    true
-                }
-                ["off"] => {
-                    self.timer = false;
-                    true
-                }
+                [value] => match parse_switch(value) {
+                    Some(on) => {
+                        self.timer = on;
+                        true
+                    }
+                    None => self.usage(".timer on|off"),
+                },
                 _ => self.usage(".timer on|off"),
             },
+            ".headers" | ".header" => match args.as_slice() {
+                [value] => match parse_switch(value) {
+                    Some(on) => {
+                        self.headers = on;
+                        true
+                    }
+                    None => self.usage(".headers on|off"),
+                },
+                _ => self.usage(".headers on|off"),
+            },
+            ".output" | ".out" => {
+                // Close the previous file first (it may be the one named again).
+                self.output = None;
+                if rest.is_empty() {
+                    true
+                } else {
+                    self.output = self.redirect_to(unquote(rest));
+                    self.output.is_some()
+                }
+            }
+            ".once" => {
+                if rest.is_empty() {
+                    self.usage(".once FILE")
+                } else {
+                    self.once = self.redirect_to(unquote(rest));
+                    self.once.is_some()
+                }
+            }
+            ".import" => self.dot_import(rest),
             ".read" => {
                 if rest.is_empty() {
                     self.usage(".read FILE")
@@ -385,12 +527,18 @@ impl Shell {
     }
 
     fn dot_schema(&mut self, table: Option<&str>) -> bool {
+        // Each table is followed by its indexes (which need it to exist), and views
+        // come last (they need their tables), so the output replays as a script.
         let sql = match table {
             Some(t) => format!(
-                "SELECT sql FROM beedb_schema WHERE name = {} ORDER BY name",
+                "SELECT sql FROM beedb_schema WHERE name = {0} OR table_name = {0} \
+                 ORDER BY CASE type WHEN 'index' THEN 1 ELSE 0 END, name",
                 sql_literal(t)
             ),
-            None => "SELECT sql FROM beedb_schema ORDER BY name".to_string(),
+            None => "SELECT sql FROM beedb_schema \
+                     ORDER BY CASE type WHEN 'view' THEN 1 ELSE 0 END, table_name, \
+                     CASE type WHEN 'index' THEN 1 ELSE 0 END, name"
+                .to_string(),
         };
         let Some(result) = self.query(&sql) else {
             return false;
@@ -438,6 +586,22 @@ impl Shell {
         };
         self.renew_ctrl_c();
         opened
+    }
+}
+
+/// An open `.output` or `.once` file.
+struct Redirect {
+    file: io::BufWriter<std::fs::File>,
+    /// As given, for error messages.
+    path: String,
+}
+
+/// `on`/`off` and the other spellings psql and sqlite3 accept for a switch.
+fn parse_switch(word: &str) -> Option<bool> {
+    match word.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Some(true),
+        "off" | "false" | "no" | "0" => Some(false),
+        _ => None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The interactive loop: line editing and history (rustyline), a continuation prompt
-//! until a statement is complete, Ctrl-D to leave. Ctrl-C cancels a running
+//! until a statement is complete, prompts marked `*` inside a transaction block and
+//! `!` inside a failed one (as psql's), Ctrl-D to leave. Ctrl-C cancels a running
 //! statement (`ctrl_c.rs`); at the prompt it clears the input, and a second Ctrl-C
 //! in a row at an empty prompt leaves the shell.
 
@@ -13,11 +14,32 @@ use rustyline::{
     RepeatCount,
 };
 
+use beedb::TransactionStatus;
+
 use super::splitter::Splitter;
 use super::{Flow, Shell};
 
 pub const PROMPT: &str = "beedb> ";
 pub const CONTINUATION: &str = "   ...> ";
+/// The prompts inside a transaction block, marked `*` as psql marks them.
+pub const PROMPT_IN_BLOCK: &str = "beedb*> ";
+pub const CONTINUATION_IN_BLOCK: &str = "  ...*> ";
+/// The prompts inside a failed block (only ROLLBACK works), marked `!` as psql
+/// marks them.
+pub const PROMPT_FAILED: &str = "beedb!> ";
+pub const CONTINUATION_FAILED: &str = "  ...!> ";
+
+/// The prompt for the transaction state and whether a statement is being typed.
+pub fn prompt(status: TransactionStatus, continuing: bool) -> &'static str {
+    match (status, continuing) {
+        (TransactionStatus::Idle, false) => PROMPT,
+        (TransactionStatus::Idle, true) => CONTINUATION,
+        (TransactionStatus::InBlock, false) => PROMPT_IN_BLOCK,
+        (TransactionStatus::InBlock, true) => CONTINUATION_IN_BLOCK,
+        (TransactionStatus::Failed, false) => PROMPT_FAILED,
+        (TransactionStatus::Failed, true) => CONTINUATION_FAILED,
+    }
+}
 
 /// `~/.beedb_history`, when there is a home directory.
 fn history_path() -> Option<PathBuf> {
@@ -74,11 +96,7 @@ pub fn run(shell: &mut Shell) -> Result<(), ReadlineError> {
     // Whether the last thing read was a Ctrl-C at an empty prompt.
     let mut interrupted_at_empty_prompt = false;
     loop {
-        let prompt = if splitter.is_idle() {
-            PROMPT
-        } else {
-            CONTINUATION
-        };
+        let prompt = prompt(shell.transaction_status(), !splitter.is_idle());
         match editor.readline(prompt) {
             Ok(line) => {
                 interrupted_at_empty_prompt = false;

@@ -17,9 +17,20 @@ pub struct AggState {
     pub level: usize,
     /// Group expressions, over the FROM scope.
     pub groups: Vec<Expr>,
+    /// The grouping sets (indexes into `groups`); empty for a plain GROUP BY. With
+    /// sets the aggregation's output has the set's index after the groups.
+    pub sets: Vec<Vec<usize>>,
     pub aggs: Vec<AggCall>,
     /// The FROM scope (for matching expressions against group expressions).
     pub from_scope: Scope,
+}
+
+impl AggState {
+    /// The aggregation's output column of its first aggregate: after the groups
+    /// and, with grouping sets, the set's index.
+    pub fn first_agg_column(&self) -> usize {
+        self.groups.len() + usize::from(!self.sets.is_empty())
+    }
 }
 
 pub fn aggregate_func(name: &str) -> Option<AggFunc> {
@@ -346,9 +357,10 @@ impl Binder<'_> {
         let top = self.frames.len() - 1;
         let mut found = false;
         visit(e, &mut |x| {
+            // grouping() makes its level aggregate as an aggregate does.
             if let ast::Expr::Function(f) = x
                 && f.over.is_none()
-                && self.names_aggregate(f)
+                && (self.names_aggregate(f) || func_name(f) == "grouping")
                 && self.agg_level(&plain_args(f)) == top
             {
                 found = true;
@@ -382,7 +394,7 @@ impl Binder<'_> {
             return Ok(None);
         }
         if let ast::Expr::Function(f) = e
-            && (f.over.is_some() || self.names_aggregate(f)) {
+            && (f.over.is_some() || self.names_aggregate(f) || func_name(f) == "grouping") {
                 return Ok(None);
             }
         let state = self.agg.take().expect("in aggregate level");
@@ -1295,6 +1307,9 @@ impl Binder<'_> {
 
     fn bind_function(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         let name = func_name(f);
+        if name == "grouping" && f.over.is_none() {
+            return self.bind_grouping(f, e, clause);
+        }
         if f.over.is_some() {
             if self
                 .functions
@@ -1600,6 +1615,94 @@ impl Binder<'_> {
         Ok(Expr::new(ExprKind::Func { func, args: out }, ret))
     }
 
+    /// `grouping(a, b, …)`: an integer whose bits, one per argument with the last
+    /// argument in the lowest bit, are 1 in the rows of grouping sets that leave
+    /// that argument out (PostgreSQL's bit order). Each argument must be a group
+    /// expression of this level (42803). Without grouping sets it is 0; with them,
+    /// a CASE over the aggregation's set index column, one branch per distinct value.
+    fn bind_grouping(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        match &self.agg {
+            Some(a) if a.level == usize::MAX => {
+                return Err(Error::semantic("42803", "aggregate function calls cannot be nested").at(self.pos(e)));
+            }
+            Some(_) if !self.in_agg_level() => {
+                return Err(Error::not_supported(
+                    "grouping() in a subquery over the enclosing query's grouping columns",
+                )
+                .at(self.pos(e)));
+            }
+            Some(_) => {}
+            // The output of a level that does not aggregate: the arguments are an
+            // outer level's (else grouping() would have made this level aggregate).
+            None if matches!(clause, "SELECT" | "HAVING" | "ORDER BY") => {
+                return Err(Error::not_supported(
+                    "grouping() in a subquery over the enclosing query's grouping columns",
+                )
+                .at(self.pos(e)));
+            }
+            None => {
+                return Err(Error::semantic("42803", format!("grouping operations are not allowed in {clause}"))
+                    .at(self.pos(e)));
+            }
+        }
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(Error::syntax("grouping() needs at least one argument").at(self.pos(e)));
+        };
+        if f.filter.is_some() || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+            return Err(Error::syntax("grouping() takes only expressions").at(self.pos(e)));
+        }
+        let args = plain_args(f);
+        if args.is_empty() || args.len() != list.args.len() {
+            return Err(Error::syntax("grouping() takes one or more expressions").at(self.pos(e)));
+        }
+        if args.len() >= 32 {
+            return Err(Error::semantic("54023", "GROUPING must have fewer than 32 arguments").at(self.pos(e)));
+        }
+        let mut members = Vec::with_capacity(args.len());
+        for a in &args {
+            match self.match_group(a)? {
+                Some(Expr { kind: ExprKind::Column(g), .. }) => members.push(g),
+                _ => {
+                    return Err(Error::semantic(
+                        "42803",
+                        "arguments to GROUPING must be grouping expressions of the associated query level",
+                    )
+                    .at(self.pos(*a)));
+                }
+            }
+        }
+        let state = self.agg.as_ref().expect("in aggregate level");
+        let value = |mask: i32| Expr::literal(Value::Integer(mask), DataType::Integer);
+        // Each distinct value with the sets (by index) that give it.
+        let mut values: Vec<(i32, Vec<Expr>)> = Vec::new();
+        for (i, set) in state.sets.iter().enumerate() {
+            let mask = members.iter().fold(0i32, |m, g| (m << 1) | i32::from(!set.contains(g)));
+            let id = value(i as i32);
+            match values.iter_mut().find(|(v, _)| *v == mask) {
+                Some((_, ids)) => ids.push(id),
+                None => values.push((mask, vec![id])),
+            }
+        }
+        let Some((last, _)) = values.pop() else {
+            return Ok(value(0));
+        };
+        if values.is_empty() {
+            return Ok(value(last));
+        }
+        let set_column = Expr::column(state.groups.len(), DataType::Integer);
+        let whens = values
+            .into_iter()
+            .map(|(mask, ids)| {
+                let test = Expr::new(
+                    ExprKind::InList { expr: Box::new(set_column.clone()), list: ids, negated: false },
+                    DataType::Boolean,
+                );
+                (test, value(mask))
+            })
+            .collect();
+        Ok(Expr::new(ExprKind::Case { whens, else_: Some(Box::new(value(last))) }, DataType::Integer))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn bind_aggregate(
         &mut self,
@@ -1779,7 +1882,7 @@ impl Binder<'_> {
     fn add_aggregate(&mut self, call: AggCall) -> Expr {
         let ty = call.ty;
         let state = self.agg.as_mut().expect("aggregate state");
-        let ng = state.groups.len();
+        let ng = state.first_agg_column();
         let idx = match state.aggs.iter().position(|a| *a == call) {
             Some(i) => i,
             None => {

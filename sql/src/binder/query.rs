@@ -14,6 +14,13 @@ use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, SetOpKind, SortKey, WorkTableId};
 use crate::types::{DataType, Value};
 
+/// A select-list item: an expression with its output name, or a column `*` expanded
+/// to.
+enum Item<'x> {
+    Expr(&'x ast::Expr, String),
+    Column(Expr, String),
+}
+
 fn out(name: impl Into<String>, ty: DataType) -> OutputColumn {
     OutputColumn {
         name: name.into(),
@@ -99,10 +106,17 @@ impl Binder<'_> {
         if !q.locks.is_empty() {
             return Err(Error::not_supported("FOR UPDATE / FOR SHARE").at(self.pos(q)));
         }
-        if let Some(f) = &q.fetch
-            && (f.with_ties || f.percent || q.limit_clause.is_some()) {
-                return Err(Error::not_supported("FETCH WITH TIES / PERCENT, or FETCH with LIMIT").at(self.pos(q)));
+        if let Some(f) = &q.fetch {
+            if f.percent {
+                return Err(Error::not_supported("FETCH … PERCENT").at(self.pos(q)));
             }
+            // FETCH goes with OFFSET, not with LIMIT (PostgreSQL: a syntax error).
+            if let Some(ast::LimitClause::LimitOffset { limit: Some(_), .. } | ast::LimitClause::OffsetCommaLimit { .. }) =
+                &q.limit_clause
+            {
+                return Err(Error::syntax("LIMIT and FETCH FIRST cannot be used together").at(self.pos(q)));
+            }
+        }
         let order: Vec<&ast::OrderByExpr> = match &q.order_by {
             None => vec![],
             Some(ob) => match &ob.kind {
@@ -121,16 +135,10 @@ impl Binder<'_> {
                 }
             }
         };
-        if let Some(f) = &q.fetch {
-            let limit = match &f.quantity {
-                None => Some(1),
-                Some(e) => self.const_count(e, "FETCH")?,
-            };
-            let schema = plan.schema.clone();
-            plan = Plan::new(Node::Limit { input: Box::new(plan), limit, offset: 0 }, schema);
-        }
+        let mut limit = None;
+        let mut offset = 0;
         if let Some(lc) = &q.limit_clause {
-            let (limit, offset) = match lc {
+            let (l, o) = match lc {
                 ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
                     if !limit_by.is_empty() {
                         return Err(Error::not_supported("LIMIT BY"));
@@ -139,14 +147,32 @@ impl Binder<'_> {
                 }
                 ast::LimitClause::OffsetCommaLimit { offset, limit } => (Some(limit), Some(offset)),
             };
-            let limit = match limit {
-                None => None,
-                Some(e) => self.const_count(e, "LIMIT")?,
+            if let Some(e) = l {
+                limit = self.const_count(e, "LIMIT")?;
+            }
+            if let Some(e) = o {
+                offset = self.const_count(e, "OFFSET")?.unwrap_or(0);
+            }
+        }
+        if let Some(f) = &q.fetch {
+            limit = match &f.quantity {
+                None => Some(1),
+                Some(e) => self.const_count(e, "FETCH")?,
             };
-            let offset = match offset {
-                None => 0,
-                Some(e) => self.const_count(e, "OFFSET")?.unwrap_or(0),
-            };
+            if f.with_ties {
+                let Some(count) = limit else {
+                    return Err(Error::data(
+                        "2201W",
+                        "row count cannot be null in FETCH FIRST ... WITH TIES clause",
+                    )
+                    .at(self.pos(q)));
+                };
+                return with_ties(plan, count, offset).ok_or_else(|| {
+                    Error::syntax("WITH TIES cannot be specified without ORDER BY clause").at(self.pos(q))
+                });
+            }
+        }
+        if limit.is_some() || offset > 0 || q.limit_clause.is_some() || q.fetch.is_some() {
             let schema = plan.schema.clone();
             plan = Plan::new(
                 Node::Limit {
@@ -366,10 +392,6 @@ impl Binder<'_> {
             });
         }
         // Select list items (wildcards expanded).
-        enum Item<'x> {
-            Expr(&'x ast::Expr, String),
-            Column(Expr, String),
-        }
         let mut items: Vec<Item> = Vec::new();
         for it in &s.projection {
             match it {
@@ -417,6 +439,9 @@ impl Binder<'_> {
             }
             ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
         };
+        // GROUPING SETS, ROLLUP, CUBE and `()`: the sets as lists of expressions
+        // (`None` for a plain GROUP BY list).
+        let grouping_sets = grouping_sets(&group_by)?;
         let aggregating = !group_by.is_empty()
             || s.having.is_some()
             || items.iter().any(|i| matches!(i, Item::Expr(e, _) if self.has_own_aggregate(e)))
@@ -438,40 +463,30 @@ impl Binder<'_> {
             }
         }
         {
-            // Groups: an output alias or position, else an expression over FROM.
+            // Groups: an output alias or position, else an expression over FROM; each
+            // distinct expression once, the grouping sets as lists of their indexes.
             let mut groups = Vec::new();
-            for g in &group_by {
-                let target: &ast::Expr = match g {
-                    ast::Expr::Value(v) => match &v.value {
-                        ast::Value::Number(n, _) => {
-                            let i = n.parse::<usize>().ok().filter(|&i| i >= 1 && i <= items.len()).ok_or_else(|| {
-                                Error::semantic("42P10", format!("GROUP BY position {n} is not in select list")).at(self.pos(*g))
-                            })?;
-                            match &items[i - 1] {
-                                Item::Expr(e, _) => e,
-                                Item::Column(c, _) => {
-                                    groups.push(c.clone());
-                                    continue;
-                                }
-                            }
-                        }
-                        _ => g,
-                    },
-                    ast::Expr::Identifier(id) if scope.resolve(None, &ident(id))?.is_none() => {
-                        let n = ident(id);
-                        match items.iter().find(|i| matches!(i, Item::Expr(_, name) if *name == n)) {
-                            Some(Item::Expr(e, _)) => e,
-                            _ => g,
-                        }
+            let mut sets = Vec::new();
+            match &grouping_sets {
+                None => {
+                    for g in &group_by {
+                        self.bind_group_item(g, &items, &scope, &mut groups)?;
                     }
-                    _ => g,
-                };
-                if self.contains_aggregate(target) {
-                    return Err(Error::semantic("42803", "aggregate functions are not allowed in GROUP BY").at(self.pos(target)));
                 }
-                let b = self.bind_expr(target, "GROUP BY")?;
-                if !groups.contains(&b) {
-                    groups.push(b);
+                Some(expr_sets) => {
+                    for set in expr_sets {
+                        let mut members = Vec::with_capacity(set.len());
+                        for g in set {
+                            members.push(self.bind_group_item(g, &items, &scope, &mut groups)?);
+                        }
+                        members.sort_unstable();
+                        members.dedup();
+                        sets.push(members);
+                    }
+                    // One set is a plain GROUP BY (`GROUPING SETS ((a, b))`, `()`).
+                    if sets.len() == 1 {
+                        sets.clear();
+                    }
                 }
             }
             // The post-aggregation scope: grouped plain columns stay visible by name.
@@ -486,6 +501,7 @@ impl Binder<'_> {
             self.agg = Some(AggState {
                 level: self.frames.len() - 1,
                 groups,
+                sets,
                 aggs: Vec::new(),
                 from_scope: scope.clone(),
             });
@@ -505,6 +521,9 @@ impl Binder<'_> {
                     _ => out(format!("group{i}"), g.ty),
                 })
                 .collect();
+            if !state.sets.is_empty() {
+                schema.push(out("grouping set", DataType::Integer));
+            }
             schema.extend(state.aggs.iter().map(|a| {
                 out(a.func.name(), a.ty)
             }));
@@ -513,6 +532,7 @@ impl Binder<'_> {
                     Node::Aggregate {
                         input: Box::new(p),
                         groups: state.groups,
+                        sets: state.sets,
                         aggs: state.aggs,
                     },
                     schema,
@@ -536,6 +556,54 @@ impl Binder<'_> {
                     Item::Column(c, n) => (None, Some(c.clone()), n.clone()),
                 })
                 .collect()
+        }
+    }
+
+    /// Binds one GROUP BY expression — an output column's position or name, else an
+    /// expression over FROM — and returns its index in `groups` (added if new).
+    fn bind_group_item(
+        &mut self,
+        g: &ast::Expr,
+        items: &[Item<'_>],
+        scope: &Scope,
+        groups: &mut Vec<Expr>,
+    ) -> Result<usize> {
+        let target: &ast::Expr = match g {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => {
+                    let i = n.parse::<usize>().ok().filter(|&i| i >= 1 && i <= items.len()).ok_or_else(|| {
+                        Error::semantic("42P10", format!("GROUP BY position {n} is not in select list")).at(self.pos(g))
+                    })?;
+                    match &items[i - 1] {
+                        Item::Expr(e, _) => e,
+                        Item::Column(c, _) => return Ok(add_group(groups, c.clone())),
+                    }
+                }
+                _ => g,
+            },
+            ast::Expr::Identifier(id) if scope.resolve(None, &ident(id))?.is_none() => {
+                let n = ident(id);
+                match items.iter().find(|i| matches!(i, Item::Expr(_, name) if *name == n)) {
+                    Some(Item::Expr(e, _)) => e,
+                    _ => g,
+                }
+            }
+            _ => g,
+        };
+        if self.contains_aggregate(target) {
+            return Err(Error::semantic("42803", "aggregate functions are not allowed in GROUP BY").at(self.pos(target)));
+        }
+        let b = self.bind_expr(target, "GROUP BY")?;
+        return Ok(add_group(groups, b));
+
+        fn add_group(groups: &mut Vec<Expr>, b: Expr) -> usize {
+            match groups.iter().position(|g| *g == b) {
+                Some(i) => i,
+                None => {
+                    groups.push(b);
+                    groups.len() - 1
+                }
+            }
         }
     }
 
@@ -1547,6 +1615,142 @@ fn misplaced_reference(plan: &Plan, work_table: WorkTableId, place: Place) -> Op
     })
 }
 
+/// The most grouping sets a GROUP BY may have, as in PostgreSQL (54001 beyond).
+pub const MAX_GROUPING_SETS: usize = 4096;
+
+/// GROUP BY's grouping sets, each a list of expressions, in PostgreSQL's order:
+/// the items' sets crossed (`GROUP BY a, ROLLUP (b, c)` is `(a, b, c), (a, b),
+/// (a)`), `ROLLUP (a, b)` is `(a, b), (a), ()`, `CUBE (a, b)` every subset, larger
+/// first, `()` the empty set; duplicate sets are kept. `None` when the list holds
+/// only plain expressions.
+fn grouping_sets<'a>(group_by: &[&'a ast::Expr]) -> Result<Option<Vec<Vec<&'a ast::Expr>>>> {
+    let is_set_form = |e: &ast::Expr| {
+        matches!(e, ast::Expr::GroupingSets(_) | ast::Expr::Rollup(_) | ast::Expr::Cube(_))
+            || matches!(e, ast::Expr::Tuple(t) if t.is_empty())
+    };
+    if !group_by.iter().any(|e| is_set_form(e)) {
+        return Ok(None);
+    }
+    let too_many = || {
+        Error::new(
+            crate::error::ErrorKind::Limit,
+            "54001",
+            format!("too many grouping sets present (maximum {MAX_GROUPING_SETS})"),
+        )
+    };
+    // Counted before they are built: CUBE of 40 columns must not try 2^40 sets.
+    let mut count = 1usize;
+    for e in group_by {
+        count = count.saturating_mul(count_sets(e)?);
+    }
+    if count > MAX_GROUPING_SETS {
+        return Err(too_many());
+    }
+    let mut sets: Vec<Vec<&ast::Expr>> = vec![Vec::new()];
+    for e in group_by {
+        let item = item_sets(e);
+        let mut crossed = Vec::with_capacity(sets.len() * item.len());
+        for s in &sets {
+            for t in &item {
+                let mut u = s.clone();
+                u.extend(t.iter().copied());
+                crossed.push(u);
+            }
+        }
+        sets = crossed;
+    }
+    return Ok(Some(sets));
+
+    /// ROLLUP and CUBE inside GROUPING SETS reach here as calls of functions of
+    /// those names: their arguments, each element a list (a row `(a, b)` is one
+    /// element of two expressions).
+    fn nested(e: &ast::Expr) -> Option<(bool, Vec<Vec<&ast::Expr>>)> {
+        let ast::Expr::Function(f) = e else { return None };
+        let name = f.name.to_string().to_lowercase();
+        let cube = match name.as_str() {
+            "rollup" => false,
+            "cube" => true,
+            _ => return None,
+        };
+        let ast::FunctionArguments::List(l) = &f.args else { return None };
+        let mut elements = Vec::new();
+        for a in &l.args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a else { return None };
+            elements.push(match x {
+                ast::Expr::Tuple(t) => t.iter().collect(),
+                x => vec![x],
+            });
+        }
+        Some((cube, elements))
+    }
+
+    /// How many sets `e` gives; a CUBE of more than 12 elements is PostgreSQL's
+    /// 54000.
+    fn count_sets(e: &ast::Expr) -> Result<usize> {
+        let cube = |n: usize| {
+            if n > 12 {
+                return Err(Error::new(crate::error::ErrorKind::Limit, "54000", "CUBE is limited to 12 elements"));
+            }
+            Ok(1usize << n)
+        };
+        Ok(match e {
+            ast::Expr::GroupingSets(list) => {
+                let mut sum = 0usize;
+                for s in list {
+                    sum += match s.as_slice() {
+                        [one] => match nested(one) {
+                            Some((true, el)) => cube(el.len())?,
+                            Some((false, el)) => el.len() + 1,
+                            None => 1,
+                        },
+                        _ => 1,
+                    };
+                }
+                sum
+            }
+            ast::Expr::Rollup(el) => el.len() + 1,
+            ast::Expr::Cube(el) => cube(el.len())?,
+            _ => 1,
+        })
+    }
+
+    fn rollup<'a>(elements: &[Vec<&'a ast::Expr>]) -> Vec<Vec<&'a ast::Expr>> {
+        (0..=elements.len()).rev().map(|n| elements[..n].concat()).collect()
+    }
+
+    fn cube<'a>(elements: &[Vec<&'a ast::Expr>]) -> Vec<Vec<&'a ast::Expr>> {
+        // Subsets by descending size, each size in the elements' order, as
+        // PostgreSQL lists them.
+        let n = elements.len();
+        let mut masks: Vec<usize> = (0..1usize << n).collect();
+        masks.sort_by_key(|&m| (std::cmp::Reverse(m.count_ones()), (0..n).map(|i| m >> (n - 1 - i) & 1 == 0).collect::<Vec<_>>()));
+        masks
+            .into_iter()
+            .map(|m| (0..n).filter(|&i| m >> i & 1 == 1).flat_map(|i| elements[i].iter().copied()).collect())
+            .collect()
+    }
+
+    fn item_sets<'a>(e: &'a ast::Expr) -> Vec<Vec<&'a ast::Expr>> {
+        match e {
+            ast::Expr::GroupingSets(list) => list
+                .iter()
+                .flat_map(|s| match s.as_slice() {
+                    [one] => match nested(one) {
+                        Some((true, el)) => cube(&el),
+                        Some((false, el)) => rollup(&el),
+                        None => vec![vec![one]],
+                    },
+                    _ => vec![s.iter().collect()],
+                })
+                .collect(),
+            ast::Expr::Rollup(el) => rollup(&el.iter().map(|x| x.iter().collect()).collect::<Vec<_>>()),
+            ast::Expr::Cube(el) => cube(&el.iter().map(|x| x.iter().collect()).collect::<Vec<_>>()),
+            ast::Expr::Tuple(t) if t.is_empty() => vec![Vec::new()],
+            e => vec![vec![e]],
+        }
+    }
+}
+
 fn take_plan(plan: &mut Plan, f: impl FnOnce(Plan) -> Plan) {
     let p = std::mem::replace(plan, Plan::one_row());
     *plan = f(p);
@@ -1654,6 +1858,75 @@ fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Opt
         schema,
     );
     (plan, ls)
+}
+
+/// `ORDER BY … OFFSET offset FETCH FIRST count ROWS WITH TIES`: the rows after
+/// the first `offset` up to row `offset + count` of the order, and every later row
+/// tied with that one on all ORDER BY keys. The query's Sort (under the projections
+/// that end it) becomes a window numbering the rows (`row_number()`) and ranking
+/// them (`rank()`, the position of a row's first peer) in the same order, filtered
+/// on `row_number > offset AND rank <= offset + count`, the two numbers projected
+/// away. The window holds its whole input (as the Sort did; within memory_limit)
+/// and reads it to the end. `None` when the query has no ORDER BY.
+fn with_ties(mut plan: Plan, count: u64, offset: u64) -> Option<Plan> {
+    use crate::plan::{FrameBound, FrameUnits, WindowCall, WindowFrame, WindowFunc, WindowSpec};
+    fn sort_under_projections(plan: &mut Plan) -> Option<&mut Plan> {
+        if matches!(plan.node, Node::Sort { .. }) {
+            return Some(plan);
+        }
+        match &mut plan.node {
+            Node::Project { input, .. } => sort_under_projections(input),
+            _ => None,
+        }
+    }
+    take_plan(sort_under_projections(&mut plan)?, |sort| {
+        let Node::Sort { input, keys } = sort.node else { unreachable!("checked to be a Sort") };
+        let width = input.schema.len();
+        let spec = WindowSpec {
+            partition: Vec::new(),
+            order: keys,
+            frame: WindowFrame {
+                units: FrameUnits::Rows,
+                start: FrameBound::UnboundedPreceding,
+                end: FrameBound::CurrentRow,
+            },
+        };
+        let call = |func| WindowCall { func, args: Vec::new(), spec: 0, ty: DataType::BigInt };
+        let mut schema = input.schema.clone();
+        schema.push(out("row_number", DataType::BigInt));
+        schema.push(out("rank", DataType::BigInt));
+        let numbered = Plan::new(
+            Node::Window {
+                input,
+                specs: vec![spec],
+                calls: vec![call(WindowFunc::RowNumber), call(WindowFunc::Rank)],
+            },
+            schema.clone(),
+        );
+        let bigint = |n: u64| Expr::literal(Value::BigInt(n.min(i64::MAX as u64) as i64), DataType::BigInt);
+        let compare = |op, column: usize, n: u64| {
+            Expr::new(
+                ExprKind::Compare {
+                    op,
+                    left: Box::new(Expr::column(column, DataType::BigInt)),
+                    right: Box::new(bigint(n)),
+                },
+                DataType::Boolean,
+            )
+        };
+        let predicate = Expr::new(
+            ExprKind::And(vec![
+                compare(CmpOp::Gt, width, offset),
+                compare(CmpOp::LtEq, width + 1, offset.saturating_add(count)),
+            ]),
+            DataType::Boolean,
+        );
+        let kept = Plan::new(Node::Filter { input: Box::new(numbered), predicate }, schema.clone());
+        let exprs = (0..width).map(|i| Expr::column(i, schema[i].ty)).collect();
+        let names = schema[..width].iter().map(|c| c.name.clone()).collect();
+        project(kept, exprs, names)
+    });
+    Some(plan)
 }
 
 /// A sort key from ORDER BY's options. `USING <` / `USING >` are ascending and

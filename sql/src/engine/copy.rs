@@ -383,7 +383,8 @@ pub fn copy(
                 Some(s) => Value::parse(&s, &table.columns[c].ty).map_err(|e| context(Error::from(e)))?,
             };
         }
-        xdml::insert_row_with(w, &table, &row, former.as_mut()).map_err(context)?;
+        xdml::insert_row_with(w, &table, &row, former.as_mut())
+            .map_err(|e| context(super::dml::with_constraint_detail(e, &table, &row)))?;
         count += 1;
         if count % super::dml::CHECK_EVERY == 0 {
             ctx.interrupt.check()?;

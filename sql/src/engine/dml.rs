@@ -284,7 +284,8 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             None => None,
         };
         let Some(tid) = existing else {
-            let tid = xdml::insert_row_with(w, &table, &row[..n], former.as_mut())?;
+            let tid = xdml::insert_row_with(w, &table, &row[..n], former.as_mut())
+                .map_err(|e| with_constraint_detail(e, &table, &row[..n]))?;
             if conflict.is_some() {
                 touched.insert(tid);
             }
@@ -315,7 +316,8 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         if out[n] != Value::Boolean(true) {
             return Ok(()); // its WHERE does not hold
         }
-        let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())?;
+        let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())
+            .map_err(|e| with_constraint_detail(e, &table, &out[..n]))?;
         touched.insert(new_tid);
         count += 1;
         if returned_columns.is_some() {
@@ -528,6 +530,44 @@ fn bind_on_conflict(
 
 /// The scope of a target table's row (its columns at positions 0..n), under the
 /// name `qual` (the table's name or its alias): for RETURNING and ON CONFLICT.
+/// Adds PostgreSQL's DETAIL to a constraint violation raised while writing `row`
+/// into `table`: `Key (a, b)=(1, x) already exists.` for a unique violation (the
+/// index is the one the message names), `Failing row contains (1, null).` for a NOT
+/// NULL violation. Other errors pass unchanged. (The executor's row writer reports
+/// the violation; the row and the table are at hand here.)
+pub fn with_constraint_detail(e: Error, table: &TableDef, row: &[Value]) -> Error {
+    if e.detail.is_some() {
+        return e;
+    }
+    let text = |v: &Value| match v {
+        Value::Null => "null".to_string(),
+        Value::Boolean(b) => if *b { "t" } else { "f" }.to_string(),
+        v => v.to_string(),
+    };
+    match e.sqlstate {
+        "23505" => {
+            let index = table.indexes.iter().find(|i| {
+                i.unique && e.message == format!("duplicate key value violates unique constraint \"{}\"", i.name)
+            });
+            match index {
+                Some(i) => {
+                    let names: Vec<&str> = i.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+                    let values: Vec<String> = i.columns.iter().map(|&c| row.get(c).map_or_else(String::new, text)).collect();
+                    let detail = format!("Key ({})=({}) already exists.", names.join(", "), values.join(", "));
+                    e.with_detail(detail)
+                }
+                None => e,
+            }
+        }
+        "23502" => {
+            let values: Vec<String> = row.iter().map(text).collect();
+            let detail = format!("Failing row contains ({}).", values.join(", "));
+            e.with_detail(detail)
+        }
+        _ => e,
+    }
+}
+
 fn table_scope(table: &TableDef, qual: &str) -> Scope {
     let cols: Vec<(String, DataType)> = table.columns.iter().map(|c| (c.name.clone(), c.ty)).collect();
     Scope::relation(Some(qual), &cols, 0)
@@ -724,7 +764,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
-        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())?;
+        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())
+            .map_err(|e| with_constraint_detail(e, &table, new))?;
     }
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))

@@ -736,6 +736,35 @@ fn exact_variance(func: AggFunc, n: i64, sx: &Decimal, sxx: &Decimal) -> Result<
     }))
 }
 
+/// One grouping set's share of an aggregation: its hash table over the group
+/// expressions it keeps, and its own groups' accumulators.
+struct SetState {
+    /// The group expressions (indexes into the node's `groups`) this set groups by;
+    /// the others are NULL in its rows.
+    members: Vec<usize>,
+    /// Whether `members` is every group expression in order (plain GROUP BY): the
+    /// evaluated group vectors then serve as the key as they are.
+    all: bool,
+    table: KeyTable,
+    accs: Vec<Acc>,
+    /// Per DISTINCT aggregate: the (group, argument key) pairs seen.
+    seen: Vec<FxHashSet<(u32, Vec<u8>)>>,
+    ngroups: usize,
+    distinct_bytes: usize,
+}
+
+/// An aggregate's arguments evaluated over one input batch.
+enum Args {
+    Builtin(Option<Vector>, Option<Vector>),
+    Udf(Vec<Vec<Value>>),
+}
+
+/// Hash aggregation. With grouping sets (`sets` not empty) the input is read once:
+/// each row is added to one group of every set (one hash lookup and one update of
+/// each aggregate per set), and each set keeps its own table and accumulators, so
+/// time and memory grow with the number of sets; the output is each set's groups in
+/// turn, with NULL for the group expressions the set leaves out and the set's index
+/// in the column after the groups (`grouping()` is computed from it above).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aggregate(
     ex: &Exec<'_>,
@@ -743,21 +772,37 @@ pub(super) fn aggregate(
     id: usize,
     input: &Plan,
     groups: &[Expr],
+    sets: &[Vec<usize>],
     aggs: &[AggCall],
     out: Out,
 ) -> Result<Flow> {
-    let group_types: Vec<DataType> = groups.iter().map(|e| e.ty).collect();
-    let mut table = KeyTable::new(&group_types);
-    let mut accs = aggs.iter().map(Acc::new).collect::<Result<Vec<_>>>()?;
-    let mut seen: Vec<FxHashSet<(u32, Vec<u8>)>> =
-        aggs.iter().map(|_| FxHashSet::default()).collect();
-    let mut ngroups = 0usize;
-    let mut distinct_bytes = 0usize;
-    if groups.is_empty() {
-        ngroups = 1;
-        for a in &mut accs {
-            a.push_groups(1);
-        }
+    let plain: Vec<Vec<usize>>;
+    let set_lists: &[Vec<usize>] = if sets.is_empty() {
+        plain = vec![(0..groups.len()).collect()];
+        &plain
+    } else {
+        sets
+    };
+    let mut states = Vec::with_capacity(set_lists.len());
+    for members in set_lists {
+        let types: Vec<DataType> = members.iter().map(|&i| groups[i].ty).collect();
+        let mut accs = aggs.iter().map(Acc::new).collect::<Result<Vec<_>>>()?;
+        // A set without group expressions has its one group even over no rows.
+        let ngroups = if members.is_empty() {
+            accs.iter_mut().for_each(|a| a.push_groups(1));
+            1
+        } else {
+            0
+        };
+        states.push(SetState {
+            all: members.len() == groups.len() && members.iter().enumerate().all(|(i, &m)| i == m),
+            members: members.clone(),
+            table: KeyTable::new(&types),
+            accs,
+            seen: aggs.iter().map(|_| FxHashSet::default()).collect(),
+            ngroups,
+            distinct_bytes: 0,
+        });
     }
     let mut gids: Vec<u32> = Vec::new();
     ex.node(input, id + 1, None, &mut |b| {
@@ -765,97 +810,129 @@ pub(super) fn aggregate(
         if n == 0 {
             return Ok(Flow::Continue);
         }
-        if groups.is_empty() {
-            gids.clear();
-            gids.resize(n, 0);
-        } else {
-            let gv = groups
-                .iter()
-                .map(|e| ex.eval(e, &b))
-                .collect::<Result<Vec<_>>>()?;
-            table.insert(&gv, n, false, &mut gids);
-            if table.len() > ngroups {
-                for a in &mut accs {
-                    a.push_groups(table.len() - ngroups);
-                }
-                ngroups = table.len();
-            }
-        }
-        for (i, call) in aggs.iter().enumerate() {
-            if let Some(udf) = &call.udf {
-                let Acc::Udf { states, .. } = &mut accs[i] else {
-                    return Err(Error::internal("application aggregate without its state"));
-                };
-                let args = udf
-                    .args
-                    .iter()
-                    .map(|e| ex.eval(e, &b).map(|v| (0..n).map(|k| v.value(k)).collect()))
-                    .collect::<Result<Vec<Vec<Value>>>>()?;
-                udf.function.function.update(states, &gids[..n], &args)?;
-                continue;
-            }
-            let arg = match &call.arg {
-                Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
-                _ => None,
-            };
-            let arg2 = call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?;
-            if call.distinct
-                && let Some(a) = &arg
-            {
-                // DISTINCT is over all arguments (string_agg(DISTINCT x, d) sees each
-                // (x, d) pair once), as in PostgreSQL.
-                let mut rows = Vec::new();
-                for (k, &g) in gids.iter().enumerate() {
-                    if a.is_null(k) {
-                        continue;
-                    }
-                    let mut kb = Vec::new();
-                    push_key(a, k, &mut kb);
-                    if let Some(a2) = &arg2 {
-                        push_key(a2, k, &mut kb);
-                    }
-                    if seen[i].insert((g, kb)) {
-                        distinct_bytes += 64;
-                        rows.push(k as u32);
-                    }
-                }
-                accs[i].update(&gids, Some(a), arg2.as_ref(), Some(&rows))?;
+        let gv = groups
+            .iter()
+            .map(|e| ex.eval(e, &b))
+            .collect::<Result<Vec<_>>>()?;
+        let args = aggs
+            .iter()
+            .map(|call| {
+                Ok(match &call.udf {
+                    Some(udf) => Args::Udf(
+                        udf.args
+                            .iter()
+                            .map(|e| ex.eval(e, &b).map(|v| (0..n).map(|k| v.value(k)).collect()))
+                            .collect::<Result<Vec<Vec<Value>>>>()?,
+                    ),
+                    None => Args::Builtin(
+                        match &call.arg {
+                            Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
+                            _ => None,
+                        },
+                        call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?,
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut bytes = 0;
+        for st in &mut states {
+            if st.members.is_empty() {
+                gids.clear();
+                gids.resize(n, 0);
             } else {
-                accs[i].update(&gids, arg.as_ref(), arg2.as_ref(), None)?;
+                if st.all {
+                    st.table.insert(&gv, n, false, &mut gids);
+                } else {
+                    let cols: Vec<Vector> = st.members.iter().map(|&i| gv[i].clone()).collect();
+                    st.table.insert(&cols, n, false, &mut gids);
+                }
+                if st.table.len() > st.ngroups {
+                    for a in &mut st.accs {
+                        a.push_groups(st.table.len() - st.ngroups);
+                    }
+                    st.ngroups = st.table.len();
+                }
             }
+            for (i, (call, arg)) in aggs.iter().zip(&args).enumerate() {
+                match arg {
+                    Args::Udf(values) => {
+                        let (Some(udf), Acc::Udf { states, .. }) = (&call.udf, &mut st.accs[i]) else {
+                            return Err(Error::internal("application aggregate without its state"));
+                        };
+                        udf.function.function.update(states, &gids[..n], values)?;
+                    }
+                    Args::Builtin(Some(a), arg2) if call.distinct => {
+                        // DISTINCT is over all arguments (string_agg(DISTINCT x, d) sees
+                        // each (x, d) pair once), as in PostgreSQL.
+                        let mut rows = Vec::new();
+                        for (k, &g) in gids.iter().enumerate() {
+                            if a.is_null(k) {
+                                continue;
+                            }
+                            let mut kb = Vec::new();
+                            push_key(a, k, &mut kb);
+                            if let Some(a2) = arg2 {
+                                push_key(a2, k, &mut kb);
+                            }
+                            if st.seen[i].insert((g, kb)) {
+                                st.distinct_bytes += 64;
+                                rows.push(k as u32);
+                            }
+                        }
+                        st.accs[i].update(&gids, Some(a), arg2.as_ref(), Some(&rows))?;
+                    }
+                    Args::Builtin(a, arg2) => st.accs[i].update(&gids, a.as_ref(), arg2.as_ref(), None)?,
+                }
+            }
+            bytes += st.distinct_bytes
+                + st.table.heap_bytes()
+                + st.ngroups * (aggs.len() * 24 + 8)
+                + st.accs.iter().map(Acc::bytes).sum::<usize>();
         }
-        let bytes = distinct_bytes
-            + table.heap_bytes()
-            + ngroups * (aggs.len() * 24 + 8)
-            + accs.iter().map(Acc::bytes).sum::<usize>();
         ex.check_mem("HashAggregate", bytes)?;
         Ok(Flow::Continue)
     })?;
-    drop(seen);
-    let group_cols = table.into_keys();
     let types = plan.types();
-    let mut start = 0;
-    while start < ngroups {
-        let end = (start + BATCH_SIZE).min(ngroups);
-        let mut cols = Vec::with_capacity(types.len());
-        let pos: Vec<u32> = (start as u32..end as u32).collect();
-        for (c, t) in group_cols.iter().zip(&types) {
-            let mut v = c.gather(&pos);
-            v.ty = *t;
-            cols.push(v);
-        }
-        for (i, a) in accs.iter().enumerate() {
-            let ty = types[groups.len() + i];
-            let mut v = Vector::new(ty, end - start);
-            for g in start..end {
-                v.push_value(&cast_to(a.result(g, &ty)?, &ty)?);
+    // Aggregates follow the groups and, with grouping sets, the set's index.
+    let first_agg = groups.len() + usize::from(!sets.is_empty());
+    for (set_index, st) in states.into_iter().enumerate() {
+        drop(st.seen);
+        let ngroups = st.ngroups;
+        let members = st.members;
+        let accs = st.accs;
+        let keys = st.table.into_keys();
+        let mut start = 0;
+        while start < ngroups {
+            let end = (start + BATCH_SIZE).min(ngroups);
+            let mut cols = Vec::with_capacity(types.len());
+            let pos: Vec<u32> = (start as u32..end as u32).collect();
+            for (g, t) in types[..groups.len()].iter().enumerate() {
+                let v = match members.iter().position(|&m| m == g) {
+                    Some(p) => {
+                        let mut v = keys[p].gather(&pos);
+                        v.ty = *t;
+                        v
+                    }
+                    None => Vector::constant(*t, &Value::Null, end - start),
+                };
+                cols.push(v);
             }
-            cols.push(v);
+            if !sets.is_empty() {
+                cols.push(Vector::constant(DataType::Integer, &Value::Integer(set_index as i32), end - start));
+            }
+            for (i, a) in accs.iter().enumerate() {
+                let ty = types[first_agg + i];
+                let mut v = Vector::new(ty, end - start);
+                for g in start..end {
+                    v.push_value(&cast_to(a.result(g, &ty)?, &ty)?);
+                }
+                cols.push(v);
+            }
+            if out(make_batch(cols, end - start))? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+            start = end;
         }
-        if out(make_batch(cols, end - start))? == Flow::Stop {
-            return Ok(Flow::Stop);
-        }
-        start = end;
     }
     Ok(Flow::Continue)
 }

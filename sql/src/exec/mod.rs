@@ -516,8 +516,9 @@ impl<'a> Exec<'a> {
             Node::Aggregate {
                 input,
                 groups,
+                sets,
                 aggs,
-            } => agg::aggregate(self, plan, id, input, groups, aggs, out),
+            } => agg::aggregate(self, plan, id, input, groups, sets, aggs, out),
             Node::Sort { input, keys } => sort::sort(self, id, input, keys, top_n, out),
             Node::Limit {
                 input,

@@ -561,6 +561,7 @@ fn agg_plan(input: &Plan, groups: Vec<Expr>, aggs: Vec<AggCall>) -> Plan {
         Node::Aggregate {
             input: Box::new(input.clone()),
             groups,
+            sets: Vec::new(),
             aggs,
         },
         schema,

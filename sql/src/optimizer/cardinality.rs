@@ -439,26 +439,33 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
                 JoinKind::Anti => l * (1.0 - (r * keys * on).min(1.0)).max(0.05),
             }
         }
-        Node::Aggregate { groups, .. } => {
-            if groups.is_empty() {
-                1.0
-            } else {
-                let g: f64 = groups
-                    .iter()
-                    .map(|e| match (&e.kind, plan.children().first()) {
-                        (ExprKind::Column(c), Some(i)) => match origin(i, *c) {
-                            Some((t, c)) if unique_column(t, c) => table_rows(t, stats),
-                            // NULL forms a group of its own.
-                            Some((t, c)) => match stats.column(t, c) {
-                                Some(cs) => cs.distinct_in(table_rows(t, stats)) + (cs.null_frac > 0.0) as u8 as f64,
-                                None => DEFAULT_GROUPS,
-                            },
+        Node::Aggregate { groups, sets, .. } => {
+            let per_group: Vec<f64> = groups
+                .iter()
+                .map(|e| match (&e.kind, plan.children().first()) {
+                    (ExprKind::Column(c), Some(i)) => match origin(i, *c) {
+                        Some((t, c)) if unique_column(t, c) => table_rows(t, stats),
+                        // NULL forms a group of its own.
+                        Some((t, c)) => match stats.column(t, c) {
+                            Some(cs) => cs.distinct_in(table_rows(t, stats)) + (cs.null_frac > 0.0) as u8 as f64,
                             None => DEFAULT_GROUPS,
                         },
-                        _ => DEFAULT_GROUPS,
-                    })
-                    .product();
-                g.min(input)
+                        None => DEFAULT_GROUPS,
+                    },
+                    _ => DEFAULT_GROUPS,
+                })
+                .collect();
+            // Each set's groups: the product of its expressions' (1 for none), at most
+            // the input rows; grouping sets add up.
+            let set_rows = |members: &mut dyn Iterator<Item = usize>| -> f64 {
+                let mut any = false;
+                let g: f64 = members.inspect(|_| any = true).map(|i| per_group[i]).product();
+                if any { g.min(input) } else { 1.0 }
+            };
+            if sets.is_empty() {
+                set_rows(&mut (0..groups.len()))
+            } else {
+                sets.iter().map(|s| set_rows(&mut s.iter().copied())).sum()
             }
         }
         Node::Limit { limit, offset, .. } => {

@@ -238,8 +238,19 @@ fn describe(plan: &Plan) -> String {
             }
             s
         }
-        Node::Aggregate { groups, aggs, .. } => {
-            let mut s = if groups.is_empty() {
+        Node::Aggregate { groups, sets, aggs, .. } => {
+            let mut s = if !sets.is_empty() {
+                // One hash table per grouping set, each written as PostgreSQL writes
+                // a set: `(a, b)`, `(a)`, `()`.
+                let sets: Vec<String> = sets
+                    .iter()
+                    .map(|set| {
+                        let members: Vec<String> = set.iter().map(|&i| fmt_expr(&groups[i], &names)).collect();
+                        format!("({})", members.join(", "))
+                    })
+                    .collect();
+                format!("HashAggregate  grouping sets: {}", sets.join(", "))
+            } else if groups.is_empty() {
                 "Aggregate".to_string()
             } else {
                 format!("HashAggregate  group: {}", list(groups, &names))

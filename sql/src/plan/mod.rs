@@ -370,10 +370,17 @@ pub enum Node {
         right_keys: Vec<Expr>,
         method: JoinMethod,
     },
-    /// Output: the group expressions, then the aggregates.
+    /// Output: the group expressions, then the aggregates. With grouping sets
+    /// (`GROUPING SETS`, `ROLLUP`, `CUBE`), `sets` lists each set's group
+    /// expressions (indexes into `groups`, duplicates of whole sets kept); a row of a
+    /// set has NULL for the group expressions it leaves out, and the output has one
+    /// more column between the groups and the aggregates: the set's index in `sets`
+    /// (an integer), from which `grouping(…)` is computed. Empty `sets`: plain
+    /// GROUP BY over all `groups`.
     Aggregate {
         input: Box<Plan>,
         groups: Vec<Expr>,
+        sets: Vec<Vec<usize>>,
         aggs: Vec<AggCall>,
     },
     Sort { input: Box<Plan>, keys: Vec<SortKey> },

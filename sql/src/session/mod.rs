@@ -278,6 +278,17 @@ impl Connection {
         self.txn.in_block()
     }
 
+    /// Where the session stands: outside a block, inside one, or inside one that
+    /// failed (only ROLLBACK, COMMIT and ROLLBACK TO run) — what psql's prompt and
+    /// libpq's `PQtransactionStatus` report.
+    pub fn transaction_status(&self) -> TransactionStatus {
+        match self.txn {
+            engine::TxnState::Idle => TransactionStatus::Idle,
+            engine::TxnState::Active(_) => TransactionStatus::InBlock,
+            engine::TxnState::Failed(_) => TransactionStatus::Failed,
+        }
+    }
+
     /// The session's settings (`SET`/`SHOW`).
     pub fn settings(&self) -> &Settings {
         &self.settings
@@ -292,6 +303,17 @@ impl Connection {
         };
         self.settings.set(name, value, &t)
     }
+}
+
+/// A session's transaction state ([`Connection::transaction_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStatus {
+    /// No block open: each statement commits on its own.
+    Idle,
+    /// Inside BEGIN … COMMIT.
+    InBlock,
+    /// Inside a block after an error: statements fail (25P02) until ROLLBACK.
+    Failed,
 }
 
 /// Distinct SQL texts a connection keeps parsed for [`Connection::execute`].
@@ -407,6 +429,22 @@ fn guarded<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transaction_status_follows_the_block() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        assert_eq!(c.transaction_status(), TransactionStatus::Idle);
+        c.execute("BEGIN", &[]).unwrap();
+        assert_eq!(c.transaction_status(), TransactionStatus::InBlock);
+        assert!(c.execute("SELECT 1/0", &[]).is_err());
+        assert_eq!(c.transaction_status(), TransactionStatus::Failed);
+        c.execute("ROLLBACK", &[]).unwrap();
+        assert_eq!(c.transaction_status(), TransactionStatus::Idle);
+        // An error outside a block leaves no block behind.
+        assert!(c.execute("SELECT 1/0", &[]).is_err());
+        assert_eq!(c.transaction_status(), TransactionStatus::Idle);
+    }
 
     /// Plans that read the clock or a system table at bind time are made again at
     /// each execution; others are kept.
