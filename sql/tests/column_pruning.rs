@@ -4,7 +4,7 @@
 //! their FROM items offer, through every node the pass rewrites: scans with filters
 //! on columns nobody selects, inner/outer/semi/anti joins with extra conditions,
 //! aggregates over joins, windows, DISTINCT, set operations, ORDER BY a column not
-//! selected, subqueries in the select list, and `count(*)` alone.
+//! selected, subqueries in the select list, grouping sets, and `count(*)` alone.
 
 use beedb_sql::{Connection, Database};
 use rand::rngs::StdRng;
@@ -66,7 +66,7 @@ fn random_query(r: &mut StdRng) -> String {
     let a_filter = pick(r, &["", " AND a.flag", " AND a.x > 0", " AND a.name LIKE 't%'", " AND a.d < DATE '2024-02-01'"]);
     let b_filter = pick(r, &["", " AND b.qty > 5", " AND b.note IS NOT NULL", " AND b.amount < 400"]);
     let join = pick(r, &["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]);
-    match r.random_range(0..12) {
+    match r.random_range(0..13) {
         0 => format!("SELECT count(*) FROM a {join} b ON a.k = b.ak{b_filter} WHERE true{a_filter}"),
         1 => format!("SELECT a.name, b.qty FROM a {join} b ON a.k = b.ak AND b.qty > a.id % 7 WHERE true{a_filter}"),
         2 => format!(
@@ -81,6 +81,9 @@ fn random_query(r: &mut StdRng) -> String {
         9 => format!("SELECT a.id, (SELECT max(b.amount) FROM b WHERE b.ak = a.k) FROM a WHERE true{a_filter}"),
         10 => format!(
             "SELECT s.k, s.n FROM (SELECT a.k, a.name AS n, a.price * 2 AS p, b.note FROM a JOIN b ON a.k = b.ak{b_filter}) s WHERE s.p > 100"
+        ),
+        11 => format!(
+            "SELECT a.k, a.flag, grouping(a.k, a.flag), count(*), sum(b.qty) FROM a JOIN b ON a.k = b.ak{b_filter} WHERE true{a_filter} GROUP BY ROLLUP(a.k, a.flag)"
         ),
         _ => format!("SELECT count(*), count(e.s) FROM a LEFT JOIN e ON e.k = a.k CROSS JOIN (SELECT 1 AS one) o WHERE true{a_filter}"),
     }

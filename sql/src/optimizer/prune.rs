@@ -193,7 +193,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             };
             (node, map)
         }
-        Node::Aggregate { input, mut groups, mut aggs } => {
+        Node::Aggregate { input, mut groups, sets, mut aggs } => {
             let mut inner = vec![false; input.schema.len()];
             groups.iter().for_each(|g| mark(g, &mut inner));
             aggs.iter().flat_map(|a| a.args()).for_each(|e| mark(e, &mut inner));
@@ -201,7 +201,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             let (input, inner_map) = skip_narrowing(input, inner_map);
             groups.iter_mut().for_each(|g| renumber(g, &inner_map));
             aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(|e| renumber(e, &inner_map));
-            (Node::Aggregate { input: Box::new(input), groups, aggs }, identity(n))
+            (Node::Aggregate { input: Box::new(input), groups, sets, aggs }, identity(n))
         }
         Node::Sort { input, mut keys } => {
             keys.iter().for_each(|k| mark(&k.expr, &mut needed));
