@@ -70,7 +70,7 @@ fn random_query(r: &mut StdRng) -> String {
         0 => format!("SELECT count(*) FROM a {join} b ON a.k = b.ak{b_filter} WHERE true{a_filter}"),
         1 => format!("SELECT a.name, b.qty FROM a {join} b ON a.k = b.ak AND b.qty > a.id % 7 WHERE true{a_filter}"),
         2 => format!(
-            "SELECT a.k, sum(b.amount), count(b.note), max(a.price) FROM a JOIN b ON a.k = b.ak{b_filter} WHERE true{a_filter} GROUP BY a.k"
+            "SELECT a.k, sum(b.amount), count(b.note), max(a.price), string_agg(a.name, ',' ORDER BY b.bid DESC, a.id) FROM a JOIN b ON a.k = b.ak{b_filter} WHERE true{a_filter} GROUP BY a.k"
         ),
         3 => format!("SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.ak = a.k{b_filter}){a_filter}"),
         4 => format!("SELECT a.name, a.d FROM a WHERE NOT EXISTS (SELECT * FROM b WHERE b.ak = a.k AND b.qty > a.id % 5){a_filter}"),
