@@ -158,7 +158,6 @@ pub struct UdfAggCall {
 }
 
 impl AggCall {
-    /// Every argument expression.
     /// Every argument expression (the ORDER BY keys included).
     pub fn args(&self) -> impl Iterator<Item = &Expr> {
         self.arg
