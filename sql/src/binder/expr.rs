@@ -63,6 +63,21 @@ pub fn aggregate_func(name: &str) -> Option<AggFunc> {
     })
 }
 
+/// The `ORDER BY` inside a call's argument list (`string_agg(x, ',' ORDER BY y)`).
+pub(super) fn call_order(f: &ast::Function) -> &[ast::OrderByExpr] {
+    match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .clauses
+            .iter()
+            .find_map(|c| match c {
+                ast::FunctionArgumentClause::OrderBy(o) => Some(o.as_slice()),
+                _ => None,
+            })
+            .unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
 fn func_name(f: &ast::Function) -> String {
     f.name
         .0
@@ -1284,10 +1299,8 @@ impl Binder<'_> {
                 Err(Error::not_supported("a subquery as a function argument"))
             }
             ast::FunctionArguments::List(l) => {
-                if l.clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
-                    return Err(Error::not_supported("ORDER BY inside an aggregate call is not supported"));
-                }
-                if !l.clauses.is_empty() {
+                // ORDER BY is read by `call_order`; its callers say where it may be.
+                if l.clauses.iter().any(|c| !matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
                     return Err(Error::not_supported("clauses in a function argument list"));
                 }
                 let distinct = matches!(l.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
@@ -1348,6 +1361,12 @@ impl Binder<'_> {
                     ))
                     .at(self.pos(e)));
                 }
+                if !call_order(f).is_empty() {
+                    return Err(Error::not_supported(format!(
+                        "ORDER BY in a call of the application's aggregate {name}"
+                    ))
+                    .at(self.pos(e)));
+                }
                 let call = crate::plan::UdfAggCall {
                     function: udf.clone(),
                     args: Vec::new(),
@@ -1397,6 +1416,13 @@ impl Binder<'_> {
                 "42809",
                 format!("DISTINCT specified, but {name} is not an aggregate function"),
             ));
+        }
+        if !call_order(f).is_empty() {
+            return Err(Error::semantic(
+                "42809",
+                format!("ORDER BY specified, but {name} is not an aggregate function"),
+            )
+            .at(self.pos(e)));
         }
         match name.as_str() {
             // PostgreSQL's version() names the server; BeeDB names itself.
@@ -1717,9 +1743,13 @@ impl Binder<'_> {
         clause: &'static str,
     ) -> Result<Expr> {
         let nested = self.agg.as_ref().is_some_and(|a| a.level == usize::MAX);
-        // The level is the innermost one whose columns the arguments or the FILTER use.
+        // The level is the innermost one whose columns the arguments, the FILTER or
+        // the ORDER BY use.
         let mut level_exprs: Vec<&ast::Expr> = if star { Vec::new() } else { args.to_vec() };
         level_exprs.extend(filter);
+        if let ast::Expr::Function(f) = e {
+            level_exprs.extend(call_order(f).iter().map(|o| &o.expr));
+        }
         if !level_exprs.is_empty() && !nested {
             let level = self.agg_level(&level_exprs);
             if level < self.frames.len() - 1 {
@@ -1802,20 +1832,53 @@ impl Binder<'_> {
             }
         };
         let mut bound = Vec::with_capacity(args.len());
-        if func != AggFunc::CountStar {
+        let order_ast = match e {
+            ast::Expr::Function(f) => call_order(f),
+            _ => &[],
+        };
+        let mut order = Vec::with_capacity(order_ast.len());
+        if func != AggFunc::CountStar || !order_ast.is_empty() {
             // Bind the arguments over the FROM scope, outside aggregate mode.
             let mut state = self.agg.take().expect("aggregate state");
             let saved = self.set_scope(state.from_scope.clone());
             let level = state.level;
             state.level = usize::MAX; // nested aggregates are an error
             self.agg = Some(state);
-            let r = args.iter().map(|a| self.bind_expr(a, "aggregate")).collect::<Result<Vec<_>>>();
+            let r = if func == AggFunc::CountStar {
+                Ok(Vec::new())
+            } else {
+                args.iter().map(|a| self.bind_expr(a, "aggregate")).collect::<Result<Vec<_>>>()
+            };
             let condition = filter.map(|c| self.bind_bool(c, "FILTER", "FILTER")).transpose();
+            let keys = order_ast
+                .iter()
+                .map(|o| {
+                    let b = self.bind_expr(&o.expr, "aggregate")?;
+                    super::query::sort_key(b, &o.options).map_err(|err| err.at(self.pos(&o.expr)))
+                })
+                .collect::<Result<Vec<_>>>();
             self.set_scope(saved);
             let mut state = self.agg.take().expect("aggregate state");
             state.level = level;
             self.agg = Some(state);
-            for (b, a) in r?.into_iter().zip(args) {
+            let r = r?;
+            // With DISTINCT the rows are sorted by the arguments, so the ORDER BY may
+            // name only those (PostgreSQL's rule).
+            for (k, o) in keys?.into_iter().zip(order_ast) {
+                if distinct && !r.contains(&k.expr) {
+                    return Err(Error::semantic(
+                        "42P10",
+                        "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                    )
+                    .at(self.pos(&o.expr)));
+                }
+                order.push(k);
+            }
+            // Only string_agg's result depends on the order its rows come in.
+            if func != AggFunc::StringAgg {
+                order.clear();
+            }
+            for (b, a) in r.into_iter().zip(args) {
                 bound.push(if is_unknown(a) { self.cast(b, DataType::Text, false, a)? } else { b });
             }
             // FILTER (WHERE c): every built-in aggregate skips NULL inputs (the pair
@@ -1843,6 +1906,7 @@ impl Binder<'_> {
                 arg: None,
                 arg2: None,
                 distinct,
+                order: Vec::new(),
                 ty,
             }));
         }
@@ -1872,6 +1936,7 @@ impl Binder<'_> {
             arg: cast_args.next(),
             arg2: cast_args.next(),
             distinct,
+            order,
             ty,
         };
         Ok(self.add_aggregate(call))

@@ -1730,7 +1730,7 @@ fn grouping_sets<'a>(group_by: &[&'a ast::Expr]) -> Result<Option<Vec<Vec<&'a as
             .collect()
     }
 
-    fn item_sets<'a>(e: &'a ast::Expr) -> Vec<Vec<&'a ast::Expr>> {
+    fn item_sets(e: &ast::Expr) -> Vec<Vec<&ast::Expr>> {
         match e {
             ast::Expr::GroupingSets(list) => list
                 .iter()

@@ -183,6 +183,9 @@ impl Binder<'_> {
             return Err(Error::not_supported("IGNORE NULLS / RESPECT NULLS").at(at));
         }
         let (args, distinct, star) = self.function_args(f)?;
+        if !super::expr::call_order(f).is_empty() {
+            return Err(Error::not_supported("aggregate ORDER BY is not implemented for window functions").at(at));
+        }
         if distinct {
             return Err(Error::not_supported("DISTINCT is not implemented for window functions").at(at));
         }

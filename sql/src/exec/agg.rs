@@ -1,7 +1,8 @@
 //! Hash aggregation: groups by the normalized key of the group expressions, with
 //! count(*), count, sum, avg, min, max, string_agg, bool_and/bool_or, the variances
 //! and standard deviations and the statistics of (Y, X) pairs (optionally DISTINCT)
-//! per group.
+//! per group, over grouping sets, and `string_agg(… ORDER BY …)` (its rows held,
+//! then sorted per group).
 //!
 //! Result types follow `AggCall.ty`: sum of smallint/integer → bigint (overflow is an
 //! error), sum of bigint → numeric, avg of integers and numerics → numeric
@@ -751,12 +752,74 @@ struct SetState {
     seen: Vec<FxHashSet<(u32, Vec<u8>)>>,
     ngroups: usize,
     distinct_bytes: usize,
+    /// Per aggregate with an ORDER BY: its input rows, held until the input ends,
+    /// then sorted and fed to the accumulator (empty for the others).
+    ordered: Vec<Vec<OrderedRow>>,
+    /// What `ordered` holds, counted against memory_limit.
+    ordered_bytes: usize,
 }
 
-/// An aggregate's arguments evaluated over one input batch.
+/// One input row of an aggregate with ORDER BY (`string_agg(x, ',' ORDER BY y)`).
+struct OrderedRow {
+    group: u32,
+    arg: Value,
+    arg2: Value,
+    keys: Vec<Value>,
+}
+
+/// An aggregate's arguments evaluated over one input batch: for a built-in one its
+/// arguments and its ORDER BY keys.
 enum Args {
-    Builtin(Option<Vector>, Option<Vector>),
+    Builtin(Option<Vector>, Option<Vector>, Vec<Vector>),
     Udf(Vec<Vec<Value>>),
+}
+
+/// The bytes a held value takes beyond its `Value`.
+fn value_heap_bytes(v: &Value) -> usize {
+    match v {
+        Value::Text(s) => s.len(),
+        _ => 0,
+    }
+}
+
+/// `a` against `b` under the ORDER BY `keys` (NULLs placed as each key says).
+fn cmp_order_keys(a: &[Value], b: &[Value], keys: &[crate::plan::SortKey]) -> Ordering {
+    for ((x, y), k) in a.iter().zip(b).zip(keys) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (false, false) => {
+                let o = x.cmp_sql(y).unwrap_or(Ordering::Equal);
+                if k.desc { o.reverse() } else { o }
+            }
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Feeds an ORDER BY aggregate's held rows to its accumulator, each group's rows in
+/// the call's order (a stable sort: rows tied on every key keep their input order).
+fn feed_ordered(acc: &mut Acc, call: &AggCall, mut rows: Vec<OrderedRow>) -> Result<()> {
+    rows.sort_by(|x, y| x.group.cmp(&y.group).then_with(|| cmp_order_keys(&x.keys, &y.keys, &call.order)));
+    let Some(arg_ty) = call.arg.as_ref().map(|e| e.ty) else {
+        return Err(Error::internal("an aggregate with ORDER BY but no argument"));
+    };
+    for chunk in rows.chunks(BATCH_SIZE) {
+        let gids: Vec<u32> = chunk.iter().map(|r| r.group).collect();
+        let mut arg = Vector::new(arg_ty, chunk.len());
+        chunk.iter().for_each(|r| arg.push_value(&r.arg));
+        let arg2 = call.arg2.as_ref().map(|e| {
+            let mut v = Vector::new(e.ty, chunk.len());
+            chunk.iter().for_each(|r| v.push_value(&r.arg2));
+            v
+        });
+        acc.update(&gids, Some(&arg), arg2.as_ref(), None)?;
+    }
+    Ok(())
 }
 
 /// Hash aggregation. With grouping sets (`sets` not empty) the input is read once:
@@ -786,7 +849,18 @@ pub(super) fn aggregate(
     let mut states = Vec::with_capacity(set_lists.len());
     for members in set_lists {
         let types: Vec<DataType> = members.iter().map(|&i| groups[i].ty).collect();
-        let mut accs = aggs.iter().map(Acc::new).collect::<Result<Vec<_>>>()?;
+        // An ORDER BY aggregate with DISTINCT gets its distinct rows (deduplicated
+        // here) in its order: its accumulator is the plain one.
+        let mut accs = aggs
+            .iter()
+            .map(|call| {
+                if call.distinct && !call.order.is_empty() {
+                    Acc::new(&AggCall { distinct: false, ..call.clone() })
+                } else {
+                    Acc::new(call)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         // A set without group expressions has its one group even over no rows.
         let ngroups = if members.is_empty() {
             accs.iter_mut().for_each(|a| a.push_groups(1));
@@ -802,6 +876,8 @@ pub(super) fn aggregate(
             seen: aggs.iter().map(|_| FxHashSet::default()).collect(),
             ngroups,
             distinct_bytes: 0,
+            ordered: aggs.iter().map(|_| Vec::new()).collect(),
+            ordered_bytes: 0,
         });
     }
     let mut gids: Vec<u32> = Vec::new();
@@ -830,6 +906,7 @@ pub(super) fn aggregate(
                             _ => None,
                         },
                         call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?,
+                        call.order.iter().map(|k| ex.eval(&k.expr, &b)).collect::<Result<Vec<_>>>()?,
                     ),
                 })
             })
@@ -861,7 +938,39 @@ pub(super) fn aggregate(
                         };
                         udf.function.function.update(states, &gids[..n], values)?;
                     }
-                    Args::Builtin(Some(a), arg2) if call.distinct => {
+                    Args::Builtin(Some(a), arg2, keys) if !call.order.is_empty() => {
+                        // Held until the input ends; NULL values are skipped now, as
+                        // string_agg skips them.
+                        for (k, &g) in gids.iter().enumerate() {
+                            if a.is_null(k) {
+                                continue;
+                            }
+                            if call.distinct {
+                                let mut kb = Vec::new();
+                                push_key(a, k, &mut kb);
+                                if let Some(a2) = arg2 {
+                                    push_key(a2, k, &mut kb);
+                                }
+                                if !st.seen[i].insert((g, kb)) {
+                                    continue;
+                                }
+                                st.distinct_bytes += 64;
+                            }
+                            let row = OrderedRow {
+                                group: g,
+                                arg: a.value(k),
+                                arg2: arg2.as_ref().map_or(Value::Null, |v| v.value(k)),
+                                keys: keys.iter().map(|v| v.value(k)).collect(),
+                            };
+                            st.ordered_bytes += std::mem::size_of::<OrderedRow>()
+                                + std::mem::size_of::<Value>() * row.keys.len()
+                                + value_heap_bytes(&row.arg)
+                                + value_heap_bytes(&row.arg2)
+                                + row.keys.iter().map(value_heap_bytes).sum::<usize>();
+                            st.ordered[i].push(row);
+                        }
+                    }
+                    Args::Builtin(Some(a), arg2, _) if call.distinct => {
                         // DISTINCT is over all arguments (string_agg(DISTINCT x, d) sees
                         // each (x, d) pair once), as in PostgreSQL.
                         let mut rows = Vec::new();
@@ -881,10 +990,11 @@ pub(super) fn aggregate(
                         }
                         st.accs[i].update(&gids, Some(a), arg2.as_ref(), Some(&rows))?;
                     }
-                    Args::Builtin(a, arg2) => st.accs[i].update(&gids, a.as_ref(), arg2.as_ref(), None)?,
+                    Args::Builtin(a, arg2, _) => st.accs[i].update(&gids, a.as_ref(), arg2.as_ref(), None)?,
                 }
             }
             bytes += st.distinct_bytes
+                + st.ordered_bytes
                 + st.table.heap_bytes()
                 + st.ngroups * (aggs.len() * 24 + 8)
                 + st.accs.iter().map(Acc::bytes).sum::<usize>();
@@ -899,7 +1009,12 @@ pub(super) fn aggregate(
         drop(st.seen);
         let ngroups = st.ngroups;
         let members = st.members;
-        let accs = st.accs;
+        let mut accs = st.accs;
+        for ((acc, call), rows) in accs.iter_mut().zip(aggs).zip(st.ordered) {
+            if !call.order.is_empty() {
+                feed_ordered(acc, call, rows)?;
+            }
+        }
         let keys = st.table.into_keys();
         let mut start = 0;
         while start < ngroups {

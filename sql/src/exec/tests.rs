@@ -541,6 +541,7 @@ fn agg(func: AggFunc, arg: Option<Expr>, distinct: bool, ty: DataType) -> AggCal
         arg,
         arg2: None,
         distinct,
+        order: Vec::new(),
         ty,
     }
 }

@@ -488,6 +488,7 @@ fn compute(
                 arg: call.args.first().cloned(),
                 arg2: call.args.get(1).cloned(),
                 distinct: false,
+                order: Vec::new(),
                 ty: call.ty,
             };
             let arg = if func == AggFunc::CountStar { None } else { args.first() };

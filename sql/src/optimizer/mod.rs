@@ -14,7 +14,9 @@
 //!    reads through that index.
 //! 4. `index_order.rs` — an ORDER BY (with or without LIMIT) or a lone MIN/MAX that
 //!    an index's key order provides reads that index in order instead of sorting.
-//! 5. `physical.rs` — every join gets its method (hash or nested loop); a join whose
+//! 5. `prune.rs` — every node produces only the columns some node above reads:
+//!    scans decode fewer columns and hash tables hold fewer.
+//! 6. `physical.rs` — every join gets its method (hash or nested loop); a join whose
 //!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
 //!
@@ -33,6 +35,7 @@ pub mod decorrelate;
 pub mod index_order;
 pub mod join_order;
 pub mod physical;
+pub mod prune;
 pub mod pushdown;
 
 use crate::binder::query_util::for_each_child_mut;
@@ -63,6 +66,9 @@ pub struct Rules {
     /// `optimizer_build_side`: a join's smaller input becomes the build side (inputs
     /// swapped; semi and anti joins excepted).
     pub build_side: bool,
+    /// `optimizer_column_pruning`: every node produces only the columns read above
+    /// it ([`prune`]).
+    pub column_pruning: bool,
 }
 
 impl Default for Rules {
@@ -75,6 +81,7 @@ impl Default for Rules {
             index_order: true,
             index_join: true,
             build_side: true,
+            column_pruning: true,
         }
     }
 }
@@ -146,6 +153,7 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     } else {
         plan
     };
+    let plan = if rules.column_pruning { prune::prune_columns(plan) } else { plan };
     physical::finish(plan, rules, stats)
 }
 

@@ -264,10 +264,30 @@ fn describe(plan: &Plan) -> String {
                     let f = a.name();
                     let arg = a
                         .args()
+                        .take(a.args().count() - a.order.len())
                         .map(|x| fmt_expr(x, &names))
                         .collect::<Vec<_>>()
                         .join(", ");
-                    format!("{f}({}{arg})", if a.distinct { "DISTINCT " } else { "" })
+                    let order = if a.order.is_empty() {
+                        String::new()
+                    } else {
+                        let keys: Vec<String> = a
+                            .order
+                            .iter()
+                            .map(|k| {
+                                let mut s = fmt_expr(&k.expr, &names);
+                                if k.desc {
+                                    s.push_str(" DESC");
+                                }
+                                if k.nulls_first != k.desc {
+                                    s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
+                                }
+                                s
+                            })
+                            .collect();
+                        format!(" ORDER BY {}", keys.join(", "))
+                    };
+                    format!("{f}({}{arg}{order})", if a.distinct { "DISTINCT " } else { "" })
                 })
                 .collect();
             if !a.is_empty() {

@@ -139,6 +139,10 @@ pub struct AggCall {
     /// X of `covar_pop(Y, X)` and the other statistics of pairs).
     pub arg2: Option<Expr>,
     pub distinct: bool,
+    /// `ORDER BY` inside the call (over the aggregate's input): the order the
+    /// accumulator sees its group's rows in. Kept only where the result depends on
+    /// it (`string_agg`); empty otherwise.
+    pub order: Vec<SortKey>,
     /// The result type.
     pub ty: DataType,
     /// For [`AggFunc::Udf`]: the function and all its arguments (`arg` and `arg2`
@@ -154,12 +158,13 @@ pub struct UdfAggCall {
 }
 
 impl AggCall {
-    /// Every argument expression.
+    /// Every argument expression (the ORDER BY keys included).
     pub fn args(&self) -> impl Iterator<Item = &Expr> {
         self.arg
             .iter()
             .chain(&self.arg2)
             .chain(self.udf.iter().flat_map(|u| &u.args))
+            .chain(self.order.iter().map(|k| &k.expr))
     }
 
     pub fn args_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
@@ -167,6 +172,7 @@ impl AggCall {
             .iter_mut()
             .chain(self.arg2.iter_mut())
             .chain(self.udf.iter_mut().flat_map(|u| u.args.iter_mut()))
+            .chain(self.order.iter_mut().map(|k| &mut k.expr))
     }
 
     /// The name EXPLAIN shows.

@@ -19,6 +19,7 @@
 //! | `optimizer_index_order` | `on`, `off`: ORDER BY and MIN/MAX read an index in order instead of sorting | `on` |
 //! | `optimizer_index_join` | `on`, `off`: joins look rows up through an index on the key columns where cheaper than hashing | `on` |
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
+//! | `optimizer_column_pruning` | `on`, `off`: each operator produces only the columns read above it | `on` |
 //! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
@@ -97,6 +98,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_index_order",
     "optimizer_index_join",
     "optimizer_build_side",
+    "optimizer_column_pruning",
     "optimizer_decorrelate",
 ];
 
@@ -194,6 +196,7 @@ impl Settings {
             "optimizer_index_order" => self.optimizer.index_order = parse_switch(name, value)?,
             "optimizer_index_join" => self.optimizer.index_join = parse_switch(name, value)?,
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
+            "optimizer_column_pruning" => self.optimizer.column_pruning = parse_switch(name, value)?,
             "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
         }
@@ -209,7 +212,8 @@ impl Settings {
             "bees" | "bee_deform" | "bee_form" | "bee_scan" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
-            "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side" => "on",
+            "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
+            | "optimizer_column_pruning" => "on",
             "optimizer_decorrelate" => "on",
             _ => return Err(unknown(name)),
         };
@@ -246,6 +250,7 @@ impl Settings {
             "optimizer_index_order" => show_switch(self.optimizer.index_order),
             "optimizer_index_join" => show_switch(self.optimizer.index_join),
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
+            "optimizer_column_pruning" => show_switch(self.optimizer.column_pruning),
             "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
             _ => return Err(unknown(name)),
         })

@@ -1,0 +1,267 @@
+//! Rule `optimizer_column_pruning`: every node produces only the columns some node
+//! above it reads.
+//!
+//! The binder gives every table scan all of its table's columns and every join the
+//! columns of both inputs; join reordering then restores the FROM order with a
+//! projection of all of them. Left alone, TPC-H Q7 decodes all sixteen `lineitem`
+//! columns, carries them through three hash joins and builds a hash table holding
+//! every column of `orders` (its 79-byte comments included) to read five columns in
+//! the end. This pass walks the plan top-down with the set of columns the parent
+//! reads, narrows scans to those columns (plus what their filters read), drops
+//! projection expressions nobody reads, and renumbers every expression above.
+//!
+//! What it keeps on purpose:
+//! - a projection expression with side effects (an application function, a
+//!   sequence call, a subquery), so pruning never changes how often one runs;
+//! - every column of `VALUES`, of set operations and recursive unions (their rows'
+//!   identity is all their columns) and of `DISTINCT`'s input;
+//! - every group key and aggregate of an aggregation, and every window call;
+//! - at least one column of a table scan (its narrowest), so a scan whose rows are
+//!   only counted still produces rows through the usual decoder;
+//! - the root's columns: the statement's result.
+
+use super::{deep, remap};
+use crate::expr::{Expr, ExprKind};
+use crate::plan::{FrameBound, JoinKind, Node, Plan};
+use crate::vector::PhysicalType;
+
+/// Narrows every node of `plan` to the columns read above it; the root keeps all of
+/// its columns.
+pub fn prune_columns(plan: Plan) -> Plan {
+    let needed = vec![true; plan.schema.len()];
+    prune(plan, needed).0
+}
+
+/// For each output column of a node before pruning, its position after (`None`:
+/// dropped).
+type ColumnMap = Vec<Option<usize>>;
+
+fn identity(n: usize) -> ColumnMap {
+    (0..n).map(Some).collect()
+}
+
+/// Marks every column `e` reads in `needed`.
+fn mark(e: &Expr, needed: &mut [bool]) {
+    if let ExprKind::Column(i) = e.kind {
+        needed[i] = true;
+    }
+    for c in e.children() {
+        deep(|| mark(c, needed));
+    }
+}
+
+/// Whether evaluating `e` can do something besides computing a value, so dropping an
+/// unread `e` would change the statement's effects.
+fn has_side_effects(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Udf { .. } | ExprKind::Subquery(_) => true,
+        ExprKind::Func { func, .. } if func.is_sequence() => true,
+        _ => e.children().into_iter().any(|c| deep(|| has_side_effects(c))),
+    }
+}
+
+/// Rewrites `e`'s column references through `map` (every column `e` reads was kept).
+fn renumber(e: &mut Expr, map: &ColumnMap) {
+    let dense: Vec<usize> = map.iter().map(|m| m.unwrap_or(usize::MAX)).collect();
+    remap(e, &dense);
+}
+
+/// The map of a node that keeps the positions `kept` (ascending) of `n` columns.
+fn map_of_kept(n: usize, kept: &[usize]) -> ColumnMap {
+    let mut map = vec![None; n];
+    for (new, &old) in kept.iter().enumerate() {
+        map[old] = Some(new);
+    }
+    map
+}
+
+/// An aggregation reads its input's columns by position and outputs only what it
+/// computes, so a projection of plain columns under it (join reordering's column
+/// order, narrowed) is work for nothing: the aggregation reads the projection's
+/// input instead, through the composed map.
+fn skip_narrowing(input: Plan, map: ColumnMap) -> (Plan, ColumnMap) {
+    match input.node {
+        Node::Project { input: inner, exprs } if exprs.iter().all(|e| matches!(e.kind, ExprKind::Column(_))) => {
+            let source: Vec<usize> = exprs
+                .iter()
+                .map(|e| match e.kind {
+                    ExprKind::Column(c) => c,
+                    _ => unreachable!("checked: plain columns"),
+                })
+                .collect();
+            (*inner, map.into_iter().map(|m| m.map(|p| source[p])).collect())
+        }
+        node => (Plan { node, ..input }, map),
+    }
+}
+
+/// `plan` narrowed to (at least) the columns `needed` marks, and where each of its
+/// columns went. The kept columns keep their relative order.
+fn prune(plan: Plan, needed: Vec<bool>) -> (Plan, ColumnMap) {
+    deep(|| prune_node(plan, needed))
+}
+
+fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
+    let Plan { node, schema, est } = plan;
+    let n = schema.len();
+    let (node, map) = match node {
+        Node::TableScan { table, columns, mut filter, access, with_tid, bees } => {
+            if let Some(f) = &filter {
+                mark(f, &mut needed);
+            }
+            let ncols = columns.len();
+            let mut kept: Vec<usize> = (0..ncols).filter(|&k| needed[k]).collect();
+            if kept.is_empty() && ncols > 0 {
+                // The narrowest column: rows are still decoded, and cheaply.
+                let width = |k: usize| match PhysicalType::of(&table.columns[columns[k]].ty) {
+                    PhysicalType::Str | PhysicalType::Dec | PhysicalType::Interval => 2,
+                    _ => 1,
+                };
+                kept.push((0..ncols).min_by_key(|&k| width(k)).unwrap_or(0));
+            }
+            if with_tid {
+                kept.push(ncols);
+            }
+            let map = map_of_kept(n, &kept);
+            if let Some(f) = &mut filter {
+                renumber(f, &map);
+            }
+            let columns = kept.iter().filter(|&&k| k < ncols).map(|&k| columns[k]).collect();
+            (Node::TableScan { table, columns, filter, access, with_tid, bees }, map)
+        }
+        Node::Filter { input, mut predicate } => {
+            mark(&predicate, &mut needed);
+            let (input, map) = prune(*input, needed);
+            renumber(&mut predicate, &map);
+            (Node::Filter { input: Box::new(input), predicate }, map)
+        }
+        Node::Project { input, exprs } => {
+            let kept: Vec<usize> =
+                (0..exprs.len()).filter(|&i| needed[i] || has_side_effects(&exprs[i])).collect();
+            let mut inner = vec![false; input.schema.len()];
+            for &i in &kept {
+                mark(&exprs[i], &mut inner);
+            }
+            let (input, inner_map) = prune(*input, inner);
+            let map = map_of_kept(n, &kept);
+            let mut exprs: Vec<Expr> =
+                exprs.into_iter().enumerate().filter(|(i, _)| map[*i].is_some()).map(|(_, e)| e).collect();
+            for e in &mut exprs {
+                renumber(e, &inner_map);
+            }
+            (Node::Project { input: Box::new(input), exprs }, map)
+        }
+        Node::Join { left, right, kind, mut on, mut left_keys, mut right_keys, method } => {
+            let nl = left.schema.len();
+            let nr = right.schema.len();
+            let outputs_right = !matches!(kind, JoinKind::Semi | JoinKind::Anti);
+            // Over left ++ right, as `on` reads them.
+            let mut both = vec![false; nl + nr];
+            both[..nl].copy_from_slice(&needed[..nl]);
+            if outputs_right {
+                both[nl..].copy_from_slice(&needed[nl..nl + nr]);
+            }
+            if let Some(on) = &on {
+                mark(on, &mut both);
+            }
+            let mut need_right = both.split_off(nl);
+            let mut need_left = both;
+            left_keys.iter().for_each(|k| mark(k, &mut need_left));
+            right_keys.iter().for_each(|k| mark(k, &mut need_right));
+            let (left, left_map) = prune(*left, need_left);
+            let (right, right_map) = prune(*right, need_right);
+            let new_nl = left.schema.len();
+            left_keys.iter_mut().for_each(|k| renumber(k, &left_map));
+            right_keys.iter_mut().for_each(|k| renumber(k, &right_map));
+            let combined: ColumnMap = left_map
+                .iter()
+                .copied()
+                .chain(right_map.iter().map(|m| m.map(|p| p + new_nl)))
+                .collect();
+            if let Some(on) = &mut on {
+                renumber(on, &combined);
+            }
+            let map = if outputs_right { combined } else { left_map };
+            let node = Node::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                on,
+                left_keys,
+                right_keys,
+                method,
+            };
+            (node, map)
+        }
+        Node::Aggregate { input, mut groups, sets, mut aggs } => {
+            let mut inner = vec![false; input.schema.len()];
+            groups.iter().for_each(|g| mark(g, &mut inner));
+            aggs.iter().flat_map(|a| a.args()).for_each(|e| mark(e, &mut inner));
+            let (input, inner_map) = prune(*input, inner);
+            let (input, inner_map) = skip_narrowing(input, inner_map);
+            groups.iter_mut().for_each(|g| renumber(g, &inner_map));
+            aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(|e| renumber(e, &inner_map));
+            (Node::Aggregate { input: Box::new(input), groups, sets, aggs }, identity(n))
+        }
+        Node::Sort { input, mut keys } => {
+            keys.iter().for_each(|k| mark(&k.expr, &mut needed));
+            let (input, map) = prune(*input, needed);
+            keys.iter_mut().for_each(|k| renumber(&mut k.expr, &map));
+            (Node::Sort { input: Box::new(input), keys }, map)
+        }
+        Node::Limit { input, limit, offset } => {
+            let (input, map) = prune(*input, needed);
+            (Node::Limit { input: Box::new(input), limit, offset }, map)
+        }
+        Node::Window { input, mut specs, mut calls } => {
+            let ni = input.schema.len();
+            let mut inner = needed[..ni].to_vec();
+            let mut window_exprs = |f: &mut dyn FnMut(&mut Expr)| {
+                for s in specs.iter_mut() {
+                    s.partition.iter_mut().for_each(&mut *f);
+                    s.order.iter_mut().for_each(|k| f(&mut k.expr));
+                    for b in [&mut s.frame.start, &mut s.frame.end] {
+                        if let FrameBound::Preceding { offset, range_key }
+                        | FrameBound::Following { offset, range_key } = b
+                        {
+                            f(offset);
+                            range_key.iter_mut().for_each(&mut *f);
+                        }
+                    }
+                }
+                calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
+            };
+            window_exprs(&mut |e| mark(e, &mut inner));
+            let (input, inner_map) = prune(*input, inner);
+            window_exprs(&mut |e| renumber(e, &inner_map));
+            let new_ni = input.schema.len();
+            let map = inner_map.iter().copied().chain((0..calls.len()).map(|j| Some(new_ni + j))).collect();
+            (Node::Window { input: Box::new(input), specs, calls }, map)
+        }
+        Node::Distinct { input } => {
+            let all = vec![true; input.schema.len()];
+            let (input, _) = prune(*input, all);
+            (Node::Distinct { input: Box::new(input) }, identity(n))
+        }
+        Node::SetOp { op, all, left, right } => {
+            let (left, _) = prune(*left, vec![true; n]);
+            let (right, _) = prune(*right, vec![true; n]);
+            (Node::SetOp { op, all, left: Box::new(left), right: Box::new(right) }, identity(n))
+        }
+        Node::RecursiveUnion { work_table, name, distinct, base, recursive } => {
+            let (base, _) = prune(*base, vec![true; n]);
+            let (recursive, _) = prune(*recursive, vec![true; n]);
+            let node = Node::RecursiveUnion {
+                work_table,
+                name,
+                distinct,
+                base: Box::new(base),
+                recursive: Box::new(recursive),
+            };
+            (node, identity(n))
+        }
+        node @ (Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => (node, identity(n)),
+    };
+    let schema = schema.into_iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c).collect();
+    (Plan { node, schema, est }, map)
+}
