@@ -413,7 +413,8 @@ fn psql_describe_commands_print_psqls_layout() {
         &db,
         &[
             "-c",
-            "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10) NOT NULL, c NUMERIC(8,2) DEFAULT 1.5);
+            "CREATE TABLE t (a INT PRIMARY KEY CHECK (a > 0), b VARCHAR(10) NOT NULL, c NUMERIC(8,2) DEFAULT 1.5,
+                              CONSTRAINT \"B short\" CHECK (length(b) < 5));
              CREATE UNIQUE INDEX t_b ON t (b); CREATE INDEX t_c_a ON t (c, a);
              CREATE VIEW v AS SELECT a, b AS bee FROM t",
             "-c",
@@ -450,6 +451,9 @@ fn psql_describe_commands_print_psqls_layout() {
         "    \"t_pkey\" PRIMARY KEY, btree (a)\n",
         "    \"t_b\" UNIQUE, btree (b)\n",
         "    \"t_c_a\" btree (c, a)\n",
+        "Check constraints:\n",
+        "    \"B short\" CHECK (length(b) < 5)\n",
+        "    \"t_a_check\" CHECK (a > 0)\n",
         "                         View \"public.v\"\n",
         " Column |         Type          | Collation | Nullable | Default \n",
         "--------+-----------------------+-----------+----------+---------\n",

@@ -222,6 +222,45 @@ fn a_file_database_keeps_schema_and_rows() {
     assert_eq!(e.sqlstate, "23505");
 }
 
+/// CHECK constraints are part of the stored table: after reopening they are still
+/// enforced, with their names, and ALTER TABLE's changes to them are kept too.
+#[test]
+fn check_constraints_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("check.beedb");
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        c.execute_batch(
+            "CREATE TABLE t (a INTEGER CHECK (a > 0), b INTEGER, CONSTRAINT b_above_a CHECK (b > t.a));
+             CREATE TABLE u (x INTEGER);
+             ALTER TABLE u ADD CHECK (x <> 7);
+             ALTER TABLE t RENAME COLUMN b TO bb;
+             INSERT INTO t VALUES (1, 2);",
+        )
+        .unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    let violated = |c: &mut beedb_sql::Connection, sql: &str| {
+        let e = c.execute(sql, &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "23514", "{sql}: {}", e.message);
+        e.message
+    };
+    assert!(violated(&mut c, "INSERT INTO t VALUES (0, 5)").contains("\"t_a_check\""));
+    assert!(violated(&mut c, "UPDATE t SET bb = 1").contains("\"b_above_a\""));
+    assert!(violated(&mut c, "INSERT INTO u VALUES (7)").contains("\"u_x_check\""));
+    c.execute("ALTER TABLE u DROP CONSTRAINT u_x_check", &[]).unwrap();
+    drop(c);
+    drop(db);
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    c.execute("INSERT INTO u VALUES (7)", &[]).unwrap();
+    let r = c.query("SELECT sql FROM beedb_schema WHERE name = 't'", &[]).unwrap();
+    let sql = r.rows[0].get::<String>(0).unwrap();
+    assert!(sql.contains("CONSTRAINT b_above_a CHECK (bb > a)"), "{sql}");
+}
+
 #[test]
 fn connections_work_from_several_threads() {
     fn send<T: Send>() {}

@@ -329,3 +329,48 @@ fn constraint_violations_carry_postgresqls_detail() {
     // Other errors have none.
     assert_eq!(detail(&mut c, "SELECT 1/0"), ("22012", String::new()));
 }
+
+/// CHECK violations (23514) name the constraint and carry the failing row as DETAIL,
+/// from every writer; NULL passes; the failed statement leaves no row behind.
+#[test]
+fn check_violations_carry_the_failing_row() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT CHECK (b <> 'bad'), n INTEGER NOT NULL CHECK (n >= 0));
+         INSERT INTO t VALUES (1, 'x', 0), (2, NULL, 5)",
+    )
+    .unwrap();
+    let failing = |c: &mut beedb_sql::Connection, sql: &str| {
+        let e = c.execute(sql, &[]).unwrap_err();
+        (e.sqlstate, e.message, e.detail.unwrap_or_default())
+    };
+    let check = |name: &str, row: &str| {
+        (
+            "23514",
+            format!("new row for relation \"t\" violates check constraint \"{name}\""),
+            format!("Failing row contains {row}."),
+        )
+    };
+    assert_eq!(failing(&mut c, "INSERT INTO t VALUES (3, 'bad', 1)"), check("t_b_check", "(3, bad, 1)"));
+    assert_eq!(failing(&mut c, "INSERT INTO t SELECT a + 10, b, -1 FROM t WHERE a = 1"), check("t_n_check", "(11, x, -1)"));
+    assert_eq!(failing(&mut c, "UPDATE t SET n = n - 1 WHERE a = 1"), check("t_n_check", "(1, x, -1)"));
+    assert_eq!(
+        failing(&mut c, "INSERT INTO t VALUES (2, 'y', 0) ON CONFLICT (a) DO UPDATE SET b = 'bad'"),
+        check("t_b_check", "(2, bad, 5)")
+    );
+    // NOT NULL is tested before CHECK, as in PostgreSQL.
+    assert_eq!(failing(&mut c, "INSERT INTO t VALUES (4, 'bad', NULL)").0, "23502");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.csv");
+    std::fs::write(&file, "7,w,1\n8,,-3\n").unwrap();
+    let copy = format!("COPY t FROM '{}' (FORMAT csv)", file.display());
+    let e = c.execute(&copy, &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "23514");
+    assert_eq!(e.detail.as_deref(), Some("Failing row contains (8, null, -3)."));
+    assert!(e.message.ends_with("line 2)"), "{}", e.message);
+    let r = c.query("SELECT count(*) FROM t", &[]).unwrap();
+    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 2);
+    std::fs::write(&file, "7,w,1\n8,,3\n").unwrap();
+    c.execute(&copy, &[]).unwrap();
+}

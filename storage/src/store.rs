@@ -241,7 +241,7 @@ fn find_wal(
     });
     match recorded {
         Some(recorded) if recorded == ours => Ok(ours),
-        Some(recorded) if fs.exists(&recorded) => Ok(recorded),
+        Some(recorded) if fs.exists(&recorded) && !another_file_owns(fs, &recorded, path) => Ok(recorded),
         _ if read_only => Ok(ours),
         _ => {
             if header::set_wal_path(&mut page0, ours.as_os_str().as_encoded_bytes()) {
@@ -254,6 +254,20 @@ fn find_wal(
             Ok(ours)
         }
     }
+}
+
+/// Whether the WAL `recorded` belongs to a database file other than `path`: one that
+/// exists under the WAL's name and is not `path` by another name. A copy of a database
+/// file (made with or without its WAL) records its original's WAL; following it would
+/// make two databases write one WAL, and each replay the other's commits. A recorded
+/// WAL whose database file is gone (renamed without its WAL) is still followed.
+fn another_file_owns(fs: &dyn FileSystem, recorded: &Path, path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(owner) = recorded.as_os_str().as_bytes().strip_suffix(b"-wal") else {
+        return true;
+    };
+    let owner = Path::new(std::ffi::OsStr::from_bytes(owner));
+    fs.exists(owner) && !fs.same_file(owner, path)
 }
 
 fn random_id() -> u64 {

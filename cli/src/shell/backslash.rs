@@ -114,7 +114,8 @@ impl Shell {
 
     /// `\d NAME`: psql's description of a table or view: Column, Type, Collation
     /// (always empty: BeeDB compares text by code point), Nullable, Default; then a
-    /// table's indexes as psql lists them, the primary key first.
+    /// table's indexes as psql lists them, the primary key first, and its CHECK
+    /// constraints by name.
     fn describe(&mut self, name: &str) -> bool {
         // As in SQL, an unquoted name folds to lower case.
         let name = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
@@ -184,6 +185,20 @@ impl Shell {
                     quote_ident(&text_at(r, 0)),
                     text_at(r, 1)
                 ));
+            }
+            let Some(checks) = self.query(&format!(
+                "SELECT constraint_name, check_clause FROM beedb_check_constraints \
+                 WHERE table_name = {literal} ORDER BY constraint_name"
+            )) else {
+                return false;
+            };
+            if !checks.rows.is_empty() {
+                footers.push("Check constraints:".to_string());
+            }
+            for r in &checks.rows {
+                // psql quotes every constraint name here.
+                let quoted = format!("\"{}\"", text_at(r, 0).replace('"', "\"\""));
+                footers.push(format!("    {quoted} CHECK ({})", text_at(r, 1)));
             }
         }
         let title = format!(

@@ -4,6 +4,8 @@
 //! - `information_schema.columns (table_name, column_name, ordinal_position,
 //!   data_type, is_nullable, column_default)`
 //! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary)`
+//! - `beedb_check_constraints (constraint_name, table_name, check_clause)`: CHECK
+//!   constraints, the clause as stored (`a > 0`)
 //! - `beedb_schema (type, name, table_name, sql)`: every object with the SQL that
 //!   creates it, like SQLite's `sqlite_master`.
 //! - `beedb_bees (id, kind, owner, maker, code_bytes, build_us, invocations,
@@ -48,6 +50,9 @@ pub fn table_sql(t: &TableDef) -> String {
     for i in t.indexes.iter().filter(|i| i.primary) {
         let cols: Vec<String> = i.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
         parts.push(format!("PRIMARY KEY ({})", cols.join(", ")));
+    }
+    for c in &t.checks {
+        parts.push(format!("CONSTRAINT {} CHECK ({})", quote_ident(&c.name), c.expr));
     }
     format!("CREATE TABLE {} ({})", quote_ident(&t.name), parts.join(", "))
 }
@@ -163,6 +168,22 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                     ("columns", DataType::Text),
                     ("is_unique", DataType::Boolean),
                     ("is_primary", DataType::Boolean),
+                ],
+                rows,
+            ))
+        }
+        "beedb_check_constraints" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                for c in &t.checks {
+                    rows.push(vec![text(c.name.clone()), text(t.name.clone()), text(c.expr.clone())]);
+                }
+            }
+            Some(values(
+                &[
+                    ("constraint_name", DataType::Text),
+                    ("table_name", DataType::Text),
+                    ("check_clause", DataType::Text),
                 ],
                 rows,
             ))

@@ -3,7 +3,7 @@
 
 use beedb_storage::PageId;
 
-use super::{ColumnDef, Identity, IndexDef, SequenceDef, SequenceOwner, TableDef, ViewDef};
+use super::{CheckDef, ColumnDef, Identity, IndexDef, SequenceDef, SequenceOwner, TableDef, ViewDef};
 use crate::error::{Error, Result};
 use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
 
@@ -284,6 +284,14 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
             w.u32(c as u32);
         }
     }
+    // CHECK constraints; an entry written before they existed ends here.
+    if !t.checks.is_empty() {
+        w.u32(t.checks.len() as u32);
+        for c in &t.checks {
+            w.str(&c.name);
+            w.str(&c.expr);
+        }
+    }
     w.0
 }
 
@@ -430,7 +438,16 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
                     root,
                 });
             }
-            Ok(Object::Table(TableDef::new(id, name, columns, heap, indexes)?))
+            let mut table = TableDef::new(id, name, columns, heap, indexes)?;
+            if !r.is_empty() {
+                let n = r.count(8)?;
+                for _ in 0..n {
+                    let name = r.str()?;
+                    let expr = r.str()?;
+                    table.add_check(CheckDef { name, expr });
+                }
+            }
+            Ok(Object::Table(table))
         }
         KIND_VIEW => {
             let name = r.str()?;

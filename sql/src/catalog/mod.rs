@@ -48,7 +48,17 @@ pub struct IndexDef {
     pub root: PageId,
 }
 
-/// A table: its columns, heap and indexes.
+/// A CHECK constraint: a boolean expression over the table's own columns that no
+/// row may make FALSE (NULL passes), as in PostgreSQL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDef {
+    pub name: String,
+    /// The expression as SQL text over unqualified column names, bound where it is
+    /// enforced (`engine::check`); RENAME COLUMN rewrites it.
+    pub expr: String,
+}
+
+/// A table: its columns, heap, indexes and CHECK constraints.
 #[derive(Debug, Clone)]
 pub struct TableDef {
     pub id: u32,
@@ -57,6 +67,9 @@ pub struct TableDef {
     /// First page of the table's heap.
     pub heap: PageId,
     pub indexes: Vec<IndexDef>,
+    /// CHECK constraints, ordered by name: PostgreSQL tests them in that order, so
+    /// the first one a row fails is the one named.
+    pub checks: Vec<CheckDef>,
     /// The stored tuple layout, derived from the column types.
     pub layout: TupleLayout,
 }
@@ -69,6 +82,7 @@ impl PartialEq for TableDef {
             && self.columns == other.columns
             && self.heap == other.heap
             && self.indexes == other.indexes
+            && self.checks == other.checks
     }
 }
 
@@ -91,8 +105,15 @@ impl TableDef {
             columns,
             heap,
             indexes,
+            checks: Vec::new(),
             layout,
         })
+    }
+
+    /// Adds a CHECK constraint, keeping them ordered by name.
+    pub fn add_check(&mut self, check: CheckDef) {
+        let at = self.checks.partition_point(|c| c.name < check.name);
+        self.checks.insert(at, check);
     }
 
     pub fn column_index(&self, name: &str) -> Option<usize> {
@@ -382,6 +403,26 @@ impl Catalog {
             ));
         }
         Ok(())
+    }
+
+    /// A name for a new constraint, derived as PostgreSQL's ChooseConstraintName does
+    /// (`t_a_check`, then `t_a_check1`, …): unused by any constraint in the database
+    /// — CHECK constraints, unique and primary key indexes — nor in `pending` (those
+    /// of a table being created).
+    pub fn fresh_constraint_name(&self, base: &str, pending: &[CheckDef]) -> String {
+        let taken = |n: &str| {
+            pending.iter().any(|c| c.name == n)
+                || self.tables.values().any(|t| {
+                    t.checks.iter().any(|c| c.name == n) || t.indexes.iter().any(|i| i.unique && i.name == n)
+                })
+        };
+        if !taken(base) {
+            return base.to_string();
+        }
+        (1..)
+            .map(|n| format!("{base}{n}"))
+            .find(|n| !taken(n))
+            .expect("an unused name")
     }
 
     /// An index name not yet used, derived as PostgreSQL does (`t_a_key`, `t_pkey`).

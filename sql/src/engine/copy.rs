@@ -333,6 +333,7 @@ pub fn copy(
             numbered => per_row.push((c, numbered)),
         }
     }
+    let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
@@ -383,7 +384,9 @@ pub fn copy(
                 Some(s) => Value::parse(&s, &table.columns[c].ty).map_err(|e| context(Error::from(e)))?,
             };
         }
-        xdml::insert_row_with(w, &table, &row, former.as_mut())
+        checks
+            .verify(ctx, &table, &row)
+            .and_then(|()| xdml::insert_row_with(w, &table, &row, former.as_mut()))
             .map_err(|e| context(super::dml::with_constraint_detail(e, &table, &row)))?;
         count += 1;
         if count % super::dml::CHECK_EVERY == 0 {

@@ -7,13 +7,14 @@ use beedb_storage::heap::HeapFile;
 use sqlparser::ast;
 
 use super::Ctx;
+use super::check;
 use super::dml::affected;
 use super::sequence;
 use super::query::{optimize, optimize_with, run};
 use crate::binder::scope::Scope;
 use crate::binder::types::data_type;
 use crate::binder::{Binder, ident, object_name};
-use crate::catalog::{ColumnDef, IndexDef, TableDef, ViewDef};
+use crate::catalog::{CheckDef, ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::error::{Error, Result};
 use crate::exec::dml as xdml;
 use crate::plan::{Access, Node, OutputColumn, Plan};
@@ -75,6 +76,8 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     // ids after it, once it is in the catalog.
     let table_id = ctx.catalog().next_id;
     let mut sequences: Vec<crate::catalog::SequenceDef> = Vec::new();
+    // CHECK constraints as declared (name, expression), bound once the columns are known.
+    let mut checks: Vec<(Option<String>, &ast::Expr)> = Vec::new();
     for cd in &c.columns {
         let cname = ident(&cd.name);
         if columns.iter().any(|x| x.name == cname) {
@@ -151,6 +154,9 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                     keys.push((vec![cname.clone()], true, o.name.as_ref().map(ident)));
                 }
                 ast::ColumnOption::Unique(_) => keys.push((vec![cname.clone()], false, o.name.as_ref().map(ident))),
+                ast::ColumnOption::Check(ck) => {
+                    checks.push((check_name(o.name.as_ref().or(ck.name.as_ref()), ck)?, &ck.expr));
+                }
                 other => return Err(Error::not_supported(format!("column option {other}"))),
             }
         }
@@ -177,8 +183,21 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
             ast::TableConstraint::Unique(u) => {
                 keys.push((index_column_names(&u.columns)?, false, u.name.as_ref().map(ident)));
             }
+            ast::TableConstraint::Check(ck) => checks.push((check_name(ck.name.as_ref(), ck)?, &ck.expr)),
             other => return Err(Error::not_supported(format!("table constraint {other}"))),
         }
+    }
+    let mut check_defs: Vec<CheckDef> = Vec::new();
+    for (cname, e) in checks {
+        let (bound, expr) = check::bind_new(&catalog, ctx.sql, &name, &columns, e)?;
+        let cname = match cname {
+            Some(n) if check_defs.iter().any(|c| c.name == n) => {
+                return Err(Error::duplicate_object("42710", format!("check constraint \"{n}\" already exists")));
+            }
+            Some(n) => n,
+            None => check::default_name(&catalog, &name, &columns, &bound, &check_defs),
+        };
+        check_defs.push(CheckDef { name: cname, expr });
     }
     if keys.iter().filter(|k| k.1).count() > 1 {
         return Err(Error::semantic("42P16", format!("multiple primary keys for table \"{name}\" are not allowed")));
@@ -187,6 +206,9 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     let heap = HeapFile::create(w)?;
     let id = table_id;
     let mut table = TableDef::new(id, name.clone(), columns, heap.first_page, vec![])?;
+    for c in check_defs {
+        table.add_check(c);
+    }
     for (names, primary, cname) in keys {
         let cols = resolve_columns(&table, &names)?;
         let cat = ctx.catalog();
@@ -212,6 +234,21 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
         sequence::add(ctx, q)?;
     }
     Ok(QueryResult::command("CREATE TABLE"))
+}
+
+/// The name a CHECK constraint was given, if any; clauses BeeDB does not keep are refused.
+fn check_name(name: Option<&ast::Ident>, ck: &ast::CheckConstraint) -> Result<Option<String>> {
+    if ck.no_inherit {
+        return Err(Error::not_supported("CHECK … NO INHERIT is not supported (BeeDB has no table inheritance)"));
+    }
+    if ck.enforced.is_some() {
+        return Err(Error::not_supported("CHECK … [NOT] ENFORCED is not supported"));
+    }
+    Ok(name.map(ident))
+}
+
+fn constraint_exists(constraint: &str, table: &str) -> Error {
+    Error::duplicate_object("42710", format!("constraint \"{constraint}\" for relation \"{table}\" already exists"))
 }
 
 fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::ColumnDef]) -> Result<QueryResult> {
@@ -415,6 +452,9 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                 }
                 let mut t2 = (*table).clone();
                 t2.columns[c].name = new.clone();
+                for ck in &mut t2.checks {
+                    ck.expr = check::rename_column(&ck.expr, &old, &new)?;
+                }
                 ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
                 sequence::rename_owner_column(ctx, table.id, &old, &new);
             }
@@ -488,10 +528,66 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                     table = ctx.catalog().table(&name).cloned().expect("rewritten table");
                 }
             }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::Check(ck), not_valid } => {
+                if *not_valid {
+                    return Err(Error::not_supported("ADD CONSTRAINT … NOT VALID is not supported"));
+                }
+                add_check(ctx, &table, check_name(ck.name.as_ref(), ck)?, &ck.expr)?;
+            }
+            ast::AlterTableOperation::DropConstraint { if_exists, name: cn, .. } => {
+                let cname = ident(cn);
+                let mut t2 = (*table).clone();
+                if let Some(k) = t2.checks.iter().position(|c| c.name == cname) {
+                    t2.checks.remove(k);
+                } else if let Some(k) = t2.indexes.iter().position(|i| i.name == cname && i.unique) {
+                    // A UNIQUE or PRIMARY KEY constraint: its index goes with it.
+                    BTree::open(t2.indexes[k].root).drop_tree(ctx.txn.writer()?)?;
+                    t2.indexes.remove(k);
+                } else if *if_exists {
+                    continue;
+                } else {
+                    return Err(Error::semantic(
+                        "42704",
+                        format!("constraint \"{cname}\" of relation \"{name}\" does not exist"),
+                    ));
+                }
+                ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
+            }
             other => return Err(Error::not_supported(format!("ALTER TABLE {other}"))),
         }
     }
     Ok(QueryResult::command("ALTER TABLE"))
+}
+
+/// ALTER TABLE … ADD [CONSTRAINT name] CHECK (expr): bound and named as in CREATE
+/// TABLE, then tested on every existing row (23514 if one fails, as PostgreSQL).
+fn add_check(ctx: &mut Ctx<'_>, table: &Arc<TableDef>, cname: Option<String>, e: &ast::Expr) -> Result<()> {
+    let catalog = ctx.txn.catalog.clone();
+    let (bound, expr) = check::bind_new(&catalog, ctx.sql, &table.name, &table.columns, e)?;
+    let cname = match cname {
+        Some(n) if table.checks.iter().any(|c| c.name == n) || table.indexes.iter().any(|i| i.unique && i.name == n) => {
+            return Err(constraint_exists(&n, &table.name));
+        }
+        Some(n) => n,
+        None => check::default_name(&catalog, &table.name, &table.columns, &bound, &[]),
+    };
+    let mut t2 = (**table).clone();
+    t2.checks.clear();
+    t2.add_check(CheckDef { name: cname.clone(), expr });
+    let only_new = check::RowChecks::of(ctx, &t2)?;
+    for row in scan_all(ctx, table)? {
+        if only_new.failing(ctx, &row)?.is_some() {
+            return Err(Error::constraint(
+                "23514",
+                format!("check constraint \"{cname}\" of relation \"{}\" is violated by some row", table.name),
+            ));
+        }
+    }
+    let new_check = t2.checks.pop().expect("the new check");
+    let mut t2 = (**table).clone();
+    t2.add_check(new_check);
+    ctx.txn.catalog_mut().tables.insert(table.name.clone(), Arc::new(t2));
+    Ok(())
 }
 
 fn table_has_rows(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<bool> {
@@ -536,7 +632,15 @@ fn rewrite_table(
         let tree = BTree::create(w, false)?;
         indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root() });
     }
-    let new = Arc::new(TableDef::new(old.id, old.name.clone(), columns, heap.first_page, indexes)?);
+    let mut new = TableDef::new(old.id, old.name.clone(), columns, heap.first_page, indexes)?;
+    // CHECK constraints on a dropped column go with it, as in PostgreSQL.
+    new.checks = old
+        .checks
+        .iter()
+        .filter(|c| dropped.is_none_or(|d| !check::reads_column(&c.expr, &old.columns[d].name)))
+        .cloned()
+        .collect();
+    let new = Arc::new(new);
     for r in &rows {
         xdml::insert_row(w, &new, &map(r))?;
     }

@@ -265,6 +265,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         None => None,
     };
     let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
+    let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0;
@@ -284,7 +285,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             None => None,
         };
         let Some(tid) = existing else {
-            let tid = xdml::insert_row_with(w, &table, &row[..n], former.as_mut())
+            let tid = checks
+                .verify(ctx, &table, &row[..n])
+                .and_then(|()| xdml::insert_row_with(w, &table, &row[..n], former.as_mut()))
                 .map_err(|e| with_constraint_detail(e, &table, &row[..n]))?;
             if conflict.is_some() {
                 touched.insert(tid);
@@ -316,7 +319,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         if out[n] != Value::Boolean(true) {
             return Ok(()); // its WHERE does not hold
         }
-        let new_tid = xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut())
+        let new_tid = checks
+            .verify(ctx, &table, &out[..n])
+            .and_then(|()| xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut()))
             .map_err(|e| with_constraint_detail(e, &table, &out[..n]))?;
         touched.insert(new_tid);
         count += 1;
@@ -533,7 +538,7 @@ fn bind_on_conflict(
 /// Adds PostgreSQL's DETAIL to a constraint violation raised while writing `row`
 /// into `table`: `Key (a, b)=(1, x) already exists.` for a unique violation (the
 /// index is the one the message names), `Failing row contains (1, null).` for a NOT
-/// NULL violation. Other errors pass unchanged. (The executor's row writer reports
+/// NULL or CHECK violation. Other errors pass unchanged. (The executor's row writer reports
 /// the violation; the row and the table are at hand here.)
 pub fn with_constraint_detail(e: Error, table: &TableDef, row: &[Value]) -> Error {
     if e.detail.is_some() {
@@ -559,7 +564,7 @@ pub fn with_constraint_detail(e: Error, table: &TableDef, row: &[Value]) -> Erro
                 None => e,
             }
         }
-        "23502" => {
+        "23502" | "23514" => {
             let values: Vec<String> = row.iter().map(text).collect();
             let detail = format!("Failing row contains ({}).", values.join(", "));
             e.with_detail(detail)
@@ -739,6 +744,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     };
     let n = table.columns.len();
     let rows = run(ctx, &bq, &params, None)?;
+    let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
@@ -764,7 +770,9 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
-        xdml::update_row_with(w, &table, *tid, old, new, former.as_mut())
+        checks
+            .verify(ctx, &table, new)
+            .and_then(|()| xdml::update_row_with(w, &table, *tid, old, new, former.as_mut()))
             .map_err(|e| with_constraint_detail(e, &table, new))?;
     }
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));

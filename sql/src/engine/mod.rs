@@ -23,6 +23,7 @@
 
 pub(crate) mod copy;
 mod analyze;
+mod check;
 mod ddl;
 mod dml;
 mod plan_cache;

@@ -15,7 +15,7 @@ use crate::catalog::{IndexDef, TableDef};
 use crate::error::{Error, Result};
 use crate::types::Value;
 
-fn check_not_null(table: &TableDef, row: &[Value]) -> Result<()> {
+pub fn check_not_null(table: &TableDef, row: &[Value]) -> Result<()> {
     for (c, v) in table.columns.iter().zip(row) {
         if c.not_null && v.is_null() {
             return Err(Error::constraint(

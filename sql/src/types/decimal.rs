@@ -39,6 +39,23 @@ const POW10: [u128; 39] = {
     t
 };
 
+/// `unscaled × 10^digits`, or `None` when it overflows an i128. Values that fit an
+/// i64 scaled by at most 18 digits (a literal `1` against a price) take one widening
+/// multiply instead of i128's checked multiply.
+#[inline]
+fn align(unscaled: i128, digits: u8) -> Option<i128> {
+    if digits == 0 {
+        return Some(unscaled);
+    }
+    if digits <= 18
+        && let Ok(small) = i64::try_from(unscaled)
+    {
+        // |small| < 2^63 and 10^18 < 2^60: the product is below 2^123.
+        return Some(small as i128 * POW10[digits as usize] as i128);
+    }
+    unscaled.checked_mul(pow10(digits) as i128)
+}
+
 /// 10^exp for exp ≤ 38 (callers pass scale differences, which never exceed 38).
 fn pow10(exp: u8) -> u128 {
     POW10[exp as usize]
@@ -351,11 +368,16 @@ impl Decimal {
 
     /// `self + other`, at the larger of the two scales.
     pub fn add(&self, other: &Decimal) -> Result<Decimal> {
+        // Sums of one column: the scales agree, and no alignment multiply is needed.
+        if self.scale == other.scale
+            && let Some(sum) = self.unscaled.checked_add(other.unscaled)
+            && sum.unsigned_abs() < LIMIT
+        {
+            return Ok(Decimal { unscaled: sum, scale: self.scale });
+        }
         let scale = self.scale.max(other.scale);
-        let a = self.unscaled.checked_mul(pow10(scale - self.scale) as i128);
-        let b = other
-            .unscaled
-            .checked_mul(pow10(scale - other.scale) as i128);
+        let a = align(self.unscaled, scale - self.scale);
+        let b = align(other.unscaled, scale - other.scale);
         // Aligning to the larger scale can need up to 76 digits; the common case fits
         // an i128, the rest takes the 256-bit path.
         if let (Some(a), Some(b)) = (a, b)

@@ -78,4 +78,9 @@ pub trait FileSystem: Send + Sync {
         Ok(path.to_path_buf())
     }
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Whether `a` and `b` name one file (hard links do). File systems without links
+    /// compare the names.
+    fn same_file(&self, a: &Path, b: &Path) -> bool {
+        a == b
+    }
 }

@@ -110,6 +110,14 @@ impl FileSystem for OsFileSystem {
         Ok(dir.join(name))
     }
 
+    fn same_file(&self, a: &Path, b: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+
     fn remove(&self, path: &Path) -> io::Result<()> {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
