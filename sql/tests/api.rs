@@ -158,6 +158,66 @@ fn begin_immediate_makes_other_writers_wait() {
     assert_eq!(b.query("SELECT note FROM acct", &[]).unwrap().rows[0].get::<String>(0).unwrap(), "y");
 }
 
+/// COMMIT / ROLLBACK AND CHAIN begin the next block as the ended one began: after
+/// BEGIN IMMEDIATE the chained block holds the writer at once, so another writer
+/// waits (and times out here).
+#[test]
+fn and_chain_keeps_begin_immediate() {
+    let db = Database::open(":memory:").unwrap();
+    let mut a = db.connect();
+    let mut b = db.connect();
+    a.execute_batch("CREATE TABLE acct (id INTEGER PRIMARY KEY, balance INTEGER); INSERT INTO acct VALUES (1, 0)")
+        .unwrap();
+    b.execute("SET writer_timeout = '100ms'", &[]).unwrap();
+    let update = "UPDATE acct SET balance = balance + 1 WHERE id = 1";
+    a.execute("BEGIN IMMEDIATE", &[]).unwrap();
+    a.execute(update, &[]).unwrap();
+    a.execute("COMMIT AND CHAIN", &[]).unwrap();
+    assert!(a.in_transaction());
+    assert_eq!(balance(&mut b), 1, "the first block committed");
+    assert_eq!(b.execute(update, &[]).unwrap_err().sqlstate, "55P03");
+    a.execute("ROLLBACK AND CHAIN", &[]).unwrap();
+    assert_eq!(b.execute(update, &[]).unwrap_err().sqlstate, "55P03");
+    a.execute("COMMIT", &[]).unwrap();
+    b.execute(update, &[]).unwrap();
+    // A plain BEGIN chains a plain block: no writer until it writes.
+    a.execute("BEGIN", &[]).unwrap();
+    a.execute("COMMIT AND CHAIN", &[]).unwrap();
+    b.execute(update, &[]).unwrap();
+    a.execute("ROLLBACK", &[]).unwrap();
+    assert_eq!(balance(&mut a), 3);
+}
+
+/// A statement that does not parse aborts an open block, whichever way it came in
+/// (execute, prepare, execute_batch), as PostgreSQL parses inside the block.
+#[test]
+fn a_syntax_error_aborts_the_block() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute("CREATE TABLE t (a INTEGER)", &[]).unwrap();
+    for bad in [
+        |c: &mut beedb_sql::Connection| c.execute("SELEC 1", &[]).map(|_| ()),
+        |c: &mut beedb_sql::Connection| c.prepare("INSERT INTO t VALUES (").map(|_| ()),
+        |c: &mut beedb_sql::Connection| c.execute_batch("SELECT 1; SELEC 2").map(|_| ()),
+    ] {
+        c.execute("BEGIN", &[]).unwrap();
+        c.execute("INSERT INTO t VALUES (1)", &[]).unwrap();
+        assert_eq!(bad(&mut c).unwrap_err().sqlstate, "42601");
+        assert_eq!(c.transaction_status(), beedb_sql::TransactionStatus::Failed);
+        assert_eq!(c.execute("SELECT 1", &[]).unwrap_err().sqlstate, "25P02");
+        c.execute("ROLLBACK", &[]).unwrap();
+    }
+    assert_eq!(c.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 0);
+    // An empty text is not an error in PostgreSQL: the block goes on.
+    c.execute("BEGIN", &[]).unwrap();
+    assert!(c.prepare("  ").is_err());
+    c.execute("INSERT INTO t VALUES (1)", &[]).unwrap();
+    c.execute("COMMIT", &[]).unwrap();
+    // Outside a block there is nothing to abort.
+    assert!(c.execute("SELEC 1", &[]).is_err());
+    assert!(!c.in_transaction());
+}
+
 /// Two clients running read-then-write transactions on the same row (TP1's shape):
 /// with BEGIN IMMEDIATE none fails and no update is lost.
 #[test]

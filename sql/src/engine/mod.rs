@@ -388,31 +388,44 @@ pub fn execute(
         Statement::StartTransaction { modifier, .. } => {
             return match conn.txn {
                 TxnState::Idle => {
-                    let txn = match modifier {
-                        Some(ast::TransactionModifier::Immediate | ast::TransactionModifier::Exclusive) => {
-                            Txn::begin_write(&shared)?
-                        }
-                        _ => Txn::begin_read(&shared),
-                    };
-                    conn.txn = TxnState::Active(Box::new(txn));
+                    let immediate = matches!(
+                        modifier,
+                        Some(ast::TransactionModifier::Immediate | ast::TransactionModifier::Exclusive)
+                    );
+                    begin_block(conn, &shared, immediate)?;
                     Ok(QueryResult::command("BEGIN"))
                 }
                 // PostgreSQL warns and goes on.
                 _ => Ok(QueryResult::command("BEGIN")),
             };
         }
-        Statement::Commit { .. } => {
-            return match std::mem::take(&mut conn.txn) {
+        Statement::Commit { chain, .. } => {
+            // (sqlparser sets `chain` for AND CHAIN, not for AND NO CHAIN.)
+            let chain = *chain;
+            if chain && !conn.txn.in_block() {
+                return Err(outside_block("COMMIT AND CHAIN"));
+            }
+            let r = match std::mem::take(&mut conn.txn) {
                 TxnState::Idle => Ok(QueryResult::command("COMMIT")),
                 TxnState::Failed(_) => Ok(QueryResult::command("ROLLBACK")),
-                TxnState::Active(t) => {
-                    t.commit(&shared)?;
-                    Ok(QueryResult::command("COMMIT"))
-                }
+                TxnState::Active(t) => t.commit(&shared).map(|()| QueryResult::command("COMMIT")),
             };
+            // AND CHAIN: a new block at once, as the ended one began (a failed
+            // commit leaves none, as in PostgreSQL).
+            if chain && r.is_ok() {
+                begin_block(conn, &shared, conn.block_immediate)?;
+            }
+            return r;
         }
-        Statement::Rollback { savepoint: None, .. } => {
+        Statement::Rollback { savepoint: None, chain } => {
+            let chain = *chain;
+            if chain && !conn.txn.in_block() {
+                return Err(outside_block("ROLLBACK AND CHAIN"));
+            }
             conn.txn = TxnState::Idle;
+            if chain {
+                begin_block(conn, &shared, conn.block_immediate)?;
+            }
             return Ok(QueryResult::command("ROLLBACK"));
         }
         Statement::Rollback { savepoint: Some(name), .. } => {
@@ -515,6 +528,24 @@ pub fn execute(
             txn.commit(&shared)?;
             Ok(r)
         }
+    }
+}
+
+/// Opens a transaction block: a snapshot, or (`immediate`: BEGIN IMMEDIATE or
+/// EXCLUSIVE) the write lock at once; remembered so AND CHAIN opens the next one alike.
+fn begin_block(conn: &mut Connection, shared: &Shared, immediate: bool) -> Result<()> {
+    let txn = if immediate { Txn::begin_write(shared)? } else { Txn::begin_read(shared) };
+    conn.txn = TxnState::Active(Box::new(txn));
+    conn.block_immediate = immediate;
+    Ok(())
+}
+
+/// A statement that failed before the engine saw it (a syntax error) aborts an open
+/// block as any error in it does, as in PostgreSQL: 25P02 until ROLLBACK (or
+/// ROLLBACK TO a savepoint).
+pub fn abort_block(conn: &mut Connection) {
+    if let TxnState::Active(txn) = std::mem::take(&mut conn.txn) {
+        conn.txn = failed(txn);
     }
 }
 

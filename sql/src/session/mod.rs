@@ -131,6 +131,7 @@ impl Database {
             interrupt: InterruptHandle::default(),
             functions: Arc::new(Functions::default()),
             sequences: Default::default(),
+            block_immediate: false,
         }
     }
 
@@ -163,6 +164,9 @@ pub struct Connection {
     pub(crate) functions: Arc<Functions>,
     /// What `nextval` last returned to this session, by sequence (for `currval`).
     pub(crate) sequences: Arc<engine::sequence::SessionSequences>,
+    /// Whether the current (or last) transaction block began with BEGIN IMMEDIATE:
+    /// COMMIT / ROLLBACK AND CHAIN begin the next one the same way.
+    pub(crate) block_immediate: bool,
 }
 
 impl Connection {
@@ -205,9 +209,12 @@ impl Connection {
     /// Runs every statement in `sql` in order and returns their results; stops at
     /// the first error.
     pub fn execute_batch(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
-        parser::check_parse_size(sql, self.settings.memory_limit)?;
+        if let Err(e) = parser::check_parse_size(sql, self.settings.memory_limit) {
+            engine::abort_block(self);
+            return Err(e);
+        }
         guarded(self, |conn| {
-            let statements = parser::parse(sql)?;
+            let statements = parser::parse(sql).inspect_err(|_| engine::abort_block(conn))?;
             let mut results = Vec::with_capacity(statements.len());
             for ast in &statements {
                 results.push(engine::execute(conn, sql, ast, &[], None, None)?);
@@ -222,13 +229,19 @@ impl Connection {
         self.parse_one(sql, true)
     }
 
+    /// Parses one statement. A text that does not parse aborts an open transaction
+    /// block, as any failed statement in it does (PostgreSQL parses inside the block).
     fn parse_one(&mut self, sql: &str, keep_bees: bool) -> Result<Statement> {
-        parser::check_parse_size(sql, self.settings.memory_limit)?;
-        let mut statements = guarded(self, |_| parser::parse(sql))?;
+        let parsed = parser::check_parse_size(sql, self.settings.memory_limit)
+            .and_then(|()| guarded(self, |_| parser::parse(sql)));
+        let mut statements = parsed.inspect_err(|_| engine::abort_block(self))?;
         match statements.len() {
             1 => {}
+            // An empty text is no error in PostgreSQL (the block goes on); BeeDB
+            // refuses it without touching the block.
             0 => return Err(Error::syntax("empty statement").at(Some(0))),
             _ => {
+                engine::abort_block(self);
                 return Err(Error::syntax(
                     "cannot insert multiple commands into a prepared statement",
                 ));
