@@ -123,9 +123,39 @@ fn peak_rss_bytes() -> u64 {
     kb * 1024
 }
 
+/// Asserts that what `run` passes to [`PeakRss::measure`] grows this process's peak
+/// RSS by less than `max_growth` bytes. `test` is the name of the calling test: it is
+/// run again alone, in a child process with `BEEDB_MEMORY_CHILD` set, so the peak RSS
+/// is its own and not that of tests running beside it; `run` runs only there, and
+/// the child prints the growth for the parent to check.
+fn assert_peak_rss_growth_under(test: &str, max_growth: u64, run: impl FnOnce(&mut PeakRss)) {
+    if std::env::var_os("BEEDB_MEMORY_CHILD").is_none() {
+        let growth: u64 = measure_in_child(test).parse().unwrap();
+        assert!(growth < max_growth, "peak RSS grew by {} MB", growth >> 20);
+        return;
+    }
+    let mut peak = PeakRss { growth: None };
+    run(&mut peak);
+    println!("measured: {}", peak.growth.expect("the test measured nothing"));
+}
+
+/// The growth of the peak RSS over the one step a child-process test measures.
+struct PeakRss {
+    growth: Option<u64>,
+}
+
+impl PeakRss {
+    /// Runs `step`, noting how far it raised the peak RSS (VmHWM before and after).
+    fn measure<T>(&mut self, step: impl FnOnce() -> T) -> T {
+        let before = peak_rss_bytes();
+        let out = step();
+        self.growth = Some(peak_rss_bytes().saturating_sub(before));
+        out
+    }
+}
+
 /// Runs `test` (a test of this file) alone in a child process with `BEEDB_MEMORY_CHILD`
-/// set, so its peak RSS is its own and not that of tests running beside it; returns
-/// the word the child printed after `measured:`.
+/// set; returns the word the child printed after `measured:`.
 fn measure_in_child(test: &str) -> String {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads", "1"])
@@ -158,29 +188,24 @@ fn small_cache_database(dir: &std::path::Path) -> Database {
 #[test]
 fn insert_select_streams_into_the_table() {
     const ROWS: i64 = 3_000_000;
-    if std::env::var_os("BEEDB_MEMORY_CHILD").is_none() {
-        let growth: u64 = measure_in_child("insert_select_streams_into_the_table").parse().unwrap();
-        // The 8 MB page cache, 2 MB of private pages, the WAL's frame index and the
-        // allocator's slack: well under the limit, where the held result was ~800 MB.
-        assert!(growth < 50 << 20, "peak RSS grew by {} MB", growth >> 20);
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = small_cache_database(dir.path());
-    let mut c = db.connect();
-    c.execute_batch("CREATE TABLE w (i BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
-    let before = peak_rss_bytes();
-    let r = c
-        .execute(
-            &format!("INSERT INTO w SELECT i, 'row ' || CAST(i AS text) FROM generate_series(1, {ROWS}) AS g(i)"),
-            &[],
-        )
-        .unwrap();
-    let growth = peak_rss_bytes().saturating_sub(before);
-    assert_eq!(r.rows_affected, ROWS as u64);
-    let n = c.query("SELECT count(*), sum(i) FROM w", &[]).unwrap();
-    assert_eq!(n.rows[0].get::<i64>(0).unwrap(), ROWS);
-    println!("measured: {growth}");
+    // The 8 MB page cache, 2 MB of private pages, the WAL's frame index and the
+    // allocator's slack: well under the limit, where the held result was ~800 MB.
+    assert_peak_rss_growth_under("insert_select_streams_into_the_table", 50 << 20, |peak| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE w (i BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
+        let r = peak.measure(|| {
+            c.execute(
+                &format!("INSERT INTO w SELECT i, 'row ' || CAST(i AS text) FROM generate_series(1, {ROWS}) AS g(i)"),
+                &[],
+            )
+            .unwrap()
+        });
+        assert_eq!(r.rows_affected, ROWS as u64);
+        let n = c.query("SELECT count(*), sum(i) FROM w", &[]).unwrap();
+        assert_eq!(n.rows[0].get::<i64>(0).unwrap(), ROWS);
+    });
 }
 
 /// A source that reads the target table is held whole before anything is written
@@ -220,31 +245,27 @@ fn values_lists_count_against_memory_limit() {
         }
         sql
     };
-    if std::env::var_os("BEEDB_MEMORY_CHILD").is_none() {
-        let growth: u64 = measure_in_child("values_lists_count_against_memory_limit").parse().unwrap();
-        assert!(growth < 50 << 20, "peak RSS grew by {} MB", growth >> 20);
-        return;
-    }
-    let db = Database::open(":memory:").unwrap();
-    let mut c = db.connect();
-    c.execute_batch("CREATE TABLE v (a INTEGER, b INTEGER, c TEXT); SET memory_limit = '50MB'").unwrap();
-    let million = rows(1_000_000);
-    let before = peak_rss_bytes();
-    for e in [c.execute(&million, &[]).unwrap_err(), c.execute_batch(&million).unwrap_err()] {
-        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
-        assert!(e.message.starts_with("memory limit exceeded: parsing"), "{e}");
-    }
-    let growth = peak_rss_bytes().saturating_sub(before);
-    drop(million);
-    // 10,000 rows (about 250 kB of text) parse within the limit, and a literal of
-    // 10 MB, which the parser holds about once.
-    c.execute(&rows(10_000), &[]).unwrap();
-    let long = format!("INSERT INTO v VALUES (-1, -1, '{}')", "x".repeat(10 << 20));
-    c.execute(&long, &[]).unwrap();
-    let r = c.query("SELECT count(*), max(length(c)) FROM v", &[]).unwrap();
-    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10_001);
-    assert_eq!(r.rows[0].get::<i64>(1).unwrap(), 10 << 20);
-    println!("measured: {growth}");
+    assert_peak_rss_growth_under("values_lists_count_against_memory_limit", 50 << 20, |peak| {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE v (a INTEGER, b INTEGER, c TEXT); SET memory_limit = '50MB'").unwrap();
+        let million = rows(1_000_000);
+        peak.measure(|| {
+            for e in [c.execute(&million, &[]).unwrap_err(), c.execute_batch(&million).unwrap_err()] {
+                assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
+                assert!(e.message.starts_with("memory limit exceeded: parsing"), "{e}");
+            }
+        });
+        drop(million);
+        // 10,000 rows (about 250 kB of text) parse within the limit, and a literal of
+        // 10 MB, which the parser holds about once.
+        c.execute(&rows(10_000), &[]).unwrap();
+        let long = format!("INSERT INTO v VALUES (-1, -1, '{}')", "x".repeat(10 << 20));
+        c.execute(&long, &[]).unwrap();
+        let r = c.query("SELECT count(*), max(length(c)) FROM v", &[]).unwrap();
+        assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10_001);
+        assert_eq!(r.rows[0].get::<i64>(1).unwrap(), 10 << 20);
+    });
 }
 
 /// CREATE INDEX sorts its entries within `memory_limit`, spilling sorted runs to a
@@ -253,39 +274,33 @@ fn values_lists_count_against_memory_limit() {
 #[test]
 fn create_index_sorts_within_memory_limit() {
     const ROWS: i64 = 3_000_000;
-    if std::env::var_os("BEEDB_MEMORY_CHILD").is_none() {
-        let growth: u64 = measure_in_child("create_index_sorts_within_memory_limit").parse().unwrap();
-        // The limit, the 8 MB page cache and 2 MB of private pages, and slack.
-        assert!(growth < 80 << 20, "peak RSS grew by {} MB", growth >> 20);
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = small_cache_database(dir.path());
-    let mut c = db.connect();
-    c.execute_batch(&format!(
-        "CREATE TABLE w (i BIGINT, s TEXT); \
-         INSERT INTO w SELECT i, 'row ' || CAST((CAST(i AS BIGINT) * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i); \
-         SET memory_limit = '50MB'"
-    ))
-    .unwrap();
-    let before = peak_rss_bytes();
-    c.execute_batch("CREATE INDEX w_s ON w (s); CREATE UNIQUE INDEX w_i ON w (i)").unwrap();
-    let growth = peak_rss_bytes().saturating_sub(before);
-    let queries = [
-        "SELECT count(*), sum(i) FROM w WHERE s = 'row 123456'",
-        "SELECT count(*), sum(i) FROM w WHERE s >= 'row 2999' AND s < 'row 3'",
-        "SELECT count(*), sum(i) FROM w WHERE i BETWEEN 1000 AND 200000",
-        "SELECT count(*), min(s), max(s) FROM w WHERE i > 2999990",
-    ];
-    let answers = |c: &mut Connection| -> Vec<String> {
-        queries.iter().map(|q| format!("{:?}", c.query(q, &[]).unwrap().rows)).collect()
-    };
-    let by_index = answers(&mut c);
-    let plan = c.query(&format!("EXPLAIN {}", queries[0]), &[]).unwrap();
-    assert!(format!("{:?}", plan.rows).contains("w_s"), "{:?}", plan.rows);
-    c.execute_batch("SET optimizer_index_access = off").unwrap();
-    assert_eq!(by_index, answers(&mut c));
-    println!("measured: {growth}");
+    // The limit, the 8 MB page cache and 2 MB of private pages, and slack.
+    assert_peak_rss_growth_under("create_index_sorts_within_memory_limit", 80 << 20, |peak| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch(&format!(
+            "CREATE TABLE w (i BIGINT, s TEXT); \
+             INSERT INTO w SELECT i, 'row ' || CAST((CAST(i AS BIGINT) * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i); \
+             SET memory_limit = '50MB'"
+        ))
+        .unwrap();
+        peak.measure(|| c.execute_batch("CREATE INDEX w_s ON w (s); CREATE UNIQUE INDEX w_i ON w (i)").unwrap());
+        let queries = [
+            "SELECT count(*), sum(i) FROM w WHERE s = 'row 123456'",
+            "SELECT count(*), sum(i) FROM w WHERE s >= 'row 2999' AND s < 'row 3'",
+            "SELECT count(*), sum(i) FROM w WHERE i BETWEEN 1000 AND 200000",
+            "SELECT count(*), min(s), max(s) FROM w WHERE i > 2999990",
+        ];
+        let answers = |c: &mut Connection| -> Vec<String> {
+            queries.iter().map(|q| format!("{:?}", c.query(q, &[]).unwrap().rows)).collect()
+        };
+        let by_index = answers(&mut c);
+        let plan = c.query(&format!("EXPLAIN {}", queries[0]), &[]).unwrap();
+        assert!(format!("{:?}", plan.rows).contains("w_s"), "{:?}", plan.rows);
+        c.execute_batch("SET optimizer_index_access = off").unwrap();
+        assert_eq!(by_index, answers(&mut c));
+    });
 }
 
 /// A unique index over duplicates fails with the duplicated key when the

@@ -31,6 +31,20 @@ struct Table {
     index: BTree,
 }
 
+impl Table {
+    /// A new, empty heap and index in `w`, recorded as roots 0 and 1 as a catalog
+    /// would record them.
+    fn create(w: &WriteTxn) -> Table {
+        let t = Table {
+            heap: HeapFile::create(w).unwrap(),
+            index: BTree::create(w, true).unwrap(),
+        };
+        w.set_root(0, t.heap.first_page.0 as u64).unwrap();
+        w.set_root(1, t.index.root().0 as u64).unwrap();
+        t
+    }
+}
+
 fn options(dirty_max: usize) -> StoreOptions {
     StoreOptions {
         page_size: 4096,
@@ -123,12 +137,7 @@ fn run(seed: u64, crash: bool) -> u64 {
     let mut rows = Rows::new();
     let t = {
         let w = store.begin_write().unwrap();
-        let t = Table {
-            heap: HeapFile::create(&w).unwrap(),
-            index: BTree::create(&w, true).unwrap(),
-        };
-        w.set_root(0, t.heap.first_page.0 as u64).unwrap();
-        w.set_root(1, t.index.root().0 as u64).unwrap();
+        let t = Table::create(&w);
         for _ in 0..rng.random_range(0..400) {
             random_change(&mut rng, &w, &t, &layout, &mut rows);
         }
@@ -203,12 +212,7 @@ fn nested_release_and_rollback() {
     let (store, _) = Store::open(":memory:", options(4096)).unwrap();
     let layout = layout();
     let w = store.begin_write().unwrap();
-    let t = Table {
-        heap: HeapFile::create(&w).unwrap(),
-        index: BTree::create(&w, true).unwrap(),
-    };
-    w.set_root(0, t.heap.first_page.0 as u64).unwrap();
-    w.set_root(1, t.index.root().0 as u64).unwrap();
+    let t = Table::create(&w);
     let insert = |k: u64, len: usize| {
         let payload = vec![k as u8; len];
         let tid = t.heap.insert(&w, &[AttrValue::Fixed(&k.to_le_bytes()), AttrValue::Variable(&payload)], &layout).unwrap();

@@ -199,26 +199,6 @@ pub fn update_row_with(
     Ok(new_tid)
 }
 
-/// Every row of a table with its tuple id (slow path: index builds, DDL).
-pub fn table_rows<R: PageRead + ?Sized>(
-    r: &R,
-    table: &TableDef,
-) -> Result<Vec<(TupleId, Vec<Value>)>> {
-    let heap = HeapFile::open(table.heap);
-    let mut tuples = Vec::new();
-    for g in heap.pages(r) {
-        let g = g?;
-        let page = g.id();
-        for (slot, t) in HeapPage::new(&g, page)?.tuples()? {
-            tuples.push((TupleId { page, slot }, t.to_vec()));
-        }
-    }
-    tuples
-        .into_iter()
-        .map(|(tid, t)| Ok((tid, decode_row(r, table, &t)?)))
-        .collect()
-}
-
 /// Fills the (new, empty) index `table.indexes[index]` from the table's rows. A
 /// unique index over duplicate keys fails with `could not create unique index`.
 ///

@@ -19,6 +19,22 @@ pub(super) struct JoinSpec<'p> {
     pub right_keys: &'p [Expr],
 }
 
+/// One probe (left) batch being joined, with what every step of joining it needs, so
+/// the steps ([`Probe::nested_loop`], [`Probe::flush`], [`Probe::check_fetched`],
+/// [`Probe::finish_left`]) are passed only what varies from call to call.
+struct Probe<'a> {
+    ex: &'a Exec<'a>,
+    s: &'a JoinSpec<'a>,
+    /// The probe batch, dense.
+    b: &'a Batch,
+    out_types: &'a [DataType],
+    /// Which rows of `b` have matched a build row so far.
+    left_matched: Vec<bool>,
+    /// Whether matched pairs are output (inner and outer joins; not semi or anti).
+    emits_pairs: bool,
+    out: Out<'a>,
+}
+
 /// The materialized right side.
 struct Build {
     cols: Vec<Vector>,
@@ -162,33 +178,22 @@ pub(super) fn join(
         } else {
             Vec::new()
         };
-        let mut left_matched = vec![false; n];
+        let mut p = Probe::new(ex, &s, &b, &out_types, emits_pairs, &mut *out);
         let Some(mut map) = build.map.take() else {
             let all_right: Vec<u32> = (0..build.len as u32).collect();
-            let f = nested_loop(
-                ex,
-                &s,
-                &b,
-                &mut build,
-                &all_right,
-                &out_types,
-                &mut left_matched,
-                emits_pairs,
-                out,
-            )?;
-            if f == Flow::Stop {
+            if p.nested_loop(&mut build, &all_right)? == Flow::Stop {
                 stopped = true;
                 return Ok(Flow::Stop);
             }
-            return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
+            return p.finish_left(&build, &mut stopped);
         };
         map.table.find(&kv, n, &mut probe_ids);
         if keys_only {
-            for (m, &id) in left_matched.iter_mut().zip(&probe_ids) {
+            for (m, &id) in p.left_matched.iter_mut().zip(&probe_ids) {
                 *m = id != NO_ID;
             }
             build.map = Some(map);
-            return finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped);
+            return p.finish_left(&build, &mut stopped);
         }
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         let mut flow = Flow::Continue;
@@ -198,43 +203,21 @@ pub(super) fn join(
             }
             for &r in map.candidates(id) {
                 pairs.push((l as u32, r));
-                if pairs.len() >= BATCH_SIZE
-                    && flush(
-                        ex,
-                        &s,
-                        &b,
-                        &mut build,
-                        &mut pairs,
-                        &out_types,
-                        &mut left_matched,
-                        emits_pairs,
-                        out,
-                    )? == Flow::Stop
-                {
+                if pairs.len() >= BATCH_SIZE && p.flush(&mut build, &mut pairs)? == Flow::Stop {
                     flow = Flow::Stop;
                     break 'rows;
                 }
             }
         }
         if flow == Flow::Continue {
-            flow = flush(
-                ex,
-                &s,
-                &b,
-                &mut build,
-                &mut pairs,
-                &out_types,
-                &mut left_matched,
-                emits_pairs,
-                out,
-            )?;
+            flow = p.flush(&mut build, &mut pairs)?;
         }
         build.map = Some(map);
         if flow == Flow::Stop {
             stopped = true;
             return Ok(Flow::Stop);
         }
-        finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped)
+        p.finish_left(&build, &mut stopped)
     })?;
     if stopped || r == Flow::Stop {
         return Ok(Flow::Stop);
@@ -265,144 +248,136 @@ pub(super) fn join(
     Ok(Flow::Continue)
 }
 
-/// Left rows with no match (LEFT, FULL: NULL-extended; ANTI: as they are) and left
-/// rows with a match (SEMI).
-fn finish_left(
-    s: &JoinSpec<'_>,
-    b: &Batch,
-    left_matched: &[bool],
-    build: &Build,
-    out_types: &[DataType],
-    out: Out,
-    stopped: &mut bool,
-) -> Result<Flow> {
-    let want_matched = match s.kind {
-        JoinKind::Semi => true,
-        JoinKind::Anti | JoinKind::Left | JoinKind::Full => false,
-        _ => return Ok(Flow::Continue),
-    };
-    let rows: Vec<u32> = (0..b.len as u32)
-        .filter(|&l| left_matched[l as usize] == want_matched)
-        .collect();
-    if rows.is_empty() {
-        return Ok(Flow::Continue);
+impl<'a> Probe<'a> {
+    /// The probe of batch `b`, none of whose rows has matched yet.
+    fn new(
+        ex: &'a Exec<'a>,
+        s: &'a JoinSpec<'a>,
+        b: &'a Batch,
+        out_types: &'a [DataType],
+        emits_pairs: bool,
+        out: Out<'a>,
+    ) -> Self {
+        Probe { ex, s, b, out_types, left_matched: vec![false; b.rows()], emits_pairs, out }
     }
-    let mut cols: Vec<Vector> = b
-        .columns
-        .iter()
-        .zip(out_types)
-        .map(|(c, t)| {
-            let mut v = c.gather(&rows);
-            v.ty = *t;
-            v
-        })
-        .collect();
-    if matches!(s.kind, JoinKind::Left | JoinKind::Full) {
-        let nl = b.columns.len();
-        let none = vec![None; rows.len()];
-        for (k, c) in build.cols.iter().enumerate() {
-            cols.push(gather_opt(c, &none, out_types[nl + k]));
-        }
-    }
-    let f = out(make_batch(cols, rows.len()))?;
-    if f == Flow::Stop {
-        *stopped = true;
-    }
-    Ok(f)
-}
 
-/// Every (left row, right row) pair of the batch, in chunks.
-#[allow(clippy::too_many_arguments)]
-fn nested_loop(
-    ex: &Exec<'_>,
-    s: &JoinSpec<'_>,
-    b: &Batch,
-    build: &mut Build,
-    right_rows: &[u32],
-    out_types: &[DataType],
-    left_matched: &mut [bool],
-    emits_pairs: bool,
-    out: Out,
-) -> Result<Flow> {
-    let mut pairs = Vec::with_capacity(BATCH_SIZE);
-    for l in 0..b.len as u32 {
-        if !emits_pairs && left_matched[l as usize] {
-            continue;
+    /// Left rows with no match (LEFT, FULL: NULL-extended; ANTI: as they are) and left
+    /// rows with a match (SEMI).
+    fn finish_left(&mut self, build: &Build, stopped: &mut bool) -> Result<Flow> {
+        let (s, b, out_types) = (self.s, self.b, self.out_types);
+        let want_matched = match s.kind {
+            JoinKind::Semi => true,
+            JoinKind::Anti | JoinKind::Left | JoinKind::Full => false,
+            _ => return Ok(Flow::Continue),
+        };
+        let rows: Vec<u32> = (0..b.len as u32)
+            .filter(|&l| self.left_matched[l as usize] == want_matched)
+            .collect();
+        if rows.is_empty() {
+            return Ok(Flow::Continue);
         }
-        for &r in right_rows {
-            pairs.push((l, r));
-            if pairs.len() >= BATCH_SIZE
-                && flush(
-                    ex,
-                    s,
-                    b,
-                    build,
-                    &mut pairs,
-                    out_types,
-                    left_matched,
-                    emits_pairs,
-                    out,
-                )? == Flow::Stop
-            {
-                return Ok(Flow::Stop);
+        let mut cols: Vec<Vector> = b
+            .columns
+            .iter()
+            .zip(out_types)
+            .map(|(c, t)| {
+                let mut v = c.gather(&rows);
+                v.ty = *t;
+                v
+            })
+            .collect();
+        if matches!(s.kind, JoinKind::Left | JoinKind::Full) {
+            let nl = b.columns.len();
+            let none = vec![None; rows.len()];
+            for (k, c) in build.cols.iter().enumerate() {
+                cols.push(gather_opt(c, &none, out_types[nl + k]));
             }
         }
+        let f = (self.out)(make_batch(cols, rows.len()))?;
+        if f == Flow::Stop {
+            *stopped = true;
+        }
+        Ok(f)
     }
-    flush(
-        ex,
-        s,
-        b,
-        build,
-        &mut pairs,
-        out_types,
-        left_matched,
-        emits_pairs,
-        out,
-    )
-}
 
-/// Checks `on` over the candidate pairs, records matches and emits matched pairs
-/// (for the joins that output them).
-#[allow(clippy::too_many_arguments)]
-fn flush(
-    ex: &Exec<'_>,
-    s: &JoinSpec<'_>,
-    b: &Batch,
-    build: &mut Build,
-    pairs: &mut Vec<(u32, u32)>,
-    out_types: &[DataType],
-    left_matched: &mut [bool],
-    emits_pairs: bool,
-    out: Out,
-) -> Result<Flow> {
-    if pairs.is_empty() {
-        return Ok(Flow::Continue);
+    /// Every (left row, right row) pair of the batch, in chunks.
+    fn nested_loop(&mut self, build: &mut Build, right_rows: &[u32]) -> Result<Flow> {
+        let mut pairs = Vec::with_capacity(BATCH_SIZE);
+        for l in 0..self.b.len as u32 {
+            if !self.emits_pairs && self.left_matched[l as usize] {
+                continue;
+            }
+            for &r in right_rows {
+                pairs.push((l, r));
+                if pairs.len() >= BATCH_SIZE && self.flush(build, &mut pairs)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+        }
+        self.flush(build, &mut pairs)
     }
-    let lpos: Vec<u32> = pairs.iter().map(|p| p.0).collect();
-    let rpos: Vec<u32> = pairs.iter().map(|p| p.1).collect();
-    pairs.clear();
-    let mut cols: Vec<Vector> = b.columns.iter().map(|c| c.gather(&lpos)).collect();
-    cols.extend(build.cols.iter().map(|c| c.gather(&rpos)));
-    let n = lpos.len();
-    let mut combined = make_batch(cols, n);
-    let passing: Vec<u32> = match s.on {
-        Some(on) => ex.pred(on, &combined)?,
-        None => (0..n as u32).collect(),
-    };
-    for &k in &passing {
-        left_matched[lpos[k as usize] as usize] = true;
-        build.matched[rpos[k as usize] as usize] = true;
+
+    /// Checks `on` over the candidate pairs, records matches and emits matched pairs
+    /// (for the joins that output them).
+    fn flush(&mut self, build: &mut Build, pairs: &mut Vec<(u32, u32)>) -> Result<Flow> {
+        if pairs.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let lpos: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+        let rpos: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        pairs.clear();
+        let mut cols: Vec<Vector> = self.b.columns.iter().map(|c| c.gather(&lpos)).collect();
+        cols.extend(build.cols.iter().map(|c| c.gather(&rpos)));
+        let n = lpos.len();
+        let mut combined = make_batch(cols, n);
+        let passing: Vec<u32> = match self.s.on {
+            Some(on) => self.ex.pred(on, &combined)?,
+            None => (0..n as u32).collect(),
+        };
+        for &k in &passing {
+            self.left_matched[lpos[k as usize] as usize] = true;
+            build.matched[rpos[k as usize] as usize] = true;
+        }
+        if !self.emits_pairs || passing.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        for (c, t) in combined.columns.iter_mut().zip(self.out_types) {
+            c.ty = *t;
+        }
+        if passing.len() < n {
+            combined.sel = Some(passing);
+        }
+        (self.out)(combined)
     }
-    if !emits_pairs || passing.is_empty() {
-        return Ok(Flow::Continue);
+
+    /// Applies the right scan's `filter` to the rows fetched since the last call, joins
+    /// the pairs that survive through `on` ([`Probe::flush`]), and empties the fetched
+    /// rows.
+    fn check_fetched(
+        &mut self,
+        build: &mut Build,
+        pairs: &mut Vec<(u32, u32)>,
+        filter: Option<&Expr>,
+        decoder: &super::tuple_codec::RowDecoder,
+    ) -> Result<Flow> {
+        if build.len == 0 {
+            return Ok(Flow::Continue);
+        }
+        let cols = std::mem::replace(&mut build.cols, decoder.new_vectors(BATCH_SIZE));
+        let fetched = make_batch(cols, build.len);
+        let keep = match filter {
+            Some(f) => self.ex.pred(f, &fetched)?,
+            None => (0..build.len as u32).collect(),
+        };
+        let mut keep_mask = vec![false; build.len];
+        for &k in &keep {
+            keep_mask[k as usize] = true;
+        }
+        pairs.retain(|p| keep_mask[p.1 as usize]);
+        let mut flushed = Build { cols: fetched.columns, len: build.len, map: None, matched: vec![false; build.len] };
+        build.len = 0;
+        self.flush(&mut flushed, pairs)
     }
-    for (c, t) in combined.columns.iter_mut().zip(out_types) {
-        c.ty = *t;
-    }
-    if passing.len() < n {
-        combined.sel = Some(passing);
-    }
-    out(combined)
 }
 
 /// An index nested-loop join ([`crate::plan::JoinMethod::IndexNestedLoop`]): for
@@ -461,13 +436,13 @@ pub(super) fn index_nested_loop(
         }
         let b = super::dense(b, &left_types);
         let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
-        let mut left_matched = vec![false; n];
+        let mut p = Probe::new(ex, &s, &b, &out_types, emits_pairs, &mut *out);
         let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None, matched: Vec::new() };
         // (left row, fetched row) for the rows fetched since the last flush.
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         'rows: for l in 0..n {
             // A semi or anti join decides a left row by its first match.
-            if !emits_pairs && left_matched[l] {
+            if !emits_pairs && p.left_matched[l] {
                 continue;
             }
             keys.clear();
@@ -506,18 +481,18 @@ pub(super) fn index_nested_loop(
                 build.len += 1;
                 fetched += 1;
                 if build.len == BATCH_SIZE
-                    && check_fetched(ex, &s, &b, &mut build, &mut pairs, filter.as_ref(), &out_types, &mut left_matched, emits_pairs, out, &decoder)? == Flow::Stop
+                    && p.check_fetched(&mut build, &mut pairs, filter.as_ref(), &decoder)? == Flow::Stop
                 {
                     stopped = true;
                     return Ok(Flow::Stop);
                 }
             }
         }
-        if check_fetched(ex, &s, &b, &mut build, &mut pairs, filter.as_ref(), &out_types, &mut left_matched, emits_pairs, out, &decoder)? == Flow::Stop {
+        if p.check_fetched(&mut build, &mut pairs, filter.as_ref(), &decoder)? == Flow::Stop {
             stopped = true;
             return Ok(Flow::Stop);
         }
-        finish_left(&s, &b, &left_matched, &build, &out_types, out, &mut stopped)
+        p.finish_left(&build, &mut stopped)
     });
     if let Some(p) = ex.profile {
         // The right scan's line: rows fetched, one loop per lookup.
@@ -525,39 +500,4 @@ pub(super) fn index_nested_loop(
     }
     let flow = flow?;
     Ok(if stopped { Flow::Stop } else { flow })
-}
-
-/// Applies the right scan's `filter` to the rows fetched since the last call, joins
-/// the pairs that survive through `on` ([`flush`]), and empties the fetched rows.
-#[allow(clippy::too_many_arguments)]
-fn check_fetched(
-    ex: &Exec<'_>,
-    s: &JoinSpec<'_>,
-    b: &Batch,
-    build: &mut Build,
-    pairs: &mut Vec<(u32, u32)>,
-    filter: Option<&Expr>,
-    out_types: &[DataType],
-    left_matched: &mut [bool],
-    emits_pairs: bool,
-    out: Out,
-    decoder: &super::tuple_codec::RowDecoder,
-) -> Result<Flow> {
-    if build.len == 0 {
-        return Ok(Flow::Continue);
-    }
-    let cols = std::mem::replace(&mut build.cols, decoder.new_vectors(BATCH_SIZE));
-    let fetched = make_batch(cols, build.len);
-    let keep = match filter {
-        Some(f) => ex.pred(f, &fetched)?,
-        None => (0..build.len as u32).collect(),
-    };
-    let mut keep_mask = vec![false; build.len];
-    for &k in &keep {
-        keep_mask[k as usize] = true;
-    }
-    pairs.retain(|p| keep_mask[p.1 as usize]);
-    let mut flushed = Build { cols: fetched.columns, len: build.len, map: None, matched: vec![false; build.len] };
-    build.len = 0;
-    flush(ex, s, b, &mut flushed, pairs, out_types, left_matched, emits_pairs, out)
 }
