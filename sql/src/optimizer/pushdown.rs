@@ -2,7 +2,9 @@
 //! below joins to the side they read — for outer joins only to the side whose rows
 //! they merely filter — and below projections of plain columns, into table scans.
 //! Equalities between the two sides of a join become its hash keys whether or not
-//! the rule is on (the keys are what makes a hash join possible at all).
+//! the rule is on (the keys are what makes a hash join possible at all). A
+//! disjunction across an inner join's sides also filters each side by what it implies
+//! there ([`implied_by_branches`]).
 
 use super::{and_all, columns_of, conjuncts, deep, filter, map_children, movable, unshift};
 use crate::binder::query_util::for_each_child_mut;
@@ -177,6 +179,17 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                         _ => {}
                     }
                 }
+                if kind == JoinKind::Inner {
+                    // (a1 AND b1) OR (a2 AND b2) with a1, a2 over the left input only:
+                    // `a1 OR a2` holds for every joined row, so it can filter the left
+                    // input early (TPC-H Q7's nation pairs). The condition stays here.
+                    if let Some(l) = implied_by_branches(&p, |c| c < nleft) {
+                        to_left.push(l);
+                    }
+                    if let Some(r) = implied_by_branches(&p, |c| c >= nleft) {
+                        to_right.push(unshift(&r, nleft));
+                    }
+                }
                 residual.push(p);
             }
             let left = deep(|| push_into(*left, to_left));
@@ -223,6 +236,31 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
             filter(plan, preds)
         }
     }
+}
+
+/// For a disjunction whose every branch has conjuncts reading only columns `on_side`
+/// accepts, the disjunction of those conjuncts (per branch, ANDed): a predicate every
+/// row satisfying `p` satisfies, over that side alone. `None` when `p` is not a
+/// disjunction or a branch has no such conjunct.
+fn implied_by_branches(p: &Expr, on_side: impl Fn(usize) -> bool) -> Option<Expr> {
+    let ExprKind::Or(branches) = &p.kind else { return None };
+    let mut implied = Vec::with_capacity(branches.len());
+    for b in branches {
+        let parts: Vec<&Expr> = match &b.kind {
+            ExprKind::And(items) => items.iter().collect(),
+            _ => vec![b],
+        };
+        let side: Vec<Expr> = parts
+            .into_iter()
+            .filter(|c| {
+                let cols = columns_of(c);
+                !cols.is_empty() && cols.iter().all(|&i| on_side(i)) && movable(c)
+            })
+            .cloned()
+            .collect();
+        implied.push(and_all(side)?);
+    }
+    Some(Expr::new(ExprKind::Or(implied), p.ty))
 }
 
 /// `p` rewritten over a projection's input, when every column it reads is a plain

@@ -959,7 +959,7 @@ mod tests {
     fn fast_paths_agree_with_the_wide_path() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(0xdec);
-        let mut draw = |rng: &mut rand::rngs::StdRng| {
+        let draw = |rng: &mut rand::rngs::StdRng| {
             let digits = rng.random_range(0..=38u32);
             let m = if digits == 0 { 0 } else { rng.random_range(0..10u128.pow(digits)) };
             let m = m.min(LIMIT - 1) as i128;
