@@ -56,13 +56,11 @@ fn raised(py: Python<'_>, name: &str, what: &str, e: PyErr) -> beedb::Error {
 /// string with lone surrogates).
 fn unconvertible(py: Python<'_>, name: &str, e: PyErr) -> beedb::Error {
     let text = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    // Conversion errors carry (class, SQLSTATE, message, position) in their args.
-    let (state, message) = match e
-        .value(py)
-        .getattr("args")
-        .and_then(|a| a.extract::<(String, String, String, Option<usize>)>())
-    {
-        Ok((_, state, message, _)) if state.len() == 5 => (state, message),
+    // Conversion errors carry (class, SQLSTATE, message, position, detail, hint) in
+    // their args ([`crate::boundary_error`]).
+    type RawArgs = (String, String, String, Option<usize>, Option<String>, Option<String>);
+    let (state, message) = match e.value(py).getattr("args").and_then(|a| a.extract::<RawArgs>()) {
+        Ok((_, state, message, ..)) if state.len() == 5 => (state, message),
         _ => (String::new(), text),
     };
     let sqlstate: &'static str = match state.as_str() {
