@@ -131,6 +131,11 @@ fn printable(line: &str) -> String {
 }
 
 /// A cell split into printable lines.
+/// Every row's cells, each made by `cell` from its value (a missing value as NULL).
+fn grid<T>(rows: &[Row], ncols: usize, cell: impl Fn(&Value) -> T) -> Vec<Vec<T>> {
+    rows.iter().map(|r| (0..ncols).map(|i| cell(r.value(i).unwrap_or(&Value::Null))).collect()).collect()
+}
+
 fn cell_lines(v: &Value) -> Vec<String> {
     match value_text(v) {
         None => vec!["NULL".to_string()],
@@ -191,14 +196,7 @@ pub fn render_table(columns: &[Column], rows: &[Row], show_headers: bool) -> Str
         vec![String::new(); columns.len()]
     };
     let right: Vec<bool> = columns.iter().map(|c| c.data_type.is_numeric()).collect();
-    let cells: Vec<Vec<Vec<String>>> = rows
-        .iter()
-        .map(|r| {
-            (0..columns.len())
-                .map(|i| cell_lines(r.value(i).unwrap_or(&Value::Null)))
-                .collect()
-        })
-        .collect();
+    let cells: Vec<Vec<Vec<String>>> = grid(rows, columns.len(), cell_lines);
     let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
     for row in &cells {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -292,14 +290,7 @@ pub fn render_expanded(columns: &[Column], rows: &[Row]) -> String {
         return "(0 rows)\n".to_string();
     }
     let names: Vec<String> = columns.iter().map(|c| printable(&c.name)).collect();
-    let cells: Vec<Vec<Vec<String>>> = rows
-        .iter()
-        .map(|r| {
-            (0..columns.len())
-                .map(|i| cell_lines(r.value(i).unwrap_or(&Value::Null)))
-                .collect()
-        })
-        .collect();
+    let cells: Vec<Vec<Vec<String>>> = grid(rows, columns.len(), cell_lines);
     let name_width = names.iter().map(|n| display_width(n)).max().unwrap_or(0);
     let value_width = cells
         .iter()
@@ -398,14 +389,7 @@ pub fn render_markdown(columns: &[Column], rows: &[Row]) -> String {
         .map(|c| printable(&c.name.replace('|', "\\|")))
         .collect();
     let right: Vec<bool> = columns.iter().map(|c| c.data_type.is_numeric()).collect();
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            (0..columns.len())
-                .map(|i| markdown_cell(r.value(i).unwrap_or(&Value::Null)))
-                .collect()
-        })
-        .collect();
+    let cells: Vec<Vec<String>> = grid(rows, columns.len(), markdown_cell);
     let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
     for row in &cells {
         for (w, cell) in widths.iter_mut().zip(row) {

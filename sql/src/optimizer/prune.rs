@@ -22,7 +22,7 @@
 
 use super::{deep, remap};
 use crate::expr::{Expr, ExprKind};
-use crate::plan::{FrameBound, JoinKind, Node, Plan};
+use crate::plan::{JoinKind, Node, Plan, for_each_window_expr_mut};
 use crate::vector::PhysicalType;
 
 /// Narrows every node of `plan` to the columns read above it; the root keeps all of
@@ -216,24 +216,9 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
         Node::Window { input, mut specs, mut calls } => {
             let ni = input.schema.len();
             let mut inner = needed[..ni].to_vec();
-            let mut window_exprs = |f: &mut dyn FnMut(&mut Expr)| {
-                for s in specs.iter_mut() {
-                    s.partition.iter_mut().for_each(&mut *f);
-                    s.order.iter_mut().for_each(|k| f(&mut k.expr));
-                    for b in [&mut s.frame.start, &mut s.frame.end] {
-                        if let FrameBound::Preceding { offset, range_key }
-                        | FrameBound::Following { offset, range_key } = b
-                        {
-                            f(offset);
-                            range_key.iter_mut().for_each(&mut *f);
-                        }
-                    }
-                }
-                calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
-            };
-            window_exprs(&mut |e| mark(e, &mut inner));
+            for_each_window_expr_mut(&mut specs, &mut calls, &mut |e| mark(e, &mut inner));
             let (input, inner_map) = prune(*input, inner);
-            window_exprs(&mut |e| renumber(e, &inner_map));
+            for_each_window_expr_mut(&mut specs, &mut calls, &mut |e| renumber(e, &inner_map));
             let new_ni = input.schema.len();
             let map = inner_map.iter().copied().chain((0..calls.len()).map(|j| Some(new_ni + j))).collect();
             (Node::Window { input: Box::new(input), specs, calls }, map)

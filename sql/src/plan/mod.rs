@@ -504,21 +504,7 @@ impl Plan {
                 aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(&mut *f);
             }
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
-            Node::Window { specs, calls, .. } => {
-                for s in specs {
-                    s.partition.iter_mut().for_each(&mut *f);
-                    s.order.iter_mut().for_each(|k| f(&mut k.expr));
-                    for b in [&mut s.frame.start, &mut s.frame.end] {
-                        if let FrameBound::Preceding { offset, range_key }
-                        | FrameBound::Following { offset, range_key } = b
-                        {
-                            f(offset);
-                            range_key.iter_mut().for_each(&mut *f);
-                        }
-                    }
-                }
-                calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
-            }
+            Node::Window { specs, calls, .. } => for_each_window_expr_mut(specs, calls, f),
             Node::Series { args } => args.iter_mut().for_each(&mut *f),
             Node::Limit { .. }
             | Node::Distinct { .. }
@@ -544,6 +530,22 @@ impl Plan {
             Node::RecursiveUnion { base, recursive, .. } => vec![base, recursive],
         }
     }
+}
+
+/// Calls `f` on every expression of a [`Node::Window`]: partition and order keys,
+/// frame offsets and their RANGE keys, and the calls' arguments.
+pub fn for_each_window_expr_mut(specs: &mut [WindowSpec], calls: &mut [WindowCall], f: &mut dyn FnMut(&mut Expr)) {
+    for s in specs {
+        s.partition.iter_mut().for_each(&mut *f);
+        s.order.iter_mut().for_each(|k| f(&mut k.expr));
+        for b in [&mut s.frame.start, &mut s.frame.end] {
+            if let FrameBound::Preceding { offset, range_key } | FrameBound::Following { offset, range_key } = b {
+                f(offset);
+                range_key.iter_mut().for_each(&mut *f);
+            }
+        }
+    }
+    calls.iter_mut().flat_map(|c| c.args.iter_mut()).for_each(&mut *f);
 }
 
 /// A bound query: its plan and the subplans its expressions refer to by id.
