@@ -441,25 +441,19 @@ impl Shell {
                 },
                 _ => self.usage(".mode table|csv|json|line|markdown"),
             },
-            ".timer" => match args.as_slice() {
-                [value] => match parse_switch(value) {
-                    Some(on) => {
-                        self.timer = on;
-                        true
-                    }
-                    None => self.usage(".timer on|off"),
-                },
-                _ => self.usage(".timer on|off"),
+            ".timer" => match switch_of(&args) {
+                Some(on) => {
+                    self.timer = on;
+                    true
+                }
+                None => self.usage(".timer on|off"),
             },
-            ".headers" | ".header" => match args.as_slice() {
-                [value] => match parse_switch(value) {
-                    Some(on) => {
-                        self.headers = on;
-                        true
-                    }
-                    None => self.usage(".headers on|off"),
-                },
-                _ => self.usage(".headers on|off"),
+            ".headers" | ".header" => match switch_of(&args) {
+                Some(on) => {
+                    self.headers = on;
+                    true
+                }
+                None => self.usage(".headers on|off"),
             },
             ".output" | ".out" => {
                 // Close the previous file first (it may be the one named again).
@@ -597,6 +591,14 @@ struct Redirect {
 }
 
 /// `on`/`off` and the other spellings psql and sqlite3 accept for a switch.
+/// The value of a dot command's one `on|off` argument; `None` for anything else.
+fn switch_of(args: &[&str]) -> Option<bool> {
+    match args {
+        [value] => parse_switch(value),
+        _ => None,
+    }
+}
+
 fn parse_switch(word: &str) -> Option<bool> {
     match word.to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Some(true),
