@@ -23,6 +23,7 @@
 
 pub(crate) mod copy;
 mod analyze;
+mod cluster;
 mod check;
 mod ddl;
 mod dml;
@@ -629,6 +630,7 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         }
         Statement::Insert(i) => dml::insert(ctx, i),
         Statement::Analyze(a) => analyze::analyze(ctx, a),
+        Statement::OptimizeTable { name, on_cluster, .. } => cluster::cluster(ctx, name, on_cluster.as_ref()),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
