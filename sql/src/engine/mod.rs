@@ -24,6 +24,7 @@
 pub(crate) mod copy;
 mod analyze;
 mod check;
+mod fk;
 mod ddl;
 mod dml;
 mod plan_cache;
