@@ -25,6 +25,7 @@ pub(crate) mod copy;
 mod analyze;
 mod cluster;
 mod check;
+mod fk;
 mod ddl;
 mod dml;
 mod plan_cache;
