@@ -395,6 +395,32 @@ fn foreign_keys_survive_reopening() {
     assert_eq!(e.sqlstate, "2BP01", "{}", e.message);
 }
 
+/// Every isolation level runs as BeeDB's one, serializable: SHOW names that level
+/// outside a block and for a plain BEGIN (PostgreSQL's default is read committed);
+/// a level BeeDB cannot give (SQL Server's SNAPSHOT) is 0A000. A READ ONLY block
+/// refuses writes with 25006 and aborts.
+#[test]
+fn transaction_characteristics() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    let show = |c: &mut beedb_sql::Connection, what: &str| {
+        c.query(&format!("SHOW {what}"), &[]).unwrap().rows[0].get::<String>(0).unwrap()
+    };
+    assert_eq!(show(&mut c, "transaction_isolation"), "serializable");
+    assert_eq!(show(&mut c, "transaction_read_only"), "off");
+    c.execute("BEGIN", &[]).unwrap();
+    assert_eq!(show(&mut c, "transaction_isolation"), "serializable");
+    c.execute("COMMIT", &[]).unwrap();
+    let e = c.execute("BEGIN ISOLATION LEVEL SNAPSHOT", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "0A000", "{}", e.message);
+    c.execute_batch("CREATE TABLE t (a INTEGER); BEGIN READ ONLY").unwrap();
+    let e = c.execute("INSERT INTO t VALUES (1)", &[]).unwrap_err();
+    assert_eq!((e.sqlstate, e.message.as_str()), ("25006", "cannot execute INSERT in a read-only transaction"));
+    let e = c.execute("SELECT 1", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "25P02");
+    c.execute("ROLLBACK", &[]).unwrap();
+}
+
 #[test]
 fn connections_work_from_several_threads() {
     fn send<T: Send>() {}
