@@ -821,6 +821,8 @@ fn written_statement_name(ast: &Statement) -> String {
         Statement::Explain { statement, .. } => written_statement_name(statement),
         Statement::CreateIndex(_) => "CREATE INDEX".into(),
         Statement::Copy { .. } => "COPY FROM".into(),
+        // CLUSTER is carried in sqlparser's OptimizeTable (see `parser.rs`).
+        Statement::OptimizeTable { .. } => "CLUSTER".into(),
         other => statement_name(other),
     }
 }
