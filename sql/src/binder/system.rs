@@ -3,7 +3,11 @@
 //! - `information_schema.tables (table_schema, table_name, table_type)`
 //! - `information_schema.columns (table_name, column_name, ordinal_position,
 //!   data_type, is_nullable, column_default)`
-//! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary)`
+//! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary,
+//!   is_clustered)`: `is_clustered` names the index the last `CLUSTER` used
+//! - `beedb_stats (table_name, column_name, null_frac, n_distinct, avg_width,
+//!   correlation)`: the column statistics ANALYZE gathered, as PostgreSQL's
+//!   `pg_stats` shows them (`n_distinct` negative: minus a fraction of the rows)
 //! - `beedb_check_constraints (constraint_name, table_name, check_clause)`: CHECK
 //!   constraints, the clause as stored (`a > 0`)
 //! - `beedb_foreign_keys (constraint_name, table_name, columns, referenced_table,
@@ -183,6 +187,7 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                         text(cols.join(", ")),
                         Expr::literal(Value::Boolean(i.unique), DataType::Boolean),
                         Expr::literal(Value::Boolean(i.primary), DataType::Boolean),
+                        Expr::literal(Value::Boolean(i.clustered), DataType::Boolean),
                     ]);
                 }
             }
@@ -193,6 +198,35 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                     ("columns", DataType::Text),
                     ("is_unique", DataType::Boolean),
                     ("is_primary", DataType::Boolean),
+                    ("is_clustered", DataType::Boolean),
+                ],
+                rows,
+            ))
+        }
+        "beedb_stats" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                let Some(stats) = catalog.stats.get(&t.id) else { continue };
+                for (c, s) in t.columns.iter().zip(&stats.columns) {
+                    let double = |x: f64| Expr::literal(Value::Double(x), DataType::Double);
+                    rows.push(vec![
+                        text(t.name.clone()),
+                        text(c.name.clone()),
+                        double(s.null_frac),
+                        double(s.distinct),
+                        double(s.avg_width),
+                        double(s.correlation),
+                    ]);
+                }
+            }
+            Some(values(
+                &[
+                    ("table_name", DataType::Text),
+                    ("column_name", DataType::Text),
+                    ("null_frac", DataType::Double),
+                    ("n_distinct", DataType::Double),
+                    ("avg_width", DataType::Double),
+                    ("correlation", DataType::Double),
                 ],
                 rows,
             ))

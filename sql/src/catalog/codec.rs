@@ -278,7 +278,7 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
     for i in &t.indexes {
         w.str(&i.name);
         w.u32(i.root.0);
-        w.u8(i.unique as u8 | (i.primary as u8) << 1);
+        w.u8(i.unique as u8 | (i.primary as u8) << 1 | (i.clustered as u8) << 2);
         w.u32(i.columns.len() as u32);
         for &c in &i.columns {
             w.u32(c as u32);
@@ -451,6 +451,7 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
                     unique: flags & 1 != 0,
                     primary: flags & 2 != 0,
                     root,
+                    clustered: flags & 4 != 0,
                 });
             }
             let mut table = TableDef::new(id, name, columns, heap, indexes)?;

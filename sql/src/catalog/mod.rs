@@ -46,6 +46,9 @@ pub struct IndexDef {
     pub primary: bool,
     /// Root page of the B+tree (it never moves).
     pub root: PageId,
+    /// The index the table was last clustered on (`CLUSTER t USING index`), which a
+    /// bare `CLUSTER t` uses again: PostgreSQL's `indisclustered`. At most one per table.
+    pub clustered: bool,
 }
 
 /// A CHECK constraint: a boolean expression over the table's own columns that no

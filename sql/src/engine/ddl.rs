@@ -244,7 +244,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
             return Err(Error::duplicate_object("42P07", format!("relation \"{iname}\" already exists")));
         }
         let tree = BTree::create(ctx.txn.writer()?, false)?;
-        table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root() });
+        table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root(), clustered: false });
     }
     for (fname, cols, clause) in foreign_keys {
         let pending: Vec<&str> = table.checks.iter().map(|c| c.name.as_str()).collect();
@@ -332,7 +332,7 @@ pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResu
     };
     let w = ctx.txn.writer()?;
     let tree = BTree::create(w, false)?;
-    let index = IndexDef { name: iname, columns: cols, unique: c.unique, primary: false, root: tree.root() };
+    let index = IndexDef { name: iname, columns: cols, unique: c.unique, primary: false, root: tree.root(), clustered: false };
     let mut t2 = (*table).clone();
     t2.indexes.push(index);
     let pos = t2.indexes.len() - 1;
@@ -374,7 +374,7 @@ pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult
     Ok(QueryResult::command("CREATE VIEW"))
 }
 
-fn drop_table_storage(ctx: &Ctx<'_>, t: &TableDef) -> Result<()> {
+pub(super) fn drop_table_storage(ctx: &Ctx<'_>, t: &TableDef) -> Result<()> {
     let w = ctx.txn.writer()?;
     for i in &t.indexes {
         BTree::open(i.root).drop_tree(w)?;
@@ -745,7 +745,7 @@ fn rewrite_table(
         }
         let cols = i.columns.iter().map(|&c| if dropped.is_some_and(|d| c > d) { c - 1 } else { c }).collect();
         let tree = BTree::create(w, false)?;
-        indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root() });
+        indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root(), clustered: i.clustered });
     }
     let mut new = TableDef::new(old.id, old.name.clone(), columns, heap.first_page, indexes)?;
     // CHECK constraints on a dropped column go with it, as in PostgreSQL.

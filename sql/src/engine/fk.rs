@@ -158,7 +158,7 @@ fn referencing_rows(
         return Ok(out);
     }
     // A scan: the keys encoded as an index on the key columns would encode them.
-    let spec = IndexDef { name: String::new(), columns: ccols.to_vec(), unique: false, primary: false, root: child.heap };
+    let spec = IndexDef { name: String::new(), columns: ccols.to_vec(), unique: false, primary: false, root: child.heap, clustered: false };
     let wanted: HashSet<Vec<u8>> = keys.iter().map(|k| key_bytes(child, &spec, ccols, k)).collect::<Result<_>>()?;
     let mut tuples = Vec::new();
     HeapFile::open(child.heap).for_each(w, |tid, t| {

@@ -23,6 +23,7 @@
 
 pub(crate) mod copy;
 mod analyze;
+mod cluster;
 mod check;
 mod fk;
 mod ddl;
@@ -768,6 +769,7 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         }
         Statement::Insert(i) => dml::insert(ctx, i),
         Statement::Analyze(a) => analyze::analyze(ctx, a),
+        Statement::OptimizeTable { name, on_cluster, .. } => cluster::cluster(ctx, name, on_cluster.as_ref()),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
@@ -819,6 +821,8 @@ fn written_statement_name(ast: &Statement) -> String {
         Statement::Explain { statement, .. } => written_statement_name(statement),
         Statement::CreateIndex(_) => "CREATE INDEX".into(),
         Statement::Copy { .. } => "COPY FROM".into(),
+        // CLUSTER is carried in sqlparser's OptimizeTable (see `parser.rs`).
+        Statement::OptimizeTable { .. } => "CLUSTER".into(),
         other => statement_name(other),
     }
 }
