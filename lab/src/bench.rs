@@ -79,6 +79,7 @@ impl Ctx {
             notes: Vec::new(),
             items,
             profiles: Vec::new(),
+            sections: Vec::new(),
         }
     }
 

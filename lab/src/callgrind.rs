@@ -151,6 +151,7 @@ pub fn run(ctx: &mut Ctx, n: usize, query: &str, seed: u64) -> Result<Report, St
         notes: vec![format!("statement: {sql}"), format!("answer: {}", answers[0])],
         items: vec![(q.item(), format!("{} ({})", q.name, q.config.name()))],
         profiles: Vec::new(),
+            sections: Vec::new(),
     })
 }
 

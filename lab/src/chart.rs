@@ -476,6 +476,7 @@ mod tests {
             notes: Vec::new(),
             items: Vec::new(),
             profiles: Vec::new(),
+            sections: Vec::new(),
         }
     }
 

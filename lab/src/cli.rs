@@ -9,7 +9,7 @@ use crate::bench::Ctx;
 use crate::engine::{Durability, EngineKind, Peers};
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::workload::{load, tp1, tpcc, tpch, wisconsin};
+use crate::workload::{load, optimizer, tp1, tpcc, tpch, wisconsin};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -26,6 +26,9 @@ pub enum Workload {
     Python,
     /// TPC-C: the five transactions in the standard mix, tpmC, consistency checked.
     Tpcc,
+    /// The POSTGRES study's optimizer tests: the chosen plan against every forced
+    /// alternative (scan and join methods), and row estimates of correlated ranges.
+    Optimizer,
     /// A tour of a few minutes through all of them at small sizes.
     Quick,
 }
@@ -63,9 +66,10 @@ pub struct Args {
     /// Folder for generated data, databases and saved results.
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
-    /// Wisconsin: rows of tenk1 and tenk2 (onek and bprime have n/10).
-    #[arg(long, default_value_t = 10_000)]
-    pub n: usize,
+    /// Wisconsin, optimizer: rows of tenk1 and tenk2 (onek, bprime, onek1 and onek2
+    /// have n/10) [default: wisconsin 10000, optimizer 1000000].
+    #[arg(long)]
+    pub n: Option<usize>,
     /// TP1, TPC-C: client counts to run, comma-separated [default: TP1 1 and the
     /// number of cores, TPC-C 1].
     #[arg(long, value_delimiter = ',')]
@@ -166,8 +170,9 @@ pub fn run(args: &Args) -> Result<bool, String> {
     } else {
         engines(args)?
     };
-    if args.n < 100 {
-        return Err("--n must be at least 100".into());
+    let n = args.n.unwrap_or(if args.workload == Workload::Optimizer { 1_000_000 } else { 10_000 });
+    if n < 100 || (args.workload == Workload::Optimizer && n < 1000) {
+        return Err("--n must be at least 100 (1000 for the optimizer workload: its ranges reach 502)".into());
     }
     if args.runs == Some(0) {
         return Err("--runs must be at least 1".into());
@@ -208,7 +213,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
         if args.workload != Workload::Wisconsin {
             return Err("--callgrind runs one Wisconsin query: use it with the wisconsin workload".into());
         }
-        let report = crate::callgrind::run(&mut ctx, args.n, query, args.seed)?;
+        let report = crate::callgrind::run(&mut ctx, n, query, args.seed)?;
         return finish(args, &mut ctx, vec![report]);
     }
 
@@ -267,7 +272,11 @@ pub fn run(args: &Args) -> Result<bool, String> {
     match args.workload {
         Workload::Wisconsin => {
             ctx.runs = args.runs.unwrap_or(5);
-            reports.push(wisconsin::run(&mut ctx, args.n, args.seed));
+            reports.push(wisconsin::run(&mut ctx, n, args.seed));
+        }
+        Workload::Optimizer => {
+            ctx.runs = args.runs.unwrap_or(5);
+            reports.push(optimizer::run(&mut ctx, n));
         }
         Workload::Tp1 => {
             if args.seconds <= 0.0 {
@@ -391,6 +400,7 @@ fn merged(reports: &[Report]) -> Report {
     all.items.clear();
     all.notes.clear();
     all.profiles.clear();
+    all.sections.clear();
     for r in reports {
         for m in &r.results {
             let mut m = m.clone();
@@ -401,6 +411,7 @@ fn merged(reports: &[Report]) -> Report {
             all.parameters.push((format!("{}.{k}", r.workload), v.clone()));
         }
         all.profiles.extend(r.profiles.iter().cloned());
+        all.sections.extend(r.sections.iter().cloned());
         for n in &r.notes {
             if !all.notes.contains(n) {
                 all.notes.push(n.clone());

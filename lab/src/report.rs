@@ -59,6 +59,18 @@ pub struct Report {
     /// `--profile`: EXPLAIN ANALYZE per (item, engine).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<(String, String, String)>,
+    /// Tables a workload adds below the figures (the optimizer workload's verdicts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<Section>,
+}
+
+/// A table of text a workload adds to its report: printed after the figures, kept
+/// in the JSON as its header and rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
 }
 
 /// Whether a larger value of `unit` is better.
@@ -179,6 +191,12 @@ impl Report {
         if timed_out {
             out.push_str("timeout: stopped at the statement timeout, no answer (see the failures below).\n");
         }
+        for section in &self.sections {
+            out.push_str(&format!("\n{}\n", section.title));
+            let mut rows = vec![section.header.clone()];
+            rows.extend(section.rows.iter().cloned());
+            out.push_str(&align(&rows));
+        }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));
         }
@@ -274,6 +292,7 @@ mod tests {
             notes: vec!["a note".into()],
             items: vec![("q1".into(), "select".into()), ("q2".into(), "other".into())],
             profiles: Vec::new(),
+            sections: Vec::new(),
         }
     }
 

@@ -161,3 +161,38 @@ fn bad_arguments_are_errors_not_panics() {
     a.engines = Some(vec!["oracle".into()]);
     assert!(run(&a).unwrap_err().contains("unknown engine"));
 }
+
+/// The optimizer workload at N = 1000: every chosen and forced plan runs and gives
+/// the same answer, the forced settings give the plans they name, and the verdict
+/// tables are there (times at this size are noise: no ratio is asserted).
+#[test]
+fn optimizer_times_chosen_and_forced_plans() {
+    let out = tempfile::tempdir().unwrap();
+    let ok = run(&args(&["optimizer", "--n", "1000", "--runs", "1"], out.path())).unwrap();
+    assert!(ok, "every answer verifies");
+    let json = saved_json(out.path(), "optimizer");
+    assert_eq!(json["workload"], "optimizer");
+    let results = json["results"].as_array().unwrap();
+    let items: Vec<&str> = results.iter().map(|r| r["item"].as_str().unwrap()).collect();
+    for want in ["scan X=1", "scan X=9 [seq scan]", "scan X=9 [index scan]", "j1 [hash join]", "j2 [index nested loop]", "j4 [nested loop]", "j6"] {
+        assert!(items.contains(&want), "{want} in {items:?}");
+    }
+    assert!(results.iter().all(|r| r["verified"] == true), "{json}");
+    // No forced setting gave another plan than the one it names.
+    let notes = json["notes"].as_array().unwrap();
+    assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("the settings gave")), "{notes:?}");
+    let sections = json["sections"].as_array().unwrap();
+    assert_eq!(sections.len(), 3);
+    // Test 1: a row per X per BeeDB engine; test 2: per query; test 3: four ranges,
+    // BeeDB's estimates within a factor of 2 (about 1 and about 500 rows).
+    assert_eq!(sections[0]["rows"].as_array().unwrap().len(), 9 * 2);
+    assert_eq!(sections[1]["rows"].as_array().unwrap().len(), 6 * 2);
+    let ranges = sections[2]["rows"].as_array().unwrap();
+    assert_eq!(ranges.len(), 4);
+    for r in ranges {
+        let estimate = r[3].as_str().unwrap();
+        assert!(!estimate.contains("off") && estimate.parse::<f64>().is_ok(), "{r}");
+    }
+    assert_eq!(ranges[0][2], "1");
+    assert_eq!(ranges[1][2], "500");
+}

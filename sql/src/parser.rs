@@ -1,9 +1,10 @@
 //! Parsing: the `sqlparser` crate with its PostgreSQL dialect, and the glue that turns
 //! its errors and source spans into byte offsets of the statement text.
 //!
-//! Two additions to the PostgreSQL dialect: SQLite's `BEGIN {DEFERRED | IMMEDIATE |
+//! Three additions to the PostgreSQL dialect: SQLite's `BEGIN {DEFERRED | IMMEDIATE |
 //! EXCLUSIVE} [TRANSACTION]` (see [`begin_with_modifier`]) and its `INTEGER PRIMARY
-//! KEY AUTOINCREMENT` (an identity column, see [`autoincrement_as_identity`]).
+//! KEY AUTOINCREMENT` (an identity column, see [`autoincrement_as_identity`]), and
+//! PostgreSQL's own `CLUSTER`, which sqlparser does not read ([`cluster`]).
 
 use sqlparser::ast::{BeginTransactionKind, Statement, TransactionModifier};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -201,7 +202,10 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
         }
         let statement = match begin_with_modifier(parser) {
             Some(statement) => statement,
-            None => parser.parse_statement()?,
+            None => match cluster(parser)? {
+                Some(statement) => statement,
+                None => parser.parse_statement()?,
+            },
         };
         statements.push(statement);
         if !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
@@ -235,6 +239,32 @@ fn begin_with_modifier(parser: &mut Parser) -> Option<Statement> {
         exception: None,
         has_end_keyword: false,
     })
+}
+
+/// PostgreSQL's `CLUSTER [VERBOSE] [table [USING index]]`, which sqlparser has no
+/// statement for. It is carried in [`Statement::OptimizeTable`], a statement the
+/// PostgreSQL dialect never produces (it is ClickHouse's and Databricks'): `name` is
+/// the table (empty for a bare `CLUSTER`), `on_cluster` the index. `None`, consuming
+/// nothing, for any other statement. The engine reads it in `engine/cluster.rs`.
+fn cluster(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    if !parser.parse_keyword(Keyword::CLUSTER) {
+        return Ok(None);
+    }
+    // VERBOSE reports progress in PostgreSQL; there is nothing to report here.
+    let _ = parser.parse_keyword(Keyword::VERBOSE);
+    let at_end = matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF);
+    let name = if at_end { sqlparser::ast::ObjectName(vec![]) } else { parser.parse_object_name(false)? };
+    let index = if !at_end && parser.parse_keyword(Keyword::USING) { Some(parser.parse_identifier()?) } else { None };
+    Ok(Some(Statement::OptimizeTable {
+        name,
+        has_table_keyword: false,
+        on_cluster: index,
+        partition: None,
+        include_final: false,
+        deduplicate: None,
+        predicate: None,
+        zorder: None,
+    }))
 }
 
 /// Rejects statements whose operator chains would make trees deeper than the engine

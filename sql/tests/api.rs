@@ -321,6 +321,106 @@ fn check_constraints_survive_reopening() {
     assert!(sql.contains("CONSTRAINT b_above_a CHECK (bb > a)"), "{sql}");
 }
 
+/// FOREIGN KEY constraints are part of the stored (referencing) table: after
+/// reopening they are enforced in both directions with their names and actions,
+/// listed in beedb_foreign_keys and shown by beedb_schema; RENAME COLUMN and DROP
+/// CONSTRAINT changes are kept.
+#[test]
+fn foreign_keys_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fk.beedb");
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        c.execute_batch(
+            "CREATE TABLE p (a INTEGER PRIMARY KEY, u INTEGER UNIQUE);
+             CREATE TABLE c (b INTEGER REFERENCES p ON DELETE CASCADE, v INTEGER,
+                             CONSTRAINT c_v FOREIGN KEY (v) REFERENCES p (u) ON UPDATE SET NULL);
+             CREATE TABLE d (x INTEGER);
+             ALTER TABLE d ADD FOREIGN KEY (x) REFERENCES p;
+             ALTER TABLE p RENAME COLUMN u TO uu;
+             INSERT INTO p VALUES (1, 10), (2, 20);
+             INSERT INTO c VALUES (1, 10), (2, 20);
+             INSERT INTO d VALUES (2);",
+        )
+        .unwrap();
+        // MATCH FULL and deferrable constraints are refused, not ignored.
+        let e = c.execute("CREATE TABLE e (x INTEGER REFERENCES p MATCH FULL)", &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "0A000", "{}", e.message);
+        let e = c.execute("CREATE TABLE e (x INTEGER REFERENCES p DEFERRABLE INITIALLY DEFERRED)", &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "0A000", "{}", e.message);
+    }
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    let e = c.execute("INSERT INTO c VALUES (3, NULL)", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "23503", "{}", e.message);
+    assert_eq!(e.message, "insert or update on table \"c\" violates foreign key constraint \"c_b_fkey\"");
+    assert_eq!(e.detail.as_deref(), Some("Key (b)=(3) is not present in table \"p\"."));
+    let e = c.execute("DELETE FROM p WHERE a = 2", &[]).unwrap_err();
+    assert_eq!(e.message, "update or delete on table \"p\" violates foreign key constraint \"d_x_fkey\" on table \"d\"");
+    assert_eq!(e.detail.as_deref(), Some("Key (a)=(2) is still referenced from table \"d\"."));
+    c.execute("DELETE FROM p WHERE a = 1", &[]).unwrap();
+    c.execute("UPDATE p SET uu = 21 WHERE a = 2", &[]).unwrap();
+    let r = c.query("SELECT b, v FROM c", &[]).unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert_eq!(r.rows[0].get::<i32>(0).unwrap(), 2);
+    assert!(r.rows[0].get::<Option<i32>>(1).unwrap().is_none());
+    let r = c
+        .query(
+            "SELECT constraint_name, table_name, columns, referenced_table, referenced_columns, on_delete, on_update \
+             FROM beedb_foreign_keys ORDER BY constraint_name",
+            &[],
+        )
+        .unwrap();
+    let rows: Vec<Vec<String>> =
+        r.rows.iter().map(|row| (0..7).map(|i| row.get::<String>(i).unwrap()).collect()).collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["c_b_fkey", "c", "b", "p", "a", "CASCADE", "NO ACTION"],
+            vec!["c_v", "c", "v", "p", "uu", "NO ACTION", "SET NULL"],
+            vec!["d_x_fkey", "d", "x", "p", "a", "NO ACTION", "NO ACTION"],
+        ]
+    );
+    let r = c.query("SELECT sql FROM beedb_schema WHERE name = 'c'", &[]).unwrap();
+    let sql = r.rows[0].get::<String>(0).unwrap();
+    assert!(sql.contains("CONSTRAINT c_b_fkey FOREIGN KEY (b) REFERENCES p (a) ON DELETE CASCADE"), "{sql}");
+    c.execute("ALTER TABLE d DROP CONSTRAINT d_x_fkey", &[]).unwrap();
+    drop(c);
+    drop(db);
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    c.execute("INSERT INTO d VALUES (99)", &[]).unwrap();
+    let e = c.execute("DROP TABLE p", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "2BP01", "{}", e.message);
+}
+
+/// Every isolation level runs as BeeDB's one, serializable: SHOW names that level
+/// outside a block and for a plain BEGIN (PostgreSQL's default is read committed);
+/// a level BeeDB cannot give (SQL Server's SNAPSHOT) is 0A000. A READ ONLY block
+/// refuses writes with 25006 and aborts.
+#[test]
+fn transaction_characteristics() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    let show = |c: &mut beedb_sql::Connection, what: &str| {
+        c.query(&format!("SHOW {what}"), &[]).unwrap().rows[0].get::<String>(0).unwrap()
+    };
+    assert_eq!(show(&mut c, "transaction_isolation"), "serializable");
+    assert_eq!(show(&mut c, "transaction_read_only"), "off");
+    c.execute("BEGIN", &[]).unwrap();
+    assert_eq!(show(&mut c, "transaction_isolation"), "serializable");
+    c.execute("COMMIT", &[]).unwrap();
+    let e = c.execute("BEGIN ISOLATION LEVEL SNAPSHOT", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "0A000", "{}", e.message);
+    c.execute_batch("CREATE TABLE t (a INTEGER); BEGIN READ ONLY").unwrap();
+    let e = c.execute("INSERT INTO t VALUES (1)", &[]).unwrap_err();
+    assert_eq!((e.sqlstate, e.message.as_str()), ("25006", "cannot execute INSERT in a read-only transaction"));
+    let e = c.execute("SELECT 1", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "25P02");
+    c.execute("ROLLBACK", &[]).unwrap();
+}
+
 #[test]
 fn connections_work_from_several_threads() {
     fn send<T: Send>() {}

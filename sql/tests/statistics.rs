@@ -75,3 +75,38 @@ fn inserts_bring_statistics_up_to_date_by_themselves() {
     let e = estimate(&mut c, "SELECT * FROM t WHERE g = 7");
     assert!(e > 2000.0, "estimate {e} for 3,001 rows");
 }
+
+/// The correlation of an index's column with heap order goes to 1 when CLUSTER
+/// rewrites the table in that index's order, and both it and the remembered index
+/// survive reopening (a bare `CLUSTER t` then uses the same index).
+#[test]
+fn cluster_makes_the_index_column_correlated_and_is_remembered() {
+    let correlation = |c: &mut Connection| -> f64 {
+        let r = c.query("SELECT correlation FROM beedb_stats WHERE table_name = 's' AND column_name = 'k'", &[]).unwrap();
+        r.rows[0].get::<f64>(0).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.beedb");
+    {
+        let db = Database::open(&path).unwrap();
+        let mut c = db.connect();
+        // k = n · 7919 mod 5000 over n = 0..4,999: every key once, in no order.
+        c.execute_batch(
+            "CREATE TABLE s (k INTEGER, pad TEXT);
+             INSERT INTO s SELECT n * 7919 % 5000, 'p' || n FROM generate_series(0, 4999) AS g(n);
+             CREATE INDEX s_k ON s (k);
+             ANALYZE s;",
+        )
+        .unwrap();
+        assert!(correlation(&mut c).abs() < 0.1, "{}", correlation(&mut c));
+        c.execute("CLUSTER s USING s_k", &[]).unwrap();
+        assert!(correlation(&mut c) > 0.99, "{}", correlation(&mut c));
+        c.execute("INSERT INTO s VALUES (-1, 'last')", &[]).unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let mut c = db.connect();
+    assert!(correlation(&mut c) > 0.99);
+    c.execute("CLUSTER s", &[]).unwrap();
+    let first = c.query("SELECT k FROM s LIMIT 1", &[]).unwrap();
+    assert_eq!(first.rows[0].get::<i32>(0).unwrap(), -1, "reclustered on s_k after reopening");
+}

@@ -114,8 +114,8 @@ impl Shell {
 
     /// `\d NAME`: psql's description of a table or view: Column, Type, Collation
     /// (always empty: BeeDB compares text by code point), Nullable, Default; then a
-    /// table's indexes as psql lists them, the primary key first, and its CHECK
-    /// constraints by name.
+    /// table's indexes as psql lists them, the primary key first, its CHECK
+    /// constraints by name, its foreign keys and those referencing it.
     fn describe(&mut self, name: &str) -> bool {
         // As in SQL, an unquoted name folds to lower case.
         let name = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
@@ -200,6 +200,49 @@ impl Shell {
                 let quoted = format!("\"{}\"", text_at(r, 0).replace('"', "\"\""));
                 footers.push(format!("    {quoted} CHECK ({})", text_at(r, 1)));
             }
+            // Foreign keys as pg_get_constraintdef prints them: this table's, then
+            // those of tables referencing it.
+            let fk_def = |r: &beedb::Row, refs: usize| {
+                let mut def = format!(
+                    "FOREIGN KEY ({}) REFERENCES {}({})",
+                    text_at(r, refs),
+                    plain_or_quoted(&text_at(r, refs + 1)),
+                    text_at(r, refs + 2)
+                );
+                for (clause, at) in [("ON DELETE", refs + 3), ("ON UPDATE", refs + 4)] {
+                    let action = text_at(r, at);
+                    if action != "NO ACTION" {
+                        def.push_str(&format!(" {clause} {action}"));
+                    }
+                }
+                def
+            };
+            let Some(fks) = self.query(&format!(
+                "SELECT constraint_name, columns, referenced_table, referenced_columns, on_delete, on_update \
+                 FROM beedb_foreign_keys WHERE table_name = {literal} ORDER BY constraint_name"
+            )) else {
+                return false;
+            };
+            if !fks.rows.is_empty() {
+                footers.push("Foreign-key constraints:".to_string());
+            }
+            for r in &fks.rows {
+                let quoted = format!("\"{}\"", text_at(r, 0).replace('"', "\"\""));
+                footers.push(format!("    {quoted} {}", fk_def(r, 1)));
+            }
+            let Some(refs) = self.query(&format!(
+                "SELECT table_name, constraint_name, columns, referenced_table, referenced_columns, on_delete, on_update \
+                 FROM beedb_foreign_keys WHERE referenced_table = {literal} ORDER BY table_name, constraint_name"
+            )) else {
+                return false;
+            };
+            if !refs.rows.is_empty() {
+                footers.push("Referenced by:".to_string());
+            }
+            for r in &refs.rows {
+                let q = |s: String| format!("\"{}\"", s.replace('"', "\"\""));
+                footers.push(format!("    TABLE {} CONSTRAINT {} {}", q(text_at(r, 0)), q(text_at(r, 1)), fk_def(r, 2)));
+            }
         }
         let title = format!(
             "{} \"{SCHEMA}.{name}\"",
@@ -239,6 +282,13 @@ impl Shell {
 }
 
 /// Column `i` of a row as text (empty for NULL).
+/// A name as pg_get_constraintdef prints it: quoted only when it must be.
+fn plain_or_quoted(name: &str) -> String {
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) }
+}
+
 fn text_at(row: &beedb::Row, i: usize) -> String {
     row.value(i).and_then(format::value_text).unwrap_or_default()
 }

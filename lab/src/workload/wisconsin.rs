@@ -98,7 +98,7 @@ const CHECK_PROJECT_1: &str = "SELECT count(*), sum(two), sum(four), sum(ten), s
 const CHECK_PROJECT_100: &str = "SELECT count(*), sum(thousand), sum(tenthous), sum(odd), min(stringu1), max(stringu2) FROM tmp";
 
 /// `a.unique1, …, b.unique1 AS b_unique1, …` for the given (alias, prefix) pairs.
-fn select_list(relations: &[(&str, &str)]) -> String {
+pub(crate) fn select_list(relations: &[(&str, &str)]) -> String {
     let mut out = Vec::new();
     for (alias, prefix) in relations {
         for c in COLUMNS {

@@ -3,9 +3,16 @@
 //! - `information_schema.tables (table_schema, table_name, table_type)`
 //! - `information_schema.columns (table_name, column_name, ordinal_position,
 //!   data_type, is_nullable, column_default)`
-//! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary)`
+//! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary,
+//!   is_clustered)`: `is_clustered` names the index the last `CLUSTER` used
+//! - `beedb_stats (table_name, column_name, null_frac, n_distinct, avg_width,
+//!   correlation)`: the column statistics ANALYZE gathered, as PostgreSQL's
+//!   `pg_stats` shows them (`n_distinct` negative: minus a fraction of the rows)
 //! - `beedb_check_constraints (constraint_name, table_name, check_clause)`: CHECK
 //!   constraints, the clause as stored (`a > 0`)
+//! - `beedb_foreign_keys (constraint_name, table_name, columns, referenced_table,
+//!   referenced_columns, on_delete, on_update)`: FOREIGN KEY constraints, column
+//!   lists comma-separated, actions as SQL (`NO ACTION`, `CASCADE`)
 //! - `beedb_schema (type, name, table_name, sql)`: every object with the SQL that
 //!   creates it, like SQLite's `sqlite_master`.
 //! - `beedb_bees (id, kind, owner, maker, code_bytes, build_us, invocations,
@@ -32,7 +39,7 @@ fn values(cols: &[(&str, DataType)], rows: Vec<Vec<Expr>>) -> Plan {
 }
 
 /// The CREATE TABLE statement for a table (with its constraints).
-pub fn table_sql(t: &TableDef) -> String {
+pub fn table_sql(catalog: &Catalog, t: &TableDef) -> String {
     let mut parts: Vec<String> = t
         .columns
         .iter()
@@ -54,7 +61,29 @@ pub fn table_sql(t: &TableDef) -> String {
     for c in &t.checks {
         parts.push(format!("CONSTRAINT {} CHECK ({})", quote_ident(&c.name), c.expr));
     }
+    for f in &t.foreign_keys {
+        parts.push(foreign_key_sql(catalog, f));
+    }
     format!("CREATE TABLE {} ({})", quote_ident(&t.name), parts.join(", "))
+}
+
+/// `CONSTRAINT name FOREIGN KEY (b) REFERENCES p (a) [ON DELETE …] [ON UPDATE …]`.
+fn foreign_key_sql(catalog: &Catalog, f: &crate::catalog::ForeignKeyDef) -> String {
+    let list = |cols: &[String]| cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ");
+    let parent = catalog.table_by_id(f.parent).map_or_else(|| "?".to_string(), |p| quote_ident(&p.name));
+    let mut s = format!(
+        "CONSTRAINT {} FOREIGN KEY ({}) REFERENCES {parent} ({})",
+        quote_ident(&f.name),
+        list(&f.columns),
+        list(&f.parent_columns)
+    );
+    if f.on_delete != crate::catalog::FkAction::NoAction {
+        s.push_str(&format!(" ON DELETE {}", f.on_delete.sql()));
+    }
+    if f.on_update != crate::catalog::FkAction::NoAction {
+        s.push_str(&format!(" ON UPDATE {}", f.on_update.sql()));
+    }
+    s
 }
 
 pub fn quote_ident(s: &str) -> String {
@@ -158,6 +187,7 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                         text(cols.join(", ")),
                         Expr::literal(Value::Boolean(i.unique), DataType::Boolean),
                         Expr::literal(Value::Boolean(i.primary), DataType::Boolean),
+                        Expr::literal(Value::Boolean(i.clustered), DataType::Boolean),
                     ]);
                 }
             }
@@ -168,6 +198,35 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                     ("columns", DataType::Text),
                     ("is_unique", DataType::Boolean),
                     ("is_primary", DataType::Boolean),
+                    ("is_clustered", DataType::Boolean),
+                ],
+                rows,
+            ))
+        }
+        "beedb_stats" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                let Some(stats) = catalog.stats.get(&t.id) else { continue };
+                for (c, s) in t.columns.iter().zip(&stats.columns) {
+                    let double = |x: f64| Expr::literal(Value::Double(x), DataType::Double);
+                    rows.push(vec![
+                        text(t.name.clone()),
+                        text(c.name.clone()),
+                        double(s.null_frac),
+                        double(s.distinct),
+                        double(s.avg_width),
+                        double(s.correlation),
+                    ]);
+                }
+            }
+            Some(values(
+                &[
+                    ("table_name", DataType::Text),
+                    ("column_name", DataType::Text),
+                    ("null_frac", DataType::Double),
+                    ("n_distinct", DataType::Double),
+                    ("avg_width", DataType::Double),
+                    ("correlation", DataType::Double),
                 ],
                 rows,
             ))
@@ -188,10 +247,39 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                 rows,
             ))
         }
+        "beedb_foreign_keys" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                for f in &t.foreign_keys {
+                    let parent = catalog.table_by_id(f.parent).map_or_else(String::new, |p| p.name.clone());
+                    rows.push(vec![
+                        text(f.name.clone()),
+                        text(t.name.clone()),
+                        text(f.columns.join(", ")),
+                        text(parent),
+                        text(f.parent_columns.join(", ")),
+                        text(f.on_delete.sql()),
+                        text(f.on_update.sql()),
+                    ]);
+                }
+            }
+            Some(values(
+                &[
+                    ("constraint_name", DataType::Text),
+                    ("table_name", DataType::Text),
+                    ("columns", DataType::Text),
+                    ("referenced_table", DataType::Text),
+                    ("referenced_columns", DataType::Text),
+                    ("on_delete", DataType::Text),
+                    ("on_update", DataType::Text),
+                ],
+                rows,
+            ))
+        }
         "beedb_schema" => {
             let mut rows = Vec::new();
             for t in catalog.tables.values() {
-                rows.push(vec![text("table"), text(t.name.clone()), text(t.name.clone()), text(table_sql(t))]);
+                rows.push(vec![text("table"), text(t.name.clone()), text(t.name.clone()), text(table_sql(catalog, t))]);
                 for i in t.indexes.iter().filter(|i| !i.primary) {
                     let cols: Vec<String> = i.columns.iter().map(|&c| quote_ident(&t.columns[c].name)).collect();
                     rows.push(vec![

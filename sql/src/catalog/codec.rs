@@ -3,7 +3,7 @@
 
 use beedb_storage::PageId;
 
-use super::{CheckDef, ColumnDef, Identity, IndexDef, SequenceDef, SequenceOwner, TableDef, ViewDef};
+use super::{CheckDef, ColumnDef, FkAction, ForeignKeyDef, Identity, IndexDef, SequenceDef, SequenceOwner, TableDef, ViewDef};
 use crate::error::{Error, Result};
 use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
 
@@ -278,18 +278,33 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
     for i in &t.indexes {
         w.str(&i.name);
         w.u32(i.root.0);
-        w.u8(i.unique as u8 | (i.primary as u8) << 1);
+        w.u8(i.unique as u8 | (i.primary as u8) << 1 | (i.clustered as u8) << 2);
         w.u32(i.columns.len() as u32);
         for &c in &i.columns {
             w.u32(c as u32);
         }
     }
-    // CHECK constraints; an entry written before they existed ends here.
-    if !t.checks.is_empty() {
+    // CHECK constraints, then FOREIGN KEYs; an entry written before they existed
+    // ends before them.
+    if !t.checks.is_empty() || !t.foreign_keys.is_empty() {
         w.u32(t.checks.len() as u32);
         for c in &t.checks {
             w.str(&c.name);
             w.str(&c.expr);
+        }
+    }
+    if !t.foreign_keys.is_empty() {
+        w.u32(t.foreign_keys.len() as u32);
+        for f in &t.foreign_keys {
+            w.str(&f.name);
+            w.u32(f.parent);
+            w.u8(fk_action_code(f.on_delete));
+            w.u8(fk_action_code(f.on_update));
+            w.u32(f.columns.len() as u32);
+            for (c, p) in f.columns.iter().zip(&f.parent_columns) {
+                w.str(c);
+                w.str(p);
+            }
         }
     }
     w.0
@@ -436,6 +451,7 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
                     unique: flags & 1 != 0,
                     primary: flags & 2 != 0,
                     root,
+                    clustered: flags & 4 != 0,
                 });
             }
             let mut table = TableDef::new(id, name, columns, heap, indexes)?;
@@ -445,6 +461,23 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
                     let name = r.str()?;
                     let expr = r.str()?;
                     table.add_check(CheckDef { name, expr });
+                }
+            }
+            if !r.is_empty() {
+                let n = r.count(8)?;
+                for _ in 0..n {
+                    let name = r.str()?;
+                    let parent = r.u32()?;
+                    let on_delete = fk_action(r.u8()?)?;
+                    let on_update = fk_action(r.u8()?)?;
+                    let k = r.count(8)?;
+                    let mut columns = Vec::with_capacity(k);
+                    let mut parent_columns = Vec::with_capacity(k);
+                    for _ in 0..k {
+                        columns.push(r.str()?);
+                        parent_columns.push(r.str()?);
+                    }
+                    table.foreign_keys.push(ForeignKeyDef { name, columns, parent, parent_columns, on_delete, on_update });
                 }
             }
             Ok(Object::Table(table))
@@ -487,4 +520,25 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
         }
         k => Err(corrupt(&format!("unknown object kind {k}"))),
     }
+}
+
+fn fk_action_code(a: FkAction) -> u8 {
+    match a {
+        FkAction::NoAction => 0,
+        FkAction::Restrict => 1,
+        FkAction::Cascade => 2,
+        FkAction::SetNull => 3,
+        FkAction::SetDefault => 4,
+    }
+}
+
+fn fk_action(code: u8) -> Result<FkAction> {
+    Ok(match code {
+        0 => FkAction::NoAction,
+        1 => FkAction::Restrict,
+        2 => FkAction::Cascade,
+        3 => FkAction::SetNull,
+        4 => FkAction::SetDefault,
+        _ => return Err(corrupt("unknown foreign key action")),
+    })
 }

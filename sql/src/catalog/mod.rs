@@ -46,6 +46,9 @@ pub struct IndexDef {
     pub primary: bool,
     /// Root page of the B+tree (it never moves).
     pub root: PageId,
+    /// The index the table was last clustered on (`CLUSTER t USING index`), which a
+    /// bare `CLUSTER t` uses again: PostgreSQL's `indisclustered`. At most one per table.
+    pub clustered: bool,
 }
 
 /// A CHECK constraint: a boolean expression over the table's own columns that no
@@ -58,7 +61,52 @@ pub struct CheckDef {
     pub expr: String,
 }
 
-/// A table: its columns, heap, indexes and CHECK constraints.
+/// What a FOREIGN KEY does to the referencing rows when the referenced key is
+/// deleted or changed (`ON DELETE` / `ON UPDATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FkAction {
+    /// The default: an error unless, at the end of the statement, no row refers to
+    /// the old key or the key exists again.
+    NoAction,
+    /// An error whenever a row refers to the old key.
+    Restrict,
+    /// Delete the referencing rows, or change their key with the referenced one.
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl FkAction {
+    /// The clause as SQL (`SET NULL`).
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint (MATCH SIMPLE), kept with the referencing table: every
+/// row whose key columns are all non-NULL must find its key in the referenced table,
+/// as in PostgreSQL. Enforced in `engine::fk`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKeyDef {
+    pub name: String,
+    /// The referencing columns (by name: RENAME COLUMN rewrites them).
+    pub columns: Vec<String>,
+    /// The referenced table's id (stable across RENAME).
+    pub parent: u32,
+    /// The referenced columns, in the order of `columns`; a unique index of the
+    /// referenced table has exactly these columns.
+    pub parent_columns: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+}
+
+/// A table: its columns, heap, indexes and constraints.
 #[derive(Debug, Clone)]
 pub struct TableDef {
     pub id: u32,
@@ -70,6 +118,8 @@ pub struct TableDef {
     /// CHECK constraints, ordered by name: PostgreSQL tests them in that order, so
     /// the first one a row fails is the one named.
     pub checks: Vec<CheckDef>,
+    /// FOREIGN KEY constraints of this (referencing) table, in creation order.
+    pub foreign_keys: Vec<ForeignKeyDef>,
     /// The stored tuple layout, derived from the column types.
     pub layout: TupleLayout,
 }
@@ -83,6 +133,7 @@ impl PartialEq for TableDef {
             && self.heap == other.heap
             && self.indexes == other.indexes
             && self.checks == other.checks
+            && self.foreign_keys == other.foreign_keys
     }
 }
 
@@ -106,6 +157,7 @@ impl TableDef {
             heap,
             indexes,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
             layout,
         })
     }
@@ -379,6 +431,23 @@ impl Catalog {
         }
     }
 
+    /// The table with id `id`.
+    pub fn table_by_id(&self, id: u32) -> Option<&Arc<TableDef>> {
+        self.tables.values().find(|t| t.id == id)
+    }
+
+    /// The foreign keys that reference table `parent_id` (including a table's own,
+    /// for a self-referencing one), with their referencing tables.
+    pub fn referencing(&self, parent_id: u32) -> Vec<(Arc<TableDef>, ForeignKeyDef)> {
+        let mut out = Vec::new();
+        for t in self.tables.values() {
+            for fk in t.foreign_keys.iter().filter(|fk| fk.parent == parent_id) {
+                out.push((t.clone(), fk.clone()));
+            }
+        }
+        out
+    }
+
     pub fn sequence(&self, name: &str) -> Option<&Arc<SequenceDef>> {
         self.sequences.get(name)
     }
@@ -407,13 +476,15 @@ impl Catalog {
 
     /// A name for a new constraint, derived as PostgreSQL's ChooseConstraintName does
     /// (`t_a_check`, then `t_a_check1`, …): unused by any constraint in the database
-    /// — CHECK constraints, unique and primary key indexes — nor in `pending` (those
-    /// of a table being created).
-    pub fn fresh_constraint_name(&self, base: &str, pending: &[CheckDef]) -> String {
+    /// — CHECK and FOREIGN KEY constraints, unique and primary key indexes — nor in
+    /// `pending` (those of a table being created).
+    pub fn fresh_constraint_name(&self, base: &str, pending: &[&str]) -> String {
         let taken = |n: &str| {
-            pending.iter().any(|c| c.name == n)
+            pending.contains(&n)
                 || self.tables.values().any(|t| {
-                    t.checks.iter().any(|c| c.name == n) || t.indexes.iter().any(|i| i.unique && i.name == n)
+                    t.checks.iter().any(|c| c.name == n)
+                        || t.foreign_keys.iter().any(|f| f.name == n)
+                        || t.indexes.iter().any(|i| i.unique && i.name == n)
                 })
         };
         if !taken(base) {

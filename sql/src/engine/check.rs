@@ -15,7 +15,7 @@ use sqlparser::ast::{Spanned, Visit, VisitMut, Visitor, VisitorMut};
 use super::Ctx;
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident};
-use crate::catalog::{Catalog, CheckDef, ColumnDef, TableDef};
+use crate::catalog::{Catalog, ColumnDef, TableDef};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::types::{DataType, Value};
@@ -86,7 +86,7 @@ fn bind(catalog: &Catalog, sql: &str, table: &str, columns: &[ColumnDef], e: &as
 /// The name PostgreSQL gives an unnamed CHECK constraint: `t_a_check` when the
 /// expression reads exactly one column, else `t_check`; a number is appended while
 /// the name is taken (`t_a_check1`).
-pub fn default_name(catalog: &Catalog, table: &str, columns: &[ColumnDef], bound: &Expr, pending: &[CheckDef]) -> String {
+pub fn default_name(catalog: &Catalog, table: &str, columns: &[ColumnDef], bound: &Expr, pending: &[&str]) -> String {
     let mut used = Vec::new();
     bound.columns_used(&mut used);
     used.sort_unstable();

@@ -334,6 +334,7 @@ pub fn copy(
         }
     }
     let checks = super::check::RowChecks::of(ctx, &table)?;
+    let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
@@ -388,11 +389,13 @@ pub fn copy(
             .verify(ctx, &table, &row)
             .and_then(|()| xdml::insert_row_with(w, &table, &row, former.as_mut()))
             .map_err(|e| context(super::dml::with_constraint_detail(e, &table, &row)))?;
+        foreign_keys.inserted(&row);
         count += 1;
         if count % super::dml::CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
     }
+    foreign_keys.finish(ctx)?;
     ctx.note_inserts(&table, count);
     ctx.store_relation_size(&table);
     super::analyze::analyze_if_stale(ctx, &table)?;

@@ -8,6 +8,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::check;
+use super::fk;
 use super::dml::affected;
 use super::sequence;
 use super::query::{optimize, optimize_with, run};
@@ -78,6 +79,9 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     let mut sequences: Vec<crate::catalog::SequenceDef> = Vec::new();
     // CHECK constraints as declared (name, expression), bound once the columns are known.
     let mut checks: Vec<(Option<String>, &ast::Expr)> = Vec::new();
+    // FOREIGN KEYs as declared (name, referencing columns, clause), bound once the
+    // table's columns and keys are known (it may reference itself).
+    let mut foreign_keys: Vec<(Option<String>, Vec<String>, &ast::ForeignKeyConstraint)> = Vec::new();
     for cd in &c.columns {
         let cname = ident(&cd.name);
         if columns.iter().any(|x| x.name == cname) {
@@ -157,6 +161,15 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                 ast::ColumnOption::Check(ck) => {
                     checks.push((check_name(o.name.as_ref().or(ck.name.as_ref()), ck)?, &ck.expr));
                 }
+                ast::ColumnOption::ForeignKey(fk) => {
+                    if fk.referred_columns.len() > 1 {
+                        return Err(Error::semantic(
+                            "42830",
+                            "number of referencing and referenced columns for foreign key disagree",
+                        ));
+                    }
+                    foreign_keys.push((o.name.as_ref().or(fk.name.as_ref()).map(ident), vec![cname.clone()], fk));
+                }
                 other => return Err(Error::not_supported(format!("column option {other}"))),
             }
         }
@@ -184,6 +197,10 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                 keys.push((index_column_names(&u.columns)?, false, u.name.as_ref().map(ident)));
             }
             ast::TableConstraint::Check(ck) => checks.push((check_name(ck.name.as_ref(), ck)?, &ck.expr)),
+            ast::TableConstraint::ForeignKey(fk) => {
+                let cols: Vec<String> = fk.columns.iter().map(ident).collect();
+                foreign_keys.push((fk.name.as_ref().map(ident), cols, fk));
+            }
             other => return Err(Error::not_supported(format!("table constraint {other}"))),
         }
     }
@@ -195,7 +212,10 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                 return Err(Error::duplicate_object("42710", format!("check constraint \"{n}\" already exists")));
             }
             Some(n) => n,
-            None => check::default_name(&catalog, &name, &columns, &bound, &check_defs),
+            None => {
+                let pending: Vec<&str> = check_defs.iter().map(|c| c.name.as_str()).collect();
+                check::default_name(&catalog, &name, &columns, &bound, &pending)
+            }
         };
         check_defs.push(CheckDef { name: cname, expr });
     }
@@ -224,7 +244,12 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
             return Err(Error::duplicate_object("42P07", format!("relation \"{iname}\" already exists")));
         }
         let tree = BTree::create(ctx.txn.writer()?, false)?;
-        table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root() });
+        table.indexes.push(IndexDef { name: iname, columns: cols, unique: true, primary, root: tree.root(), clustered: false });
+    }
+    for (fname, cols, clause) in foreign_keys {
+        let pending: Vec<&str> = table.checks.iter().map(|c| c.name.as_str()).collect();
+        let def = fk::bind(ctx.catalog(), &table, clause, fname, &cols, &pending)?;
+        table.foreign_keys.push(def);
     }
     ctx.txn.catalog_mut().next_id += 1;
     ctx.make_relation_bees(&table)?;
@@ -307,7 +332,7 @@ pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResu
     };
     let w = ctx.txn.writer()?;
     let tree = BTree::create(w, false)?;
-    let index = IndexDef { name: iname, columns: cols, unique: c.unique, primary: false, root: tree.root() };
+    let index = IndexDef { name: iname, columns: cols, unique: c.unique, primary: false, root: tree.root(), clustered: false };
     let mut t2 = (*table).clone();
     t2.indexes.push(index);
     let pos = t2.indexes.len() - 1;
@@ -349,7 +374,7 @@ pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult
     Ok(QueryResult::command("CREATE VIEW"))
 }
 
-fn drop_table_storage(ctx: &Ctx<'_>, t: &TableDef) -> Result<()> {
+pub(super) fn drop_table_storage(ctx: &Ctx<'_>, t: &TableDef) -> Result<()> {
     let w = ctx.txn.writer()?;
     for i in &t.indexes {
         BTree::open(i.root).drop_tree(w)?;
@@ -363,7 +388,7 @@ pub fn drop(
     kind: &ast::ObjectType,
     if_exists: bool,
     names: &[ast::ObjectName],
-    _cascade: bool,
+    cascade: bool,
 ) -> Result<QueryResult> {
     let (tag, what) = match kind {
         ast::ObjectType::Table => ("DROP TABLE", "table"),
@@ -371,10 +396,12 @@ pub fn drop(
         ast::ObjectType::Index => ("DROP INDEX", "index"),
         other => return Err(Error::not_supported(format!("DROP {other}"))),
     };
+    let all: Vec<String> = names.iter().map(object_name).collect::<Result<_>>()?;
     for n in names {
         let name = object_name(n)?;
         let found = match kind {
             ast::ObjectType::Table => ctx.catalog().table(&name).cloned().map(|t| {
+                drop_foreign_keys_to(ctx, &t, &all, cascade)?;
                 let r = drop_table_storage(ctx, &t);
                 r.map(|_| {
                     ctx.txn.catalog_mut().tables.remove(&name);
@@ -393,9 +420,16 @@ pub fn drop(
                         format!("cannot drop index {name} because constraint {name} on table {} requires it", t.name),
                     ));
                 }
-                BTree::open(t.indexes[pos].root).drop_tree(ctx.txn.writer()?)?;
                 let mut t2 = (*t).clone();
                 t2.indexes.remove(pos);
+                if let Some((child, fk)) = fk::orphaned_by(ctx.catalog(), &t2) {
+                    return Err(Error::semantic(
+                        "2BP01",
+                        format!("cannot drop index {name} because other objects depend on it"),
+                    )
+                    .with_detail(format!("constraint {fk} on table {child} depends on index {name}")));
+                }
+                BTree::open(t.indexes[pos].root).drop_tree(ctx.txn.writer()?)?;
                 ctx.txn.catalog_mut().tables.insert(t2.name.clone(), Arc::new(t2));
                 Ok(())
             }),
@@ -415,6 +449,31 @@ pub fn drop(
         }
     }
     Ok(QueryResult::command(tag))
+}
+
+/// DROP TABLE of `t`: the foreign keys of other tables that reference it (tables
+/// not dropped by the same statement, `dropped`) are dropped with CASCADE, else an
+/// error (2BP01), as in PostgreSQL.
+fn drop_foreign_keys_to(ctx: &mut Ctx<'_>, t: &TableDef, dropped: &[String], cascade: bool) -> Result<()> {
+    let dependents: Vec<(Arc<TableDef>, crate::catalog::ForeignKeyDef)> = ctx
+        .catalog()
+        .referencing(t.id)
+        .into_iter()
+        .filter(|(c, _)| c.id != t.id && !dropped.contains(&c.name))
+        .collect();
+    let Some((child, fk)) = dependents.first() else { return Ok(()) };
+    if !cascade {
+        return Err(Error::semantic("2BP01", format!("cannot drop table {} because other objects depend on it", t.name))
+            .with_detail(format!("constraint {} on table {} depends on table {}", fk.name, child.name, t.name))
+            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+    }
+    for (child, fk) in dependents {
+        let current = ctx.catalog().table(&child.name).cloned().unwrap_or(child);
+        let mut c2 = (*current).clone();
+        c2.foreign_keys.retain(|f| f.name != fk.name);
+        ctx.txn.catalog_mut().tables.insert(c2.name.clone(), Arc::new(c2));
+    }
+    Ok(())
 }
 
 fn ctx_pos(ctx: &Ctx<'_>, n: &ast::ObjectName) -> Option<usize> {
@@ -455,7 +514,26 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                 for ck in &mut t2.checks {
                     ck.expr = check::rename_column(&ck.expr, &old, &new)?;
                 }
+                let rename = |cols: &mut Vec<String>| cols.iter_mut().filter(|c| **c == old).for_each(|c| *c = new.clone());
+                for f in &mut t2.foreign_keys {
+                    rename(&mut f.columns);
+                    if f.parent == table.id {
+                        rename(&mut f.parent_columns);
+                    }
+                }
                 ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
+                // Foreign keys of other tables referencing the column.
+                for (child, _) in ctx.catalog().referencing(table.id) {
+                    if child.id == table.id {
+                        continue;
+                    }
+                    let current = ctx.catalog().table(&child.name).cloned().unwrap_or(child);
+                    let mut c2 = (*current).clone();
+                    for f in c2.foreign_keys.iter_mut().filter(|f| f.parent == table.id) {
+                        rename(&mut f.parent_columns);
+                    }
+                    ctx.txn.catalog_mut().tables.insert(c2.name.clone(), Arc::new(c2));
+                }
                 sequence::rename_owner_column(ctx, table.id, &old, &new);
             }
             ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
@@ -514,6 +592,14 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                         return Err(Error::undefined_column(&cname)
                             .with_message(format!("column \"{cname}\" of relation \"{name}\" does not exist")));
                     };
+                    if let Some((child, fk)) = fk::referencing_column(ctx.catalog(), &table, &cname) {
+                        return Err(Error::semantic(
+                            "2BP01",
+                            format!("cannot drop column {cname} of table {name} because other objects depend on it"),
+                        )
+                        .with_detail(format!("constraint {fk} on table {child} depends on column {cname} of table {name}"))
+                        .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                    }
                     if table.columns.len() == 1 {
                         return Err(Error::not_supported("dropping the last column of a table"));
                     }
@@ -534,15 +620,44 @@ pub fn alter_table(ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult
                 }
                 add_check(ctx, &table, check_name(ck.name.as_ref(), ck)?, &ck.expr)?;
             }
+            ast::AlterTableOperation::AddConstraint { constraint: ast::TableConstraint::ForeignKey(clause), not_valid } => {
+                if *not_valid {
+                    return Err(Error::not_supported("ADD CONSTRAINT … NOT VALID is not supported"));
+                }
+                let cols: Vec<String> = clause.columns.iter().map(ident).collect();
+                let def = fk::bind(ctx.catalog(), &table, clause, clause.name.as_ref().map(ident), &cols, &[])?;
+                let mut t2 = (*table).clone();
+                t2.foreign_keys.push(def.clone());
+                let parent = if def.parent == table.id {
+                    Arc::new(t2.clone())
+                } else {
+                    ctx.catalog().table_by_id(def.parent).cloned().ok_or_else(|| Error::internal("referenced table vanished"))?
+                };
+                let rows = scan_all(ctx, &table)?;
+                fk::validate_existing(ctx, &t2, &parent, &def, &rows)?;
+                ctx.txn.catalog_mut().tables.insert(name.clone(), Arc::new(t2));
+            }
             ast::AlterTableOperation::DropConstraint { if_exists, name: cn, .. } => {
                 let cname = ident(cn);
                 let mut t2 = (*table).clone();
                 if let Some(k) = t2.checks.iter().position(|c| c.name == cname) {
                     t2.checks.remove(k);
+                } else if let Some(k) = t2.foreign_keys.iter().position(|f| f.name == cname) {
+                    t2.foreign_keys.remove(k);
                 } else if let Some(k) = t2.indexes.iter().position(|i| i.name == cname && i.unique) {
-                    // A UNIQUE or PRIMARY KEY constraint: its index goes with it.
-                    BTree::open(t2.indexes[k].root).drop_tree(ctx.txn.writer()?)?;
+                    // A UNIQUE or PRIMARY KEY constraint: its index goes with it, unless a
+                    // foreign key needs it.
+                    let root = t2.indexes[k].root;
                     t2.indexes.remove(k);
+                    if let Some((child, fk)) = fk::orphaned_by(ctx.catalog(), &t2) {
+                        return Err(Error::semantic(
+                            "2BP01",
+                            format!("cannot drop constraint {cname} on table {name} because other objects depend on it"),
+                        )
+                        .with_detail(format!("constraint {fk} on table {child} depends on index {cname}"))
+                        .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                    }
+                    BTree::open(root).drop_tree(ctx.txn.writer()?)?;
                 } else if *if_exists {
                     continue;
                 } else {
@@ -630,7 +745,7 @@ fn rewrite_table(
         }
         let cols = i.columns.iter().map(|&c| if dropped.is_some_and(|d| c > d) { c - 1 } else { c }).collect();
         let tree = BTree::create(w, false)?;
-        indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root() });
+        indexes.push(IndexDef { name: i.name.clone(), columns: cols, unique: i.unique, primary: i.primary, root: tree.root(), clustered: i.clustered });
     }
     let mut new = TableDef::new(old.id, old.name.clone(), columns, heap.first_page, indexes)?;
     // CHECK constraints on a dropped column go with it, as in PostgreSQL.
@@ -638,6 +753,13 @@ fn rewrite_table(
         .checks
         .iter()
         .filter(|c| dropped.is_none_or(|d| !check::reads_column(&c.expr, &old.columns[d].name)))
+        .cloned()
+        .collect();
+    // So do FOREIGN KEYs on it (a referenced column cannot be dropped).
+    new.foreign_keys = old
+        .foreign_keys
+        .iter()
+        .filter(|f| dropped.is_none_or(|d| !f.columns.contains(&old.columns[d].name)))
         .cloned()
         .collect();
     let new = Arc::new(new);

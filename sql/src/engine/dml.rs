@@ -266,6 +266,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     };
     let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
     let checks = super::check::RowChecks::of(ctx, &table)?;
+    let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0;
@@ -292,6 +293,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             if conflict.is_some() {
                 touched.insert(tid);
             }
+            foreign_keys.inserted(&row[..n]);
             count += 1;
             inserted += 1;
             if returned_columns.is_some() {
@@ -323,6 +325,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             .verify(ctx, &table, &out[..n])
             .and_then(|()| xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut()))
             .map_err(|e| with_constraint_detail(e, &table, &out[..n]))?;
+        foreign_keys.updated(&old, &out[..n]);
         touched.insert(new_tid);
         count += 1;
         if returned_columns.is_some() {
@@ -362,6 +365,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         })?;
     }
     drop(put);
+    foreign_keys.finish(ctx)?;
     ctx.note_inserts(&table, inserted);
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.
@@ -745,6 +749,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let n = table.columns.len();
     let rows = run(ctx, &bq, &params, None)?;
     let checks = super::check::RowChecks::of(ctx, &table)?;
+    let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let mut former = ctx.row_former(&table)?;
     let w = ctx.txn.writer()?;
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
@@ -774,7 +779,9 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             .verify(ctx, &table, new)
             .and_then(|()| xdml::update_row_with(w, &table, *tid, old, new, former.as_mut()))
             .map_err(|e| with_constraint_detail(e, &table, new))?;
+        foreign_keys.updated(old, new);
     }
+    foreign_keys.finish(ctx)?;
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
 }
@@ -932,6 +939,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
         let mut seen: HashSet<i64> = HashSet::new();
         rows.retain(|row| !matches!(row[n], Value::BigInt(t) if !seen.insert(t)));
     }
+    let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let w = ctx.txn.writer()?;
     for (i, row) in rows.iter().enumerate() {
         if i % CHECK_EVERY == 0 {
@@ -941,7 +949,9 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             return Err(Error::internal("DELETE lost a tuple id"));
         };
         xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
+        foreign_keys.deleted(&row[..n]);
     }
+    foreign_keys.finish(ctx)?;
     ctx.note_deletes(&table, rows.len());
     super::analyze::analyze_if_stale(ctx, &table)?;
     let count = rows.len();

@@ -23,7 +23,9 @@
 
 pub(crate) mod copy;
 mod analyze;
+mod cluster;
 mod check;
+mod fk;
 mod ddl;
 mod dml;
 mod plan_cache;
@@ -66,6 +68,14 @@ impl TxnState {
     pub fn in_block(&self) -> bool {
         !matches!(self, TxnState::Idle)
     }
+
+    /// The open transaction's characteristics, if one is open.
+    fn mode(&self) -> Option<TxnMode> {
+        match self {
+            TxnState::Active(t) | TxnState::Failed(Some(t)) => Some(t.mode),
+            _ => None,
+        }
+    }
 }
 
 /// An open transaction: a snapshot, the write lock once it wrote, and its catalog.
@@ -79,6 +89,59 @@ pub struct Txn {
     /// Open savepoints, oldest first. Once the transaction holds the write lock, the
     /// write transaction has one storage savepoint for each, at the same position.
     savepoints: Vec<Savepoint>,
+    /// READ ONLY / READ WRITE and the isolation level asked for.
+    mode: TxnMode,
+    /// Whether a statement (other than SET, SHOW and transaction control) ran in it:
+    /// then its isolation level can no longer change, as in PostgreSQL.
+    ran_query: bool,
+}
+
+/// A transaction's characteristics (`BEGIN ISOLATION LEVEL … READ ONLY`, `SET
+/// TRANSACTION …`, `SET SESSION CHARACTERISTICS AS TRANSACTION …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMode {
+    /// READ ONLY: any statement that writes fails with 25006.
+    pub read_only: bool,
+    /// The level asked for, as `SHOW transaction_isolation` names it. Every level
+    /// runs as BeeDB's one: serializable (see `sql/README.md`, Transactions).
+    pub isolation: &'static str,
+}
+
+impl Default for TxnMode {
+    fn default() -> Self {
+        TxnMode { read_only: false, isolation: "serializable" }
+    }
+}
+
+impl TxnMode {
+    /// `mode` with the characteristics `modes` set; a level BeeDB cannot give is
+    /// 0A000. Every SQL level is accepted: BeeDB's transactions are serializable,
+    /// which is at least what each asks for.
+    fn with(mut self, modes: &[ast::TransactionMode]) -> Result<TxnMode> {
+        for m in modes {
+            match m {
+                ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly) => self.read_only = true,
+                ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadWrite) => self.read_only = false,
+                ast::TransactionMode::IsolationLevel(level) => self.isolation = isolation_name(level)?,
+            }
+        }
+        Ok(self)
+    }
+}
+
+fn isolation_name(level: &ast::TransactionIsolationLevel) -> Result<&'static str> {
+    use ast::TransactionIsolationLevel as L;
+    Ok(match level {
+        L::ReadUncommitted => "read uncommitted",
+        L::ReadCommitted => "read committed",
+        L::RepeatableRead => "repeatable read",
+        L::Serializable => "serializable",
+        L::Snapshot => {
+            return Err(Error::not_supported(
+                "ISOLATION LEVEL SNAPSHOT is not supported (BeeDB's transactions are SERIALIZABLE)",
+            ));
+        }
+    })
 }
 
 /// What a transaction was at a savepoint, besides its pages (the storage savepoint).
@@ -103,6 +166,8 @@ impl Txn {
             catalog,
             catalog_changed: false,
             savepoints: Vec::new(),
+            mode: TxnMode::default(),
+            ran_query: false,
         }
     }
 
@@ -116,6 +181,8 @@ impl Txn {
             catalog: committed_catalog(shared),
             catalog_changed: false,
             savepoints: Vec::new(),
+            mode: TxnMode::default(),
+            ran_query: false,
         })
     }
 
@@ -148,6 +215,20 @@ impl Txn {
         // versions it supersedes (each commit would then copy its pages into fresh
         // memory instead of recycled buffers).
         self.read = None;
+        Ok(())
+    }
+
+    /// `SET TRANSACTION …` inside the block: PostgreSQL's 25001 once a statement ran
+    /// for a change of isolation level or to READ WRITE.
+    fn set_mode(&mut self, modes: &[ast::TransactionMode]) -> Result<()> {
+        let new = self.mode.with(modes)?;
+        if self.ran_query && new.isolation != self.mode.isolation {
+            return Err(Error::transaction("25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query"));
+        }
+        if self.ran_query && self.mode.read_only && !new.read_only {
+            return Err(Error::transaction("25001", "transaction read-write mode must be set before any query"));
+        }
+        self.mode = new;
         Ok(())
     }
 
@@ -390,14 +471,15 @@ pub fn execute(
     let shared = conn.db.shared.clone();
     let functions = conn.functions.clone();
     match ast {
-        Statement::StartTransaction { modifier, .. } => {
+        Statement::StartTransaction { modifier, modes, .. } => {
+            let mode = conn.default_mode.with(modes)?;
             return match conn.txn {
                 TxnState::Idle => {
                     let immediate = matches!(
                         modifier,
                         Some(ast::TransactionModifier::Immediate | ast::TransactionModifier::Exclusive)
                     );
-                    begin_block(conn, &shared, immediate)?;
+                    begin_block(conn, &shared, immediate, mode)?;
                     Ok(QueryResult::command("BEGIN"))
                 }
                 // PostgreSQL warns and goes on.
@@ -410,15 +492,16 @@ pub fn execute(
             if chain && !conn.txn.in_block() {
                 return Err(outside_block("COMMIT AND CHAIN"));
             }
+            let mode = conn.txn.mode().unwrap_or(conn.block_mode);
             let r = match std::mem::take(&mut conn.txn) {
                 TxnState::Idle => Ok(QueryResult::command("COMMIT")),
                 TxnState::Failed(_) => Ok(QueryResult::command("ROLLBACK")),
                 TxnState::Active(t) => t.commit(&shared).map(|()| QueryResult::command("COMMIT")),
             };
-            // AND CHAIN: a new block at once, as the ended one began (a failed
-            // commit leaves none, as in PostgreSQL).
+            // AND CHAIN: a new block at once, as the ended one began and with its
+            // characteristics (a failed commit leaves none, as in PostgreSQL).
             if chain && r.is_ok() {
-                begin_block(conn, &shared, conn.block_immediate)?;
+                begin_block(conn, &shared, conn.block_immediate, mode)?;
             }
             return r;
         }
@@ -427,9 +510,10 @@ pub fn execute(
             if chain && !conn.txn.in_block() {
                 return Err(outside_block("ROLLBACK AND CHAIN"));
             }
+            let mode = conn.txn.mode().unwrap_or(conn.block_mode);
             conn.txn = TxnState::Idle;
             if chain {
-                begin_block(conn, &shared, conn.block_immediate)?;
+                begin_block(conn, &shared, conn.block_immediate, mode)?;
             }
             return Ok(QueryResult::command("ROLLBACK"));
         }
@@ -488,6 +572,47 @@ pub fn execute(
                 }
             };
         }
+        Statement::Set(ast::Set::SetTransaction { modes, snapshot, session }) => {
+            if snapshot.is_some() {
+                return Err(Error::not_supported("SET TRANSACTION SNAPSHOT is not supported"));
+            }
+            if *session {
+                conn.default_mode = conn.default_mode.with(modes)?;
+                return Ok(QueryResult::command("SET"));
+            }
+            return match &mut conn.txn {
+                // PostgreSQL warns and changes nothing.
+                TxnState::Idle => Ok(QueryResult::command("SET")),
+                TxnState::Failed(_) => Err(aborted()),
+                TxnState::Active(txn) => {
+                    let r = txn.set_mode(modes);
+                    if r.is_err()
+                        && let TxnState::Active(txn) = std::mem::take(&mut conn.txn)
+                    {
+                        conn.txn = failed(txn);
+                    }
+                    r.map(|()| QueryResult::command("SET"))
+                }
+            };
+        }
+        Statement::ShowVariable { variable } if !matches!(conn.txn, TxnState::Failed(_)) => {
+            let name = variable.iter().map(|i| i.value.to_ascii_lowercase()).collect::<Vec<_>>().join(" ");
+            let mode = conn.txn.mode().unwrap_or(conn.default_mode);
+            let value = match name.as_str() {
+                "transaction_isolation" | "transaction isolation level" => Some(mode.isolation.to_string()),
+                "transaction_read_only" => Some(if mode.read_only { "on" } else { "off" }.to_string()),
+                _ => None,
+            };
+            if let Some(v) = value {
+                let column = if name == "transaction_read_only" { "transaction_read_only" } else { "transaction_isolation" };
+                return Ok(QueryResult {
+                    columns: vec![col(column)],
+                    rows: vec![crate::session::Row(vec![Value::Text(v)])],
+                    tag: "SHOW".into(),
+                    rows_affected: 1,
+                });
+            }
+        }
         _ => {}
     }
     if let Statement::Set(_) | Statement::ShowVariable { .. } | Statement::Reset(_) = ast {
@@ -509,6 +634,7 @@ pub fn execute(
     match &mut conn.txn {
         TxnState::Failed(_) => Err(aborted()),
         TxnState::Active(txn) => {
+            txn.ran_query = true;
             let r = run_in(txn, &shared, sql, ast, params, &env);
             if r.is_err()
                 && let TxnState::Active(txn) = std::mem::take(&mut conn.txn)
@@ -525,9 +651,13 @@ pub fn execute(
                     catalog: shared.catalog.lock().clone(),
                     catalog_changed: false,
                     savepoints: Vec::new(),
+                    mode: conn.default_mode,
+                    ran_query: false,
                 }
             } else {
-                Txn::begin_read(&shared)
+                let mut t = Txn::begin_read(&shared);
+                t.mode = conn.default_mode;
+                t
             };
             let r = run_in(&mut txn, &shared, sql, ast, params, &env)?;
             txn.commit(&shared)?;
@@ -536,12 +666,15 @@ pub fn execute(
     }
 }
 
-/// Opens a transaction block: a snapshot, or (`immediate`: BEGIN IMMEDIATE or
-/// EXCLUSIVE) the write lock at once; remembered so AND CHAIN opens the next one alike.
-fn begin_block(conn: &mut Connection, shared: &Shared, immediate: bool) -> Result<()> {
-    let txn = if immediate { Txn::begin_write(shared)? } else { Txn::begin_read(shared) };
+/// Opens a transaction block with characteristics `mode`: a snapshot, or
+/// (`immediate`: BEGIN IMMEDIATE or EXCLUSIVE) the write lock at once; remembered so
+/// AND CHAIN opens the next one alike.
+fn begin_block(conn: &mut Connection, shared: &Shared, immediate: bool, mode: TxnMode) -> Result<()> {
+    let mut txn = if immediate { Txn::begin_write(shared)? } else { Txn::begin_read(shared) };
+    txn.mode = mode;
     conn.txn = TxnState::Active(Box::new(txn));
     conn.block_immediate = immediate;
+    conn.block_mode = mode;
     Ok(())
 }
 
@@ -600,6 +733,13 @@ fn run_in(
     env: &Env<'_>,
 ) -> Result<QueryResult> {
     if writes(ast) {
+        // ANALYZE only refreshes statistics, which PostgreSQL allows too.
+        if txn.mode.read_only && !matches!(ast, Statement::Analyze(_)) {
+            return Err(Error::transaction(
+                "25006",
+                format!("cannot execute {} in a read-only transaction", written_statement_name(ast)),
+            ));
+        }
         txn.ensure_write(shared)?;
     }
     let mut ctx = Ctx {
@@ -634,6 +774,7 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         }
         Statement::Insert(i) => dml::insert(ctx, i),
         Statement::Analyze(a) => analyze::analyze(ctx, a),
+        Statement::OptimizeTable { name, on_cluster, .. } => cluster::cluster(ctx, name, on_cluster.as_ref()),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
@@ -675,6 +816,19 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
             ..
         } => copy::copy(ctx, source, *to, target, options, legacy_options),
         other => Err(Error::not_supported(format!("{} is not supported", statement_name(other)))),
+    }
+}
+
+/// The statement that writes, named as PostgreSQL's read-only error names it
+/// (`INSERT`, `CREATE INDEX`, `COPY FROM`; EXPLAIN ANALYZE by what it runs).
+fn written_statement_name(ast: &Statement) -> String {
+    match ast {
+        Statement::Explain { statement, .. } => written_statement_name(statement),
+        Statement::CreateIndex(_) => "CREATE INDEX".into(),
+        Statement::Copy { .. } => "COPY FROM".into(),
+        // CLUSTER is carried in sqlparser's OptimizeTable (see `parser.rs`).
+        Statement::OptimizeTable { .. } => "CLUSTER".into(),
+        other => statement_name(other),
     }
 }
 

@@ -41,6 +41,7 @@ fn table(
             unique: *u,
             primary: false,
             root: create_btree(w).unwrap(),
+            clustered: false,
         })
         .collect();
     Arc::new(TableDef::new(1, name.into(), cols, heap, idx).unwrap())
@@ -1166,6 +1167,7 @@ fn create_index_entries_checks_uniqueness() {
         unique: false,
         primary: false,
         root: create_btree(&w).unwrap(),
+        clustered: false,
     });
     create_index_entries(&w, &def, 0, 1 << 20).unwrap();
     let t = Arc::new(def.clone());
@@ -1179,6 +1181,7 @@ fn create_index_entries_checks_uniqueness() {
         unique: true,
         primary: false,
         root: create_btree(&w).unwrap(),
+        clustered: false,
     });
     let e = create_index_entries(&w, &def, 1, 1 << 20).unwrap_err();
     assert_eq!(e.sqlstate, "23505");

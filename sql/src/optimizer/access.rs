@@ -145,8 +145,10 @@ pub(crate) fn index_bounds(table: &TableDef, ix: usize, preds: &[BoundPredicate]
     IndexBounds { eq, lower, upper, skip_nulls, used }
 }
 
-pub fn choose_access(plan: Plan, stats: &dyn Stats) -> Plan {
-    let plan = map_children(plan, &mut |p| choose_access(p, stats));
+/// Chooses each filtered scan's access path; with `prefer_index` (`enable_seqscan =
+/// off`) the best candidate index is taken whatever it is estimated to cost.
+pub fn choose_access(plan: Plan, stats: &dyn Stats, prefer_index: bool) -> Plan {
+    let plan = map_children(plan, &mut |p| choose_access(p, stats, prefer_index));
     let Plan { node, schema, est: _ } = plan;
     let Node::TableScan {
         table,
@@ -184,7 +186,7 @@ pub fn choose_access(plan: Plan, stats: &dyn Stats) -> Plan {
         schema,
     );
     if let Some((_, ix, bounds, full_unique)) = best
-        && (full_unique || index_pays(&scan, ix, &parts, &bounds.used, stats))
+        && (full_unique || prefer_index || index_pays(&scan, ix, &parts, &bounds.used, stats))
         && let Node::TableScan { access: a, .. } = &mut scan.node
     {
         *a = bounds.into_access(ix, false);

@@ -34,6 +34,7 @@ pub mod cost;
 pub mod decorrelate;
 pub mod index_order;
 pub mod join_order;
+pub mod methods;
 pub mod physical;
 pub mod prune;
 pub mod pushdown;
@@ -69,6 +70,9 @@ pub struct Rules {
     /// `optimizer_column_pruning`: every node produces only the columns read above
     /// it ([`prune`]).
     pub column_pruning: bool,
+    /// `enable_seqscan`, `enable_indexscan`, `enable_hashjoin`, `enable_nestloop`:
+    /// physical choices forced, as PostgreSQL's settings force them ([`methods`]).
+    pub methods: methods::Methods,
 }
 
 impl Default for Rules {
@@ -82,6 +86,7 @@ impl Default for Rules {
             index_join: true,
             build_side: true,
             column_pruning: true,
+            methods: methods::Methods::default(),
         }
     }
 }
@@ -137,6 +142,7 @@ pub fn optimize_query(
 /// Applies the rules `rules` allows to `plan` (one query block tree; subplans are
 /// optimized separately, by [`optimize_query`]).
 pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
+    let rules = &methods::effective(rules);
     let plan = if rules.join_order {
         join_order::reorder_joins(plan, stats)
     } else {
@@ -144,7 +150,7 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     };
     let plan = pushdown::push_filters(plan, rules.filter_pushdown);
     let plan = if rules.index_access {
-        access::choose_access(plan, stats)
+        access::choose_access(plan, stats, !rules.methods.seqscan)
     } else {
         plan
     };

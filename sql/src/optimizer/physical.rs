@@ -13,6 +13,9 @@
 //! - A semi or anti join's right input is narrowed to the columns its keys and `on`
 //!   read ([`narrow_semi_build`]): the join outputs only its left columns, and a hash
 //!   join's build side should hold nothing it never reads.
+//! - The method switches ([`super::methods`]): with `enable_hashjoin = off` an index
+//!   nested loop is taken whatever it costs, and a hash join left over becomes a
+//!   nested loop; with `enable_nestloop = off` no index nested loop is considered.
 //! - Every node gets its estimated rows and cost ([`crate::plan::Estimate`]).
 
 use super::{Rules, Stats, cardinality, cost, remap};
@@ -24,6 +27,7 @@ pub fn finish(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let plan = super::map_children(plan, &mut |p| finish(p, rules, stats));
     let plan = set_method(plan);
     let plan = if rules.index_join { index_join(plan, rules, stats) } else { plan };
+    let plan = if !rules.methods.hashjoin && rules.methods.nestloop { super::methods::without_hash(plan) } else { plan };
     let plan = narrow_semi_build(plan);
     let plan = if rules.build_side { smaller_on_right(plan, stats) } else { plan };
     merge_projections(estimate(plan, stats))
@@ -228,7 +232,8 @@ fn index_join(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let (l, r) = (est(left), est(right));
     let out = cardinality::rows(&plan, stats);
     let (probe, build) = if rules.build_side && *kind == JoinKind::Inner { (l.rows.max(r.rows), l.rows.min(r.rows)) } else { (l.rows, r.rows) };
-    let hash = l.cost + r.cost + cost::hash_join(probe, build, out);
+    // `enable_hashjoin = off`: any index nested loop beats the hash join.
+    let hash = if rules.methods.hashjoin { l.cost + r.cost + cost::hash_join(probe, build, out) } else { f64::INFINITY };
     let inl = |outer: crate::plan::Estimate, lk: &Lookup| outer.cost + cost::index_nested_loop(outer.rows, lk.per_lookup, lk.row_cost, out);
     // The right input looked up per left row; for an inner join also the other way.
     let as_is = lookup(right, right_keys, left_keys, stats).map(|lk| (inl(l, &lk), lk, false));

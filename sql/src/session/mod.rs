@@ -132,6 +132,8 @@ impl Database {
             functions: Arc::new(Functions::default()),
             sequences: Default::default(),
             block_immediate: false,
+            block_mode: engine::TxnMode::default(),
+            default_mode: engine::TxnMode::default(),
         }
     }
 
@@ -167,6 +169,11 @@ pub struct Connection {
     /// Whether the current (or last) transaction block began with BEGIN IMMEDIATE:
     /// COMMIT / ROLLBACK AND CHAIN begin the next one the same way.
     pub(crate) block_immediate: bool,
+    /// The characteristics the current (or last) block began with.
+    pub(crate) block_mode: engine::TxnMode,
+    /// `SET SESSION CHARACTERISTICS AS TRANSACTION …`: what BEGIN and autocommit
+    /// statements start with.
+    pub(crate) default_mode: engine::TxnMode,
 }
 
 impl Connection {

@@ -21,13 +21,19 @@
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //! | `optimizer_column_pruning` | `on`, `off`: each operator produces only the columns read above it | `on` |
 //! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
+//! | `enable_seqscan` | `on`, `off`: off, a filtered scan reads through a usable index whatever it costs | `on` |
+//! | `enable_indexscan` | `on`, `off`: off, no plan reads an index | `on` |
+//! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
+//! | `enable_nestloop` | `on`, `off`: off, no index nested-loop joins (joins without keys stay nested loops) | `on` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
 //! switches are per session; with a kind switched off its operators use the
 //! generic path (`bees/README.md` in the repository explains the bee module). The
 //! optimizer switches are per session too; each turns one rule of `optimizer/` off so
-//! its effect can be measured.
+//! its effect can be measured. The `enable_…` switches are PostgreSQL's: each forces
+//! a physical choice, so a plan can be timed against its alternatives
+//! (`optimizer/methods.rs`).
 
 use std::time::Duration;
 
@@ -100,6 +106,10 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_build_side",
     "optimizer_column_pruning",
     "optimizer_decorrelate",
+    "enable_seqscan",
+    "enable_indexscan",
+    "enable_hashjoin",
+    "enable_nestloop",
 ];
 
 fn unknown(name: &str) -> Error {
@@ -198,6 +208,10 @@ impl Settings {
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
             "optimizer_column_pruning" => self.optimizer.column_pruning = parse_switch(name, value)?,
             "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
+            "enable_seqscan" => self.optimizer.methods.seqscan = parse_switch(name, value)?,
+            "enable_indexscan" => self.optimizer.methods.indexscan = parse_switch(name, value)?,
+            "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
+            "enable_nestloop" => self.optimizer.methods.nestloop = parse_switch(name, value)?,
             _ => return Err(unknown(name)),
         }
         Ok(())
@@ -215,6 +229,7 @@ impl Settings {
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
             | "optimizer_column_pruning" => "on",
             "optimizer_decorrelate" => "on",
+            "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
             _ => return Err(unknown(name)),
         };
         self.set(name, value, t)
@@ -252,6 +267,10 @@ impl Settings {
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
             "optimizer_column_pruning" => show_switch(self.optimizer.column_pruning),
             "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
+            "enable_seqscan" => show_switch(self.optimizer.methods.seqscan),
+            "enable_indexscan" => show_switch(self.optimizer.methods.indexscan),
+            "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
+            "enable_nestloop" => show_switch(self.optimizer.methods.nestloop),
             _ => return Err(unknown(name)),
         })
     }
