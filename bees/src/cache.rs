@@ -239,13 +239,12 @@ impl BeeCache {
     ) -> Result<Arc<RelationBees>, String> {
         let policy = self.policy(choice);
         let natts = spec.natts();
-        let key = spec.key();
         {
             let rels = self.relations.lock();
             if let Some(r) = rels.get(&id)
-                && r.spec.key() == key
+                && r.spec.same_key(&spec)
             {
-                let (want, _) = policy.choose(BeeKind::Deform, expected_tuples, natts, 0);
+                let want = policy.maker(BeeKind::Deform, expected_tuples, natts, 0);
                 let have = r.deform.maker();
                 if want == have || choice == MakerChoice::Auto && have == Maker::Compiled {
                     return Ok(r.clone());
@@ -361,10 +360,7 @@ impl BeeCache {
         let spec = bee.spec();
         let kind = if spec.is_deform() { BeeKind::Deform } else { BeeKind::Scan };
         let nodes = spec.predicate.as_ref().map_or(0, |p| p.code_nodes());
-        let (want, _) = self
-            .policy(choice)
-            .choose(kind, expected_tuples, spec.outputs.len(), nodes);
-        want == Maker::Compiled
+        self.policy(choice).maker(kind, expected_tuples, spec.outputs.len(), nodes) == Maker::Compiled
     }
 
     /// The live bees, by id.

@@ -90,25 +90,36 @@ impl Policy {
         outputs: usize,
         pred_nodes: usize,
     ) -> (Maker, String) {
+        let maker = self.maker(kind, expected_tuples, outputs, pred_nodes);
+        let why = match self.choice {
+            _ if !self.compiler_available => "compiler unavailable".into(),
+            MakerChoice::Compiled => "bee_maker = compiled".into(),
+            MakerChoice::Instantiated => "bee_maker = instantiated".into(),
+            MakerChoice::Auto => format!(
+                "{expected_tuples} tuples × {:.1} ns {} 2 × {:.0} µs compile",
+                saving_ns_per_tuple(kind, outputs, pred_nodes),
+                if maker == Maker::Compiled { "≥" } else { "<" },
+                self.compile_ns / 1000.0
+            ),
+        };
+        (maker, why)
+    }
+
+    /// The maker [`Policy::choose`] picks, without its reason (for the checks made on
+    /// every statement that reads a relation).
+    pub fn maker(&self, kind: BeeKind, expected_tuples: u64, outputs: usize, pred_nodes: usize) -> Maker {
         if !self.compiler_available {
-            return (Maker::Instantiated, "compiler unavailable".into());
+            return Maker::Instantiated;
         }
         match self.choice {
-            MakerChoice::Compiled => (Maker::Compiled, "bee_maker = compiled".into()),
-            MakerChoice::Instantiated => (Maker::Instantiated, "bee_maker = instantiated".into()),
+            MakerChoice::Compiled => Maker::Compiled,
+            MakerChoice::Instantiated => Maker::Instantiated,
             MakerChoice::Auto => {
                 let saving = expected_tuples as f64 * saving_ns_per_tuple(kind, outputs, pred_nodes);
-                let cost = 2.0 * self.compile_ns;
-                let why = format!(
-                    "{expected_tuples} tuples × {:.1} ns {} 2 × {:.0} µs compile",
-                    saving_ns_per_tuple(kind, outputs, pred_nodes),
-                    if saving >= cost { "≥" } else { "<" },
-                    self.compile_ns / 1000.0
-                );
-                if saving >= cost {
-                    (Maker::Compiled, why)
+                if saving >= 2.0 * self.compile_ns {
+                    Maker::Compiled
                 } else {
-                    (Maker::Instantiated, why)
+                    Maker::Instantiated
                 }
             }
         }

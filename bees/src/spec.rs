@@ -164,6 +164,13 @@ impl RelationSpec {
         (0..self.natts()).map(|i| self.nullable(i)).collect()
     }
 
+    /// Whether `other` has the same key ([`RelationSpec::key`]) as this spec, without
+    /// making either key: the bee cache asks on every statement that reads the
+    /// relation.
+    pub fn same_key(&self, other: &RelationSpec) -> bool {
+        self.kinds == other.kinds && (0..self.natts()).all(|i| self.nullable(i) == other.nullable(i))
+    }
+
     /// A stable text identity (kinds, nullability): equal layouts give equal keys.
     pub fn key(&self) -> String {
         let mut s = String::new();

@@ -211,6 +211,21 @@ impl BufferPool {
 
     /// A page buffer to fill, recycled from a dropped frame of `page`'s shard when one
     /// is at hand (so steady-state commits allocate and fault in no new memory).
+    /// A page buffer holding a copy of `image`: a spare one refilled, or a new one
+    /// allocated and copied into without zeroing it first (a write transaction copies
+    /// every page it changes).
+    pub fn copy_of(&self, page: PageId, image: &[u8]) -> PageBuf {
+        debug_assert_eq!(image.len(), self.page_size);
+        let spare = self.shard(page).lock().spare.pop();
+        match spare {
+            Some(mut buf) => {
+                buf.copy_from_slice(image);
+                buf
+            }
+            None => image.into(),
+        }
+    }
+
     pub fn take_buffer(&self, page: PageId) -> PageBuf {
         self.shard(page)
             .lock()

@@ -1191,9 +1191,7 @@ impl WriteTxn {
             return;
         }
         let prior = if let Some(frame) = st.dirty.get(&page) {
-            let mut copy = self.inner.pool.take_buffer(page);
-            copy.copy_from_slice(&frame.read());
-            PriorPage::Private(copy)
+            PriorPage::Private(self.inner.pool.copy_of(page, &frame.read()))
         } else if let Some(&lsn) = st.spilled.get(&page) {
             PriorPage::Spilled(lsn)
         } else {
@@ -1471,11 +1469,10 @@ impl PageWrite for WriteTxn {
         if let Some(f) = self.private_frame_for_change(id) {
             return Ok(PageWriteGuard::new(id, &f));
         }
-        let mut copy = self.inner.pool.take_buffer(id);
-        {
+        let copy = {
             let src = self.current_frame(id)?;
-            copy.copy_from_slice(&src.read());
-        }
+            self.inner.pool.copy_of(id, &src.read())
+        };
         self.insert_private(id, copy)
     }
 

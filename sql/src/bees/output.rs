@@ -70,6 +70,28 @@ impl BeeOutput {
         BeeOutput { cap, slots }
     }
 
+    /// Rows a batch holds.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Makes room for batches of `cap` rows (a scan that starts small for a point
+    /// lookup grows its batches as it proves long).
+    pub fn grow(&mut self, cap: usize) {
+        if cap <= self.cap {
+            return;
+        }
+        for s in &mut self.slots {
+            if !s.direct {
+                s.staged.resize(cap * s.kind.out_width().div_ceil(8), 0);
+            }
+            if s.nullable {
+                s.nulls.resize(cap, 0);
+            }
+        }
+        self.cap = cap;
+    }
+
     /// The bee's column buffers for appending to `cols` (whose rows must be fewer
     /// than `cap`). Reserves the vectors' capacity for a whole batch.
     pub fn column_outs(&mut self, cols: &mut [Vector]) -> Vec<ColumnOut> {

@@ -794,7 +794,7 @@ fn cached_write(ctx: &Ctx<'_>) -> Option<(Arc<TableDef>, Arc<BoundQuery>, Vec<Va
     let table = plan.table?;
     // An error here (a parameter that does not cast) is found again by binding.
     let params = cast_params(ctx.params, &plan.param_types).ok()?;
-    let bq = with_bees(ctx, plan.query, &params).ok()?;
+    let bq = ctx.plan_cache?.attach_bees(ctx, plan.query, &params).ok()?;
     Some((table, bq, params))
 }
 

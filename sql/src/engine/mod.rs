@@ -210,6 +210,11 @@ impl Txn {
             w.savepoint()?;
         }
         self.write = Some(w);
+        // Every read goes through the writer now, whose base is the snapshot. A
+        // snapshot kept registered would stop the commit from retiring the page
+        // versions it supersedes (each commit would then copy its pages into fresh
+        // memory instead of recycled buffers).
+        self.read = None;
         Ok(())
     }
 

@@ -8,7 +8,10 @@
 //! no parameter-sensitive choice to revisit: the access path is chosen from the
 //! predicate's shape and the catalog, never from a parameter's value. The one thing
 //! made per value — a scan bee with the value baked in — is attached to each
-//! execution's copy of the plan, as before.
+//! execution's copy of the plan. A plan whose scans use no scan bee (only relation
+//! bees, which do not depend on parameter values: every point lookup, since an index
+//! scan expected to read a handful of tuples gets none) is kept with its bees
+//! attached too, so an execution neither copies the plan nor looks its bees up again.
 //!
 //! A cached plan is used only under the very catalog it was bound against (the same
 //! `Arc`, which the cache holds so it cannot be reused for another). Every schema
@@ -38,6 +41,8 @@ use crate::types::{DataType, Value};
 #[derive(Default)]
 pub struct PlanCache {
     slot: Mutex<Option<Slot>>,
+    /// The cached plan with its bees, when they do not depend on parameter values.
+    attached: Mutex<Option<Attached>>,
     /// Plans kept so far (for tests: how often the statement was planned again).
     kept: std::sync::atomic::AtomicUsize,
 }
@@ -49,6 +54,31 @@ struct Slot {
     /// The size of each relation the plan reads, as the optimizer saw it.
     sizes: Vec<(u64, u64)>,
     plan: CachedPlan,
+}
+
+/// A plan with its bees attached, and what they were attached under.
+struct Attached {
+    /// The generic plan they were attached to (compared by identity: a new plan
+    /// after a schema, statistics or size change makes this one stale).
+    generic: Arc<BoundQuery>,
+    settings: crate::bees::BeeSettings,
+    query: Arc<BoundQuery>,
+}
+
+/// Whether `bq`'s bees may serve every execution: no scan has a scan bee (which
+/// bakes parameter values in), so its bees are the relations' own.
+fn bees_are_parameter_free(bq: &BoundQuery) -> bool {
+    let mut todo: Vec<&crate::plan::Plan> = vec![&bq.plan];
+    todo.extend(bq.subqueries.iter().map(|s| &s.plan));
+    while let Some(p) = todo.pop() {
+        if let crate::plan::Node::TableScan { bees: Some(b), .. } = &p.node
+            && b.0.scan.is_some()
+        {
+            return false;
+        }
+        todo.extend(p.children());
+    }
+    true
 }
 
 /// Whether a relation's size moved far enough from what a plan was made for that
@@ -151,7 +181,27 @@ impl PlanCache {
                 (bq, params)
             }
         };
-        Ok((query::with_bees(ctx, generic, &params)?, params))
+        Ok((self.attach_bees(ctx, generic, &params)?, params))
+    }
+
+    /// `generic` with the session's bees attached ([`query::with_bees`]); the copy
+    /// made for an earlier execution when its bees did not depend on the parameters.
+    pub fn attach_bees(&self, ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
+        if let Some(a) = self.attached.lock().as_ref()
+            && Arc::ptr_eq(&a.generic, &generic)
+            && a.settings == ctx.bees
+        {
+            return Ok(a.query.clone());
+        }
+        let query = query::with_bees(ctx, generic.clone(), params)?;
+        if !Arc::ptr_eq(&query, &generic) && bees_are_parameter_free(&query) {
+            *self.attached.lock() = Some(Attached {
+                generic,
+                settings: ctx.bees,
+                query: query.clone(),
+            });
+        }
+        Ok(query)
     }
 
     /// Whether a plan is cached (for tests).

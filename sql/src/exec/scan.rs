@@ -64,6 +64,10 @@ impl BeeScan<'_> {
 struct Builder<'e, 'a> {
     ex: &'e Exec<'a>,
     decoder: RowDecoder,
+    /// Rows a batch holds now: a whole [`BATCH_SIZE`] for heap scans; an index scan
+    /// starts with what it expects (one row for a unique key) and grows, so a point
+    /// lookup does not allocate and free buffers for a thousand rows.
+    cap: usize,
     cols: Vec<Vector>,
     tids: Vec<TupleId>,
     filter: Option<&'e Expr>,
@@ -119,13 +123,18 @@ impl Builder<'_, '_> {
         };
         let mut start = 0;
         while start < items.len() {
+            // The batches may have grown since the bee's buffers were made.
+            if bee.sel.len() < self.cap {
+                bee.output.grow(self.cap);
+                bee.sel.resize(self.cap, 0);
+            }
             let row0 = self.tids.len();
-            let cap = BATCH_SIZE - row0;
+            let cap = self.cap - row0;
             let outs = bee.outs(&mut self.cols);
             let refs = &bee.refs[start..];
             // SAFETY: `refs` point into `buf`, alive for this call; `outs` come from
-            // `column_outs` for `self.cols`, with room for BATCH_SIZE rows; `sel`
-            // holds BATCH_SIZE entries.
+            // `column_outs` for `self.cols`, with room for `self.cap` rows (the
+            // output's capacity follows the builder's); `sel` holds `self.cap` entries.
             let prog = unsafe {
                 routine.run(refs, &outs, row0, cap, &mut bee.sel, bee.plan.var_limit)
             };
@@ -168,15 +177,34 @@ impl Builder<'_, '_> {
     }
 
     fn full(&self) -> bool {
-        self.tids.len() >= BATCH_SIZE
+        self.tids.len() >= self.cap
     }
 
+    /// Pushes the rows gathered so far and starts the next batch, four times larger
+    /// (up to [`BATCH_SIZE`]) when this one was full: the scan proved longer than
+    /// expected.
     fn flush(&mut self, out: Out) -> Result<Flow> {
-        let n = self.tids.len();
-        if n == 0 {
+        if self.tids.is_empty() {
             return Ok(Flow::Continue);
         }
-        let mut cols = std::mem::replace(&mut self.cols, self.decoder.new_vectors(BATCH_SIZE));
+        if self.full() && self.cap < BATCH_SIZE {
+            self.cap = (self.cap * 4).min(BATCH_SIZE);
+        }
+        let cols = std::mem::replace(&mut self.cols, self.decoder.new_vectors(self.cap));
+        self.push(cols, out)
+    }
+
+    /// Pushes the last rows, without making buffers for another batch.
+    fn finish(mut self, out: Out) -> Result<Flow> {
+        if self.tids.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let cols = std::mem::take(&mut self.cols);
+        self.push(cols, out)
+    }
+
+    fn push(&mut self, mut cols: Vec<Vector>, out: Out) -> Result<Flow> {
+        let n = self.tids.len();
         if self.with_tid {
             cols.push(tid_vector(&self.tids));
         }
@@ -208,6 +236,7 @@ pub(super) fn table_scan(
     out: Out,
 ) -> Result<Flow> {
     let decoder = RowDecoder::new(table, columns);
+    let cap = first_batch_rows(table, access, wanted);
     let bee = bees.map(|b| {
         let types: Vec<_> = columns
             .iter()
@@ -219,8 +248,8 @@ pub(super) fn table_scan(
         }
         BeeScan {
             plan: &b.0,
-            output: BeeOutput::new(&types, BATCH_SIZE),
-            sel: vec![0; BATCH_SIZE],
+            output: BeeOutput::new(&types, cap),
+            sel: vec![0; cap],
             refs: Vec::new(),
             attr_out,
             tuples: 0,
@@ -233,9 +262,10 @@ pub(super) fn table_scan(
     };
     let mut b = Builder {
         ex,
-        cols: decoder.new_vectors(BATCH_SIZE),
+        cap,
+        cols: decoder.new_vectors(cap),
         decoder,
-        tids: Vec::with_capacity(BATCH_SIZE),
+        tids: Vec::with_capacity(cap),
         filter,
         with_tid,
         bee,
@@ -339,7 +369,26 @@ pub(super) fn table_scan(
             }
         }
     }
-    b.flush(out)
+    b.finish(out)
+}
+
+/// Rows the first batch of a scan holds: a whole batch for a heap scan; for an index
+/// scan, one when the key names at most one row (every column of a unique index
+/// bound by equality), else what a LIMIT above wants, else 64 (the first index run).
+fn first_batch_rows(table: &TableDef, access: &Access, wanted: Option<usize>) -> usize {
+    match access {
+        Access::Heap => BATCH_SIZE,
+        Access::Index { index, eq, lower, upper, .. } => {
+            let one_row = table.indexes.get(*index).is_some_and(|i| {
+                i.unique && eq.len() == i.columns.len() && lower.is_none() && upper.is_none()
+            });
+            if one_row {
+                1
+            } else {
+                wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE))
+            }
+        }
+    }
 }
 
 /// The part of an index a scan reads: encoded key bounds and the direction.
