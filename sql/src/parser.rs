@@ -186,7 +186,68 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
     let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
     let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
-    parse_statements(&mut parser).map_err(|e| parse_error(sql, e))
+    let statements = parse_statements(&mut parser).map_err(|e| parse_error(sql, e))?;
+    for s in &statements {
+        refuse_reserved_relation_names(sql, s)?;
+    }
+    Ok(statements)
+}
+
+/// PostgreSQL's reserved key words (those that may not name a table, not even a
+/// function or type), lower case.
+const RESERVED: &[&str] = &[
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "binary",
+    "both", "case", "cast", "check", "collate", "collation", "column", "concurrently", "constraint", "create",
+    "cross", "current_catalog", "current_date", "current_role", "current_schema", "current_time",
+    "current_timestamp", "current_user", "default", "deferrable", "desc", "distinct", "do", "else", "end",
+    "except", "false", "fetch", "for", "foreign", "freeze", "from", "full", "grant", "group", "having", "ilike",
+    "in", "initially", "inner", "intersect", "into", "is", "isnull", "join", "lateral", "leading", "left", "like",
+    "limit", "localtime", "localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only", "or",
+    "order", "outer", "overlaps", "placing", "primary", "references", "returning", "right", "select",
+    "session_user", "similar", "some", "symmetric", "table", "tablesample", "then", "to", "trailing", "true",
+    "union", "unique", "user", "using", "variadic", "verbose", "when", "where", "window", "with",
+];
+
+/// sqlparser reads a reserved word where a table name or a table alias goes
+/// (`SELECT FROM WHERE` reads a table named "where"); PostgreSQL does not: 42601
+/// `syntax error at or near "where"` at the word. Quoted names are names.
+fn refuse_reserved_relation_names(sql: &str, statement: &Statement) -> Result<()> {
+    use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, TableFactor, Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Find(Option<Ident>);
+    impl Find {
+        fn check(&mut self, i: &Ident) -> ControlFlow<()> {
+            if i.quote_style.is_none() && RESERVED.contains(&i.value.to_ascii_lowercase().as_str()) {
+                self.0 = Some(i.clone());
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+            for part in &name.0 {
+                if let ObjectNamePart::Identifier(i) = part {
+                    self.check(i)?;
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } = t {
+                self.check(&a.name)?;
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find(None);
+    let _ = statement.visit(&mut find);
+    match find.0 {
+        None => Ok(()),
+        Some(word) => Err(Error::syntax(format!("syntax error at or near \"{}\"", word.value))
+            .at(span_offset(sql, word.span))),
+    }
 }
 
 /// `Parser::parse_statements`: statements separated by semicolons (empty ones
