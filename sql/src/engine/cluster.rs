@@ -107,7 +107,7 @@ fn rewrite_in_index_order(ctx: &mut Ctx<'_>, table: &Arc<TableDef>, pos: usize) 
         index.clustered = i == pos;
     }
     let new = Arc::new(new);
-    let mut former = ctx.row_former(&new)?;
+    let mut former = ctx.row_former(&new, rows.len())?;
     let w = ctx.txn.writer()?;
     for r in &rows {
         xdml::insert_row_with(w, &new, r, former.as_mut())?;

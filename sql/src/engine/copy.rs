@@ -335,7 +335,8 @@ pub fn copy(
     }
     let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
-    let mut former = ctx.row_former(&table)?;
+    // COPY is how many rows are loaded: the form bee from the first line.
+    let mut former = ctx.row_former(&table, usize::MAX)?;
     let w = ctx.txn.writer()?;
     let mut count = 0usize;
     while let Some(line) = lines.next()? {

@@ -300,7 +300,7 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     cat.tables.insert(name.to_string(), table.clone());
     ctx.note_inserts(&table, rows.len());
     ctx.store_relation_size(&table);
-    let mut former = ctx.row_former(&table)?;
+    let mut former = ctx.row_former(&table, rows.len())?;
     let w = ctx.txn.writer()?;
     for r in &rows {
         xdml::insert_row_with(w, &table, r, former.as_mut())?;

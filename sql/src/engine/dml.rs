@@ -267,7 +267,8 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
     let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
-    let mut former = ctx.row_former(&table)?;
+    // Made once the statement proves to write many rows (see FORM_BEE_MIN_ROWS).
+    let mut former = None;
     let w = ctx.txn.writer()?;
     let mut count = 0;
     let mut inserted = 0;
@@ -281,6 +282,9 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             ctx.interrupt.check()?;
         }
         proposed += 1;
+        if proposed == super::FORM_BEE_MIN_ROWS {
+            former = ctx.row_former(&table, proposed)?;
+        }
         let existing = match &conflict {
             Some(c) => c.conflicting_tuple(w, &table, &row[..n])?,
             None => None,
@@ -750,7 +754,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let rows = run(ctx, &bq, &params, None)?;
     let checks = super::check::RowChecks::of(ctx, &table)?;
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
-    let mut former = ctx.row_former(&table)?;
+    let mut former = ctx.row_former(&table, rows.len())?;
     let w = ctx.txn.writer()?;
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
     let returning_at = 2 * n + 1;

@@ -359,6 +359,11 @@ fn committed_catalog(shared: &Shared) -> Arc<Catalog> {
     shared.catalog.lock().clone()
 }
 
+/// Rows a statement writes before the form bee encodes them: for fewer, looking the
+/// bee up and making its buffers costs more than it saves (measured under callgrind on
+/// TP1, whose statements write one row each: about 4k instructions a statement).
+pub const FORM_BEE_MIN_ROWS: usize = 64;
+
 /// What a statement needs from its transaction.
 pub struct Ctx<'a> {
     pub txn: &'a mut Txn,
@@ -407,9 +412,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// The form bee of `table` with its buffers, when `bee_form` is on.
-    pub fn row_former(&self, table: &crate::catalog::TableDef) -> Result<Option<RowFormer>> {
-        if !self.bees.form() {
+    /// The form bee of `table` with its buffers, when `bee_form` is on and the
+    /// statement writes at least [`FORM_BEE_MIN_ROWS`] rows (`rows`: how many it will
+    /// write, or has written so far when it streams them).
+    pub fn row_former(&self, table: &crate::catalog::TableDef, rows: usize) -> Result<Option<RowFormer>> {
+        if !self.bees.form() || rows < FORM_BEE_MIN_ROWS {
             return Ok(None);
         }
         let expected = self.bee_cache.relation_size(table.id as u64);
