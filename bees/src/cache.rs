@@ -291,13 +291,25 @@ impl BeeCache {
     /// statement holds them.
     pub fn retire_relations(&self, keep: impl Fn(u64, &str) -> bool) {
         let mut gone = Vec::new();
+        let mut retired = Vec::new();
         self.relations.lock().retain(|&id, r| {
             let k = keep(id, &r.spec.key());
             if !k {
                 gone.push(id);
+                retired.push(r.deform.info().id);
+                retired.push(r.form.info().id);
             }
             k
         });
+        // A statement may still hold a plan with these bees attached (it is made
+        // again before it runs under the new catalog): they leave the registry now,
+        // and their memory goes with the last plan that holds them.
+        {
+            let mut registry = self.registry.lock();
+            for id in retired {
+                registry.remove(&id);
+            }
+        }
         let mut sizes = self.sizes.lock();
         for id in gone {
             sizes.remove(&id);
