@@ -182,7 +182,9 @@ pub fn order_keys(sql: &str) -> Option<Option<Vec<usize>>> {
             n.checked_sub(1)
         } else {
             select_list.as_ref().and_then(|list| {
-                list.iter().position(|(name, text)| name.as_deref() == Some(unqualified(&key)) || *text == key)
+                list.iter()
+                    .position(|(name, _)| name.as_deref() == Some(unqualified(&key)))
+                    .or_else(|| list.iter().position(|(_, text)| *text == key || unqualified(text) == unqualified(&key)))
             })
         };
         match position {
@@ -255,26 +257,68 @@ fn select_list(sql: &str, tokens: &[(usize, String, usize)]) -> Option<Vec<(Opti
             .map(|item| {
                 let text = normalize(item);
                 let words: Vec<&str> = text.split(' ').collect();
-                let name = if let Some(p) = words.iter().rposition(|w| *w == "as") {
-                    words.get(p + 1).map(|w| w.trim_matches('"').to_string())
+                // The depth of parentheses each word starts at: only a top-level AS
+                // names the item (not `cast(x as decimal)`'s).
+                let mut depth = 0i32;
+                let depths: Vec<i32> = words
+                    .iter()
+                    .map(|w| {
+                        let at = depth;
+                        depth += w.matches('(').count() as i32 - w.matches(')').count() as i32;
+                        at
+                    })
+                    .collect();
+                let as_at = (0..words.len()).rev().find(|&i| words[i] == "as" && depths[i] == 0);
+                let last = words.len() - 1;
+                let plain = |w: &str| w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                let alias_at = if let Some(p) = as_at {
+                    Some(p)
                 } else if words.len() >= 2
-                    && words[words.len() - 1].chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && !words[words.len() - 2].ends_with(['+', '-', '*', '/', '|'])
+                    && depths[last] == 0
+                    && plain(words[last])
+                    && !words[last - 1].ends_with(['+', '-', '*', '/', '|', '='])
+                    && !["and", "or", "not", "then", "else", "when", "case", "distinct"].contains(&words[last - 1])
                 {
-                    Some(words[words.len() - 1].to_string())
-                } else if words.len() == 1 && words[0].chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
-                    Some(unqualified(words[0]).to_string())
+                    Some(last)
                 } else {
                     None
                 };
-                let text = match words.iter().rposition(|w| *w == "as") {
-                    Some(p) => words[..p].join(" "),
-                    None => text,
+                let name = match (as_at, alias_at) {
+                    (Some(p), _) => words.get(p + 1).map(|w| w.trim_matches('"').to_string()),
+                    (None, Some(p)) => Some(words[p].to_string()),
+                    (None, None) if words.len() == 1 && words[0].chars().all(|c| plain(&c.to_string()) || c == '.') => {
+                        Some(unqualified(words[0]).to_string())
+                    }
+                    _ => None,
                 };
+                // The item without its alias, and without parentheses around all of
+                // it (`distinct(i_product_name)`).
+                let mut text = alias_at.map_or(text.clone(), |p| words[..p].join(" "));
+                while text.starts_with('(') && text.ends_with(')') && encloses(&text) {
+                    text = text[1..text.len() - 1].to_string();
+                }
                 (name, text)
             })
             .collect(),
     )
+}
+
+/// Whether the parenthesis that opens `text` is the one that closes it.
+fn encloses(text: &str) -> bool {
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i == text.len() - 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `text` split at commas outside parentheses and string literals.
@@ -812,6 +856,13 @@ mod tests {
         assert_eq!(order_keys("select a from t order by b"), Some(None));
         assert_eq!(order_keys("select a, count(*) from (select a from t order by a) s group by a"), None);
         assert_eq!(order_keys("select sum(x) from t order by sum(x)"), Some(Some(vec![0])));
+        // A key may name the column under its alias, qualified or not.
+        let sql = "select i_brand_id brand_id, a.ca_state state, sum(x) total from t order by sum(x) desc, ca_state, i_brand_id";
+        assert_eq!(order_keys(sql), Some(Some(vec![2, 1, 0])));
+        assert_eq!(order_keys("select distinct(i_product_name) from t order by i_product_name"), Some(Some(vec![0])));
+        let sql = "select case when b = 0 then null else cast(a as decimal(15,4)) / b end ratio from t order by ratio";
+        assert_eq!(order_keys(sql), Some(Some(vec![0])));
+        assert_eq!(order_keys("select (a) + (b) from t order by 1"), Some(Some(vec![0])));
     }
 
     #[test]
