@@ -147,8 +147,8 @@ fn a_tpch_query_over_its_timeout_is_stopped_and_reported() {
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains("q9 on beedb: timed out")), "{notes:?}");
 }
 
-/// TPC-DS at SF 0.01 on a handful of queries (only the tables they read are made
-/// and loaded): the run completes and every engine's answers are compared. Needs
+/// TPC-DS at SF 0.01 on a handful of queries — joins and grouping (3, 42, 55) and a
+/// window over an aggregate (98); only the tables they read are made and loaded: the run completes and every engine's answers are compared. Needs
 /// `tpcgen-cli` (scripts/install-peers installs it); skips without it, and without
 /// the shared material.
 #[test]
@@ -162,7 +162,7 @@ fn tpcds_runs_a_few_queries_and_compares_the_answers() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let queries = "3,42,55";
+    let queries = "3,42,55,98";
     let mut a = args(&["tpcds", "--sf", "0.01", "--queries", queries, "--runs", "1"], out.path());
     a.engines = Some(vec!["beedb".into(), "beedb-generic".into()]);
     let ok = run(&a).unwrap();
