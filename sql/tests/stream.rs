@@ -287,3 +287,4 @@ fn a_stream_outlives_its_connection() {
     let mut other = db.connect();
     assert_eq!(other.query("SELECT count(*) FROM t", &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 0);
 }
+
