@@ -1056,6 +1056,7 @@ fn subqueries_scalar_exists_values_and_cache() {
         cache: &cache,
         work_tables: &work_tables,
         profile: None,
+        worker: None,
     };
     assert_eq!(
         ex.run(0, &SubqueryKind::Scalar, &[]).unwrap(),

@@ -293,6 +293,9 @@ fn describe(plan: &Plan) -> String {
             if !a.is_empty() {
                 s.push_str(&format!("  aggs: {}", a.join(", ")));
             }
+            if plan.workers > 1 {
+                s.push_str(&format!("  workers: {}", plan.workers));
+            }
             s
         }
         Node::Sort { keys, .. } => {
