@@ -516,7 +516,6 @@ impl Acc {
         }
     }
 
-    /// The result of group `g` as a value of type `ty`.
     /// Folds `other`'s groups into this accumulator's: group `g` of `other` into
     /// group `into[g]` here. Only for the kinds [`combinable`] accepts.
     fn merge(&mut self, other: Acc, into: &[u32], call: &AggCall) -> Result<()> {
@@ -617,6 +616,7 @@ impl Acc {
         Ok(())
     }
 
+    /// The result of group `g` as a value of type `ty`.
     pub(super) fn result(&self, g: usize, ty: &DataType) -> Result<Value> {
         let float = |x: f64| match ty {
             DataType::Real => Value::Real(x as f32),
