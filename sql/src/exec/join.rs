@@ -17,6 +17,8 @@ pub(super) struct JoinSpec<'p> {
     pub on: Option<&'p Expr>,
     pub left_keys: &'p [Expr],
     pub right_keys: &'p [Expr],
+    /// Threads that run the right input while it is built (`Plan::workers`).
+    pub build_workers: usize,
 }
 
 /// One probe (left) batch being joined, with what every step of joining it needs, so
@@ -92,7 +94,7 @@ impl<'p> JoinSpec<'p> {
         let crate::plan::Node::Join { left, right, kind, on, left_keys, right_keys, .. } = &plan.node else {
             return None;
         };
-        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys })
+        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers })
     }
 
     /// A semi or anti join on keys alone needs only whether a key is present: the
@@ -137,10 +139,10 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
         }),
     };
     let mut ids = Vec::new();
-    ex.node(s.right, right_id, None, &mut |b| {
+    let mut add = |ex: &Exec<'_>, b: Batch| -> Result<()> {
         let n = b.rows();
         if n == 0 {
-            return Ok(Flow::Continue);
+            return Ok(());
         }
         if let Some(map) = &mut build.map {
             let kv = s
@@ -165,9 +167,40 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
             .map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
         let bytes =
             key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
-        ex.check_mem("Hash Join", bytes)?;
-        Ok(Flow::Continue)
-    })?;
+        ex.check_mem("Hash Join", bytes)
+    };
+    // A right input the optimizer gave several threads (a pipeline over a large
+    // scan) is scanned and filtered by all of them, each holding what it produced;
+    // the hash table is then filled from their batches here.
+    let parallel = (s.build_workers > 1)
+        .then(|| crate::plan::pipeline::pipeline(s.right, right_id))
+        .flatten();
+    match parallel {
+        Some(p) => {
+            let keep = |ex: &Exec<'_>, held: &mut (Vec<Batch>, usize), b: Batch| -> Result<()> {
+                if b.rows() == 0 {
+                    return Ok(());
+                }
+                let b = super::dense(b, &right_types);
+                held.1 += b.columns.iter().map(|c| c.heap_bytes()).sum::<usize>();
+                held.0.push(b);
+                ex.check_mem("Hash Join", held.1)
+            };
+            let make = || Ok((Vec::new(), 0));
+            let held = super::parallel::run_pipeline(ex, &p, s.right, right_id, s.build_workers, &make, &keep)?;
+            for (batches, _) in held {
+                for b in batches {
+                    add(ex, b)?;
+                }
+            }
+        }
+        None => {
+            ex.node(s.right, right_id, None, &mut |b| {
+                add(ex, b)?;
+                Ok(Flow::Continue)
+            })?;
+        }
+    }
     if let Some(map) = &mut build.map {
         map.finish();
     }

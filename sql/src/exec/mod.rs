@@ -513,6 +513,7 @@ impl<'a> Exec<'a> {
                     on: on.as_ref(),
                     left_keys,
                     right_keys,
+                    build_workers: plan.workers,
                 };
                 match method {
                     crate::plan::JoinMethod::IndexNestedLoop { index } => {

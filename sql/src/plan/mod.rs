@@ -332,7 +332,8 @@ pub struct Plan {
     pub est: Option<Estimate>,
     /// Threads that run this node's input (`optimizer/parallel.rs`): more than one on
     /// an Aggregate whose input is a pipeline over a large heap scan, which each
-    /// thread drives over its own share of the pages (`exec/parallel.rs`); 1 elsewhere.
+    /// thread drives over its own share of the pages (`exec/parallel.rs`), and on a hash
+    /// Join whose build (right) input is one; 1 elsewhere.
     pub workers: usize,
 }
 
