@@ -9,7 +9,7 @@ use crate::bench::Ctx;
 use crate::engine::{Durability, EngineKind, Peers};
 use crate::progress::Progress;
 use crate::report::Report;
-use crate::workload::{load, optimizer, tp1, tpcc, tpch, wisconsin};
+use crate::workload::{load, optimizer, tp1, tpcc, tpcds, tpch, wisconsin};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -21,6 +21,9 @@ pub enum Workload {
     Load,
     /// The 22 TPC-H queries on data loaded into every engine, answers verified.
     Tpch,
+    /// The 99 TPC-DS queries on tpcgen-cli data loaded into every engine, answers
+    /// verified against DuckDB's.
+    Tpcds,
     /// The SQPyte micro-benchmarks through Python's DB-API modules (beedb, sqlite3,
     /// duckdb) on TPC-H data at --sf.
     Python,
@@ -91,17 +94,18 @@ pub struct Args {
     /// TP1, TPC-C: measured seconds per run.
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
-    /// Load, TPC-H, Python: TPC-H scale factor.
+    /// Load, TPC-H, TPC-DS, Python: scale factor.
     #[arg(long, default_value_t = 1.0)]
     pub sf: f64,
-    /// TPC-H: queries to run, comma-separated numbers (e.g. 1,3,6) [default: all 22].
+    /// TPC-H, TPC-DS: queries to run, comma-separated numbers and ranges (e.g.
+    /// 1,3,6 or 1,5-9) [default: all 22 / all 99].
     #[arg(long, value_delimiter = ',')]
-    pub queries: Option<Vec<u32>>,
-    /// TPC-H: seconds one statement may run before the engine stops it (it is then
-    /// reported as `timeout`); 0 = no limit.
+    pub queries: Option<Vec<String>>,
+    /// TPC-H, TPC-DS: seconds one statement may run before the engine stops it (it
+    /// is then reported as `timeout`); 0 = no limit.
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
-    /// TPC-H: threads every engine may use for one query.
+    /// TPC-H, TPC-DS: threads every engine may use for one query.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Wisconsin, TPC-H: keep EXPLAIN ANALYZE (per-operator times) of each query on
@@ -245,7 +249,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
             .collect()
     };
 
-    let tpch_options = |sf: f64| -> Result<tpch::Options, String> {
+    let check_query_options = |sf: f64| -> Result<(), String> {
         if sf <= 0.0 {
             return Err("--sf must be positive".into());
         }
@@ -255,14 +259,15 @@ pub fn run(args: &Args) -> Result<bool, String> {
         if args.threads == 0 {
             return Err("--threads must be at least 1".into());
         }
-        let queries = args.queries.clone().unwrap_or_else(|| (1..=22).collect());
-        if let Some(q) = queries.iter().find(|q| !(1..=22).contains(*q)) {
-            return Err(format!("--queries: there is no TPC-H query {q} (1 to 22)"));
-        }
+        Ok(())
+    };
+    let timeout = (args.timeout > 0.0).then(|| std::time::Duration::from_secs_f64(args.timeout));
+    let tpch_options = |sf: f64| -> Result<tpch::Options, String> {
+        check_query_options(sf)?;
         Ok(tpch::Options {
             sf,
-            queries,
-            timeout: (args.timeout > 0.0).then(|| std::time::Duration::from_secs_f64(args.timeout)),
+            queries: query_numbers(args.queries.as_deref(), 22, "TPC-H")?,
+            timeout,
             threads: args.threads,
             material: tpch::find_material()?,
         })
@@ -322,6 +327,18 @@ pub fn run(args: &Args) -> Result<bool, String> {
             ctx.runs = args.runs.unwrap_or(3);
             reports.push(tpch::run(&mut ctx, &options));
         }
+        Workload::Tpcds => {
+            check_query_options(args.sf)?;
+            let options = tpcds::Options {
+                sf: args.sf,
+                queries: query_numbers(args.queries.as_deref(), 99, "TPC-DS")?,
+                timeout,
+                threads: args.threads,
+                material: tpcds::find_material()?,
+            };
+            ctx.runs = args.runs.unwrap_or(3);
+            reports.push(tpcds::run(&mut ctx, &options));
+        }
         Workload::Python => {
             if args.sf <= 0.0 {
                 return Err("--sf must be positive".into());
@@ -363,6 +380,40 @@ pub fn run(args: &Args) -> Result<bool, String> {
         }
     }
     finish(args, &mut ctx, reports)
+}
+
+/// `--queries` as numbers in the order given (`1,5-9` is 1, 5, 6, 7, 8, 9); all of
+/// 1..=`last` when not given.
+fn query_numbers(given: Option<&[String]>, last: u32, benchmark: &str) -> Result<Vec<u32>, String> {
+    let Some(given) = given else {
+        return Ok((1..=last).collect());
+    };
+    let mut numbers = Vec::new();
+    for part in given.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        let bad = || format!("--queries: \"{part}\" is not a query number or a range such as 5-9");
+        let (from, to) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>().map_err(|_| bad())?, b.trim().parse::<u32>().map_err(|_| bad())?),
+            None => {
+                let n = part.parse::<u32>().map_err(|_| bad())?;
+                (n, n)
+            }
+        };
+        if from > to {
+            return Err(bad());
+        }
+        for n in from..=to {
+            if !(1..=last).contains(&n) {
+                return Err(format!("--queries: there is no {benchmark} query {n} (1 to {last})"));
+            }
+            if !numbers.contains(&n) {
+                numbers.push(n);
+            }
+        }
+    }
+    if numbers.is_empty() {
+        return Err("--queries needs at least one query".into());
+    }
+    Ok(numbers)
 }
 
 /// Prints the reports, saves them with their charts, and says whether all verified.

@@ -147,6 +147,46 @@ fn a_tpch_query_over_its_timeout_is_stopped_and_reported() {
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains("q9 on beedb: timed out")), "{notes:?}");
 }
 
+/// TPC-DS at SF 0.01 on a handful of queries — joins and grouping (3, 42, 55) and a
+/// window over an aggregate (98); only the tables they read are made and loaded: the run completes and every engine's answers are compared. Needs
+/// `tpcgen-cli` (scripts/install-peers installs it); skips without it, and without
+/// the shared material.
+#[test]
+fn tpcds_runs_a_few_queries_and_compares_the_answers() {
+    if beedb_lab::workload::tpcds::find_material().is_err() {
+        println!("note: shared/tpcds not found (set BEEDB_TPCDS_DIR); skipped");
+        return;
+    }
+    if beedb_lab::workload::tpcds::installed_generator().is_none() {
+        println!("note: tpcgen-cli is not installed (scripts/install-peers installs it); skipped");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let queries = "3,42,55,98";
+    let mut a = args(&["tpcds", "--sf", "0.01", "--queries", queries, "--runs", "1"], out.path());
+    a.engines = Some(vec!["beedb".into(), "beedb-generic".into()]);
+    let ok = run(&a).unwrap();
+    let json = saved_json(out.path(), "tpcds");
+    assert!(ok, "every answer verifies: {:#}", json["notes"]);
+    assert_eq!(json["parameters"]["sf"], "0.01");
+    let results = json["results"].as_array().unwrap();
+    let count = queries.split(',').count();
+    assert_eq!(results.len(), count * 2, "{json}");
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+    }
+    // The status table and the counts (every query ok on both engines).
+    let sections = json["sections"].as_array().unwrap();
+    assert_eq!(sections[0]["rows"].as_array().unwrap().len(), count, "{sections:?}");
+    for row in sections[1]["rows"].as_array().unwrap() {
+        assert_eq!(row[1], count.to_string(), "{row}");
+    }
+    // A second run reuses the generated tables.
+    let data = out.path().join("data/tpcds-sf0.01");
+    assert!(data.join("store_sales.tbl").is_file() && !data.join("customer_demographics.tbl").exists());
+    assert!(run(&args(&["tpcds", "--queries", "100"], out.path())).unwrap_err().contains("no TPC-DS query 100"));
+}
+
 #[test]
 fn bad_arguments_are_errors_not_panics() {
     let out = tempfile::tempdir().unwrap();

@@ -483,6 +483,12 @@ def _numpy_vectorized(func):
 
 
 class Cursor:
+    """A DB-API cursor. A query's rows stream from the engine as they are fetched
+    (never held whole); closing the cursor, executing again on it or dropping it ends
+    the stream and cancels what is left of the query. Another statement on the same
+    connection first runs an open stream's query to its end (its remaining rows stay
+    readable here, as of the query's own snapshot). See python/README.md."""
+
     def __init__(self, connection):
         self.connection = connection
         self.arraysize = 1

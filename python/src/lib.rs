@@ -4,10 +4,14 @@
 //! `beedb/__init__.py`, which calls the few methods here.
 //!
 //! Where the GIL is held: parameters are converted to [`Value`]s while it is held, then
-//! the statement runs with the GIL released (`Python::detach`), so other Python threads
-//! run while the engine works; result rows are converted back, a batch at a time, when
-//! the cursor fetches them. A connection's engine session sits behind a mutex, so one
-//! connection can be shared by threads: their statements take turns.
+//! the statement starts with the GIL released (`Python::detach`), so other Python
+//! threads run while the engine works. A query's result is a [`beedb::ResultStream`]:
+//! the executor produces it batch by batch on the stream's thread while the cursor
+//! fetches, and each batch is awaited with the GIL released and converted to Python
+//! rows with it held. A connection's engine session sits behind a mutex, so one
+//! connection can be shared by threads: their statements take turns (a statement
+//! started while a cursor's stream is open first runs that stream's statement to its
+//! end, keeping the rest of its rows for the cursor).
 
 mod batch;
 mod convert;
@@ -64,6 +68,10 @@ struct RawConnection {
     /// when none: a function called by that statement that uses the connection
     /// again gets an error instead of waiting for itself forever.
     running_on: Arc<AtomicU64>,
+    /// What this connection's Python functions share with it: its number (a function
+    /// running on a stream's thread that uses the connection is refused as well) and
+    /// the exception that failed its last statement.
+    owner: udf::Owner,
 }
 
 /// A number naming the current thread (never 0).
@@ -173,17 +181,22 @@ impl RawConnection {
         let path = path.to_string();
         let (db, file) = py.detach(move || open_database(&path)).map_err(engine_error)?;
         let conn = db.connect();
+        static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
         Ok(RawConnection {
             interrupt: conn.interrupt_handle(),
             session: Arc::new(Mutex::new(Some(conn))),
             file,
             running_on: Arc::new(AtomicU64::new(0)),
+            owner: udf::Owner {
+                connection: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+                exception: Default::default(),
+            },
         })
     }
 
     /// Fails when called from a function the connection's running statement called.
     fn check_reentry(&self) -> PyResult<()> {
-        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+        if self.called_back() {
             return Err(reentered());
         }
         Ok(())
@@ -213,6 +226,7 @@ impl RawConnection {
                 func,
                 returns,
                 vectorized,
+                owner: self.owner.clone(),
             }) as Arc<dyn beedb::ScalarFunction>
         });
         self.with_session(py, |conn| conn.create_scalar_function(name, nargs, function))
@@ -240,26 +254,38 @@ impl RawConnection {
                 name: name.to_lowercase(),
                 class,
                 returns,
+                owner: self.owner.clone(),
             }) as Arc<dyn beedb::AggregateFunction>
         });
         self.with_session(py, |conn| conn.create_aggregate_function(name, nargs, function))
     }
 
-    /// Runs one statement with positional parameters; returns its result.
+    /// Starts one statement with positional parameters; returns its result, a query's
+    /// streaming from the executor as the cursor fetches.
     fn execute(&self, py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<RawResult> {
         self.check_reentry()?;
         let values = convert::params_to_values(params)?;
         let sql = sql.to_string();
         let session = self.session.clone();
         let running_on = self.running_on.clone();
-        udf::clear_exception();
-        let result = py.detach(move || -> PyResult<beedb::QueryResult> {
+        self.owner.clear_exception();
+        let result = py.detach(move || -> PyResult<(beedb::ResultStream, Option<beedb::ResultBatch>)> {
             let mut guard = lock(&session)?;
             let conn = guard.as_mut().ok_or_else(closed)?;
             let _running = Running::start(&running_on);
-            conn.execute(&sql, &values).map_err(engine_error)
+            let mut stream = conn.query_stream(&sql, &values).map_err(engine_error)?;
+            // The first batch before execute returns, as sqlite3 steps to the first
+            // row: an error in it is raised by execute.
+            let first = match stream.has_rows() {
+                true => stream.next_batch().map_err(engine_error)?,
+                false => None,
+            };
+            Ok((stream, first))
         });
-        Ok(RawResult::from(with_cause(py, result)?))
+        let (stream, first) = with_cause(py, &self.owner, result)?;
+        let mut result = RawResult::new(stream, self.owner.clone());
+        result.current = first.map(|b| (b, 0));
+        Ok(result)
     }
 
     /// Prepares `sql` once and runs it for each parameter sequence of `seq` (any
@@ -276,14 +302,14 @@ impl RawConnection {
         let mut total = 0u64;
         for params in seq.try_iter()? {
             let values = convert::params_to_values(&params?)?;
-            udf::clear_exception();
+            self.owner.clear_exception();
             let r = py.detach(|| -> PyResult<beedb::QueryResult> {
                 let mut guard = lock(&session)?;
                 let conn = guard.as_mut().ok_or_else(closed)?;
                 let _running = Running::start(&self.running_on);
                 stmt.execute(conn, &values).map_err(engine_error)
             });
-            let r = with_cause(py, r)?;
+            let r = with_cause(py, &self.owner, r)?;
             if r.has_rows() {
                 return Err(boundary_error(
                     "ProgrammingError",
@@ -306,7 +332,7 @@ impl RawConnection {
     /// runs on this connection with the GIL released: that statement may call a
     /// Python function, which needs the GIL.)
     fn in_transaction(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+        if self.called_back() {
             return Err(reentered());
         }
         py.detach(|| {
@@ -316,7 +342,7 @@ impl RawConnection {
     }
 
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.running_on.load(Ordering::SeqCst) == thread_token() {
+        if self.called_back() {
             return Ok(false);
         }
         py.detach(|| Ok(lock(&self.session)?.is_none()))
@@ -347,6 +373,14 @@ impl RawConnection {
 }
 
 impl RawConnection {
+    /// Whether this thread is inside a function that one of this connection's
+    /// statements called: on the thread that started the statement, or on its
+    /// stream's thread (where the session's lock may be held by a statement waiting
+    /// for that stream to end).
+    fn called_back(&self) -> bool {
+        self.running_on.load(Ordering::SeqCst) == thread_token() || udf::calling_back(self.owner.connection)
+    }
+
     /// Runs `f` on the session with the GIL released (a statement another thread
     /// runs on this connection may be calling a Python function, which needs it).
     fn with_session<T: Send>(
@@ -362,25 +396,77 @@ impl RawConnection {
     }
 }
 
-/// A statement's result: its columns, tag and rows, converted to Python a batch at a
-/// time as the cursor fetches them.
+/// A statement's result: its columns and tag, and its rows as a stream, converted
+/// to Python a batch at a time as the cursor fetches them.
 #[pyclass(module = "beedb._beedb")]
 struct RawResult {
     columns: Vec<Column>,
-    rows: std::vec::IntoIter<beedb::Row>,
-    tag: String,
-    rows_affected: u64,
-    has_rows: bool,
+    /// `None` once discarded.
+    stream: Option<beedb::ResultStream>,
+    /// The batch being converted, and its next row.
+    current: Option<(beedb::ResultBatch, usize)>,
+    owner: udf::Owner,
 }
 
-impl From<beedb::QueryResult> for RawResult {
-    fn from(r: beedb::QueryResult) -> RawResult {
-        RawResult {
-            has_rows: r.has_rows(),
-            columns: r.columns,
-            rows: r.rows.into_iter(),
-            tag: r.tag,
-            rows_affected: r.rows_affected,
+impl RawResult {
+    fn new(stream: beedb::ResultStream, owner: udf::Owner) -> RawResult {
+        RawResult { columns: stream.columns().to_vec(), stream: Some(stream), current: None, owner }
+    }
+
+    /// Makes a next batch current (waiting for it with the GIL released); `false` at
+    /// the end.
+    fn advance(&mut self, py: Python<'_>) -> PyResult<bool> {
+        self.current = None;
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(false);
+        };
+        if stream.is_done() {
+            return Ok(false);
+        }
+        let next = py.detach(|| stream.next_batch()).map_err(engine_error);
+        match with_cause(py, &self.owner, next)? {
+            Some(batch) => {
+                self.current = Some((batch, 0));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The next row as a tuple, or None at the end.
+    fn next_tuple<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        loop {
+            if let Some((batch, at)) = &mut self.current
+                && *at < batch.len()
+            {
+                let row = batch.row(*at);
+                *at += 1;
+                return row_to_tuple(py, row.values()).map(Some);
+            }
+            if !self.advance(py)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Ends the stream: a statement still running is cancelled. With the GIL released,
+    /// since its thread may be waiting for the GIL to call a Python function.
+    fn end_stream(&mut self, py: Python<'_>) {
+        self.current = None;
+        if let Some(stream) = self.stream.take() {
+            if stream.is_done() {
+                drop(stream);
+            } else {
+                py.detach(move || drop(stream));
+            }
+        }
+    }
+}
+
+impl Drop for RawResult {
+    fn drop(&mut self) {
+        if self.stream.as_ref().is_some_and(|s| !s.is_done()) {
+            Python::attach(|py| self.end_stream(py));
         }
     }
 }
@@ -407,36 +493,51 @@ impl RawResult {
         PyList::new(py, items)
     }
 
+    /// The command tag (`INSERT 0 5`); a query's once all its rows were fetched, else
+    /// None.
     #[getter]
-    fn tag(&self) -> &str {
-        &self.tag
+    fn tag(&self) -> Option<String> {
+        self.stream.as_ref().and_then(|s| s.tag())
     }
 
+    /// Rows the statement changed; for a query, the rows it returned once all were
+    /// fetched, else None.
     #[getter]
-    fn rows_affected(&self) -> u64 {
-        self.rows_affected
+    fn rows_affected(&self) -> Option<u64> {
+        self.stream.as_ref().and_then(|s| s.rows_affected())
     }
 
     #[getter]
     fn has_rows(&self) -> bool {
-        self.has_rows
+        !self.columns.is_empty()
     }
 
     /// Up to `n` more rows as a list of tuples (empty at the end).
     fn fetch<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for row in self.rows.by_ref().take(n) {
-            list.append(row_to_tuple(py, row.values())?)?;
+        let mut left = n;
+        while left > 0 {
+            if let Some((batch, at)) = &mut self.current
+                && *at < batch.len()
+            {
+                let end = batch.len().min(*at + left);
+                for k in *at..end {
+                    list.append(row_to_tuple(py, batch.row(k).values())?)?;
+                }
+                left -= end - *at;
+                *at = end;
+                continue;
+            }
+            if !self.advance(py)? {
+                break;
+            }
         }
         Ok(list)
     }
 
     /// The next row as a tuple, or None at the end.
     fn fetchone<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.rows
-            .next()
-            .map(|row| row_to_tuple(py, row.values()))
-            .transpose()
+        self.next_tuple(py)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -446,7 +547,7 @@ impl RawResult {
     /// Iteration, used directly by `for row in cursor`: errors are raised as the
     /// DB-API classes (there is no Python frame to translate them).
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.fetchone(py).map_err(|e| {
+        self.next_tuple(py).map_err(|e| {
             if !e.is_instance_of::<RawError>(py) {
                 return e;
             }
@@ -455,7 +556,11 @@ impl RawResult {
                 .and_then(|m| m.getattr("_translate"))
                 .and_then(|t| t.call1((e.value(py),)))
             {
-                Ok(translated) => PyErr::from_value(translated),
+                Ok(translated) => {
+                    let translated = PyErr::from_value(translated);
+                    translated.set_cause(py, e.cause(py));
+                    translated
+                }
                 Err(other) => other,
             }
         })
@@ -464,7 +569,19 @@ impl RawResult {
     /// The rows not fetched yet, column by column (see `batch::column`); the result
     /// is then exhausted.
     fn take_columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let rows: Vec<beedb::Row> = self.rows.by_ref().collect();
+        let mut rows: Vec<beedb::Row> = Vec::new();
+        if let Some((batch, at)) = self.current.take() {
+            rows.extend(batch.into_rows().into_iter().skip(at));
+        }
+        if let Some(stream) = self.stream.as_mut() {
+            let rest = py.detach(|| -> beedb::Result<()> {
+                while let Some(batch) = stream.next_batch()? {
+                    rows.extend(batch.into_rows());
+                }
+                Ok(())
+            });
+            with_cause(py, &self.owner, rest.map_err(engine_error))?;
+        }
         let out = PyList::empty(py);
         for (c, col) in self.columns.iter().enumerate() {
             out.append(batch::column(py, col, c, &rows)?)?;
@@ -472,9 +589,9 @@ impl RawResult {
         Ok(out)
     }
 
-    /// The rows not fetched yet, dropped (a cursor re-executed or closed).
-    fn discard(&mut self) {
-        self.rows = Vec::new().into_iter();
+    /// Ends the result (a cursor re-executed or closed): a query still running stops.
+    fn discard(&mut self, py: Python<'_>) {
+        self.end_stream(py);
     }
 }
 
@@ -493,9 +610,9 @@ fn arity(nargs: i64) -> PyResult<Option<usize>> {
 
 /// The statement's error with the Python exception a function raised in it (if one
 /// did) as its `__cause__`.
-fn with_cause<T>(py: Python<'_>, r: PyResult<T>) -> PyResult<T> {
+fn with_cause<T>(py: Python<'_>, owner: &udf::Owner, r: PyResult<T>) -> PyResult<T> {
     r.map_err(|e| {
-        if let Some(cause) = udf::take_exception() {
+        if let Some(cause) = owner.take_exception() {
             e.set_cause(py, Some(cause));
         }
         e

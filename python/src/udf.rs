@@ -10,6 +10,7 @@
 //! `__cause__` of the error the statement raises.
 
 use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 
 use beedb::{AggregateFunction, AggregateState, DataType, ScalarFunction, Value};
 use pyo3::prelude::*;
@@ -17,23 +18,57 @@ use pyo3::types::{PyList, PyTuple};
 
 use crate::convert;
 
+/// The connection a function was registered on: its number (to refuse a call back
+/// into it, see [`Calling`]) and where the Python exception that failed one of its
+/// statements waits to be chained to the error the statement raises. Per connection,
+/// not per thread: a streamed statement calls its functions on the stream's producer
+/// thread, and the error reaches Python on the cursor's.
+#[derive(Clone, Default)]
+pub struct Owner {
+    pub connection: u64,
+    pub exception: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl Owner {
+    /// Takes the exception a function raised while the connection's last statement ran.
+    pub fn take_exception(&self) -> Option<PyErr> {
+        self.exception.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    pub fn clear_exception(&self) {
+        self.take_exception();
+    }
+}
+
 thread_local! {
-    /// The Python exception that failed the statement running on this thread, to be
-    /// chained to the error the statement raises.
-    static LAST_EXCEPTION: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+    /// The connections whose functions this thread is running now (innermost last).
+    static CALLING: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Takes the exception a function raised while the last statement on this thread ran.
-pub fn take_exception() -> Option<PyErr> {
-    LAST_EXCEPTION.with(|e| e.borrow_mut().take())
+/// Marks this thread as running a function of `connection` until dropped.
+struct Calling;
+
+impl Calling {
+    fn enter(connection: u64) -> Calling {
+        CALLING.with(|c| c.borrow_mut().push(connection));
+        Calling
+    }
 }
 
-pub fn clear_exception() {
-    LAST_EXCEPTION.with(|e| e.borrow_mut().take());
+impl Drop for Calling {
+    fn drop(&mut self) {
+        CALLING.with(|c| c.borrow_mut().pop());
+    }
+}
+
+/// Whether this thread is running a function that a statement of `connection`
+/// called: then using that connection again would wait for itself.
+pub fn calling_back(connection: u64) -> bool {
+    CALLING.with(|c| c.borrow().contains(&connection))
 }
 
 /// The engine error for exception `e` raised by function `name`.
-fn raised(py: Python<'_>, name: &str, what: &str, e: PyErr) -> beedb::Error {
+fn raised(py: Python<'_>, owner: &Owner, name: &str, what: &str, e: PyErr) -> beedb::Error {
     let text = e
         .value(py)
         .str()
@@ -44,7 +79,7 @@ fn raised(py: Python<'_>, name: &str, what: &str, e: PyErr) -> beedb::Error {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
-    LAST_EXCEPTION.with(|slot| *slot.borrow_mut() = Some(e));
+    *owner.exception.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
     beedb::Error::new(
         beedb::ErrorKind::Data,
         "38000",
@@ -103,6 +138,7 @@ pub struct PyScalar {
     pub returns: Option<DataType>,
     /// Called once per batch with one list per argument; returns a sequence.
     pub vectorized: bool,
+    pub owner: Owner,
 }
 
 impl ScalarFunction for PyScalar {
@@ -112,6 +148,7 @@ impl ScalarFunction for PyScalar {
 
     fn call(&self, args: &[Vec<Value>], rows: usize) -> beedb::Result<Vec<Value>> {
         Python::attach(|py| {
+            let _calling = Calling::enter(self.owner.connection);
             let func = self.func.bind(py);
             let mut out = Vec::with_capacity(rows);
             if self.vectorized {
@@ -129,14 +166,14 @@ impl ScalarFunction for PyScalar {
                 let result = func
                     .call1(
                         PyTuple::new(py, columns)
-                            .map_err(|e| raised(py, &self.name, "function", e))?,
+                            .map_err(|e| raised(py, &self.owner, &self.name, "function", e))?,
                     )
-                    .map_err(|e| raised(py, &self.name, "function", e))?;
+                    .map_err(|e| raised(py, &self.owner, &self.name, "function", e))?;
                 for item in result
                     .try_iter()
-                    .map_err(|e| raised(py, &self.name, "function", e))?
+                    .map_err(|e| raised(py, &self.owner, &self.name, "function", e))?
                 {
-                    let item = item.map_err(|e| raised(py, &self.name, "function", e))?;
+                    let item = item.map_err(|e| raised(py, &self.owner, &self.name, "function", e))?;
                     out.push(
                         convert::to_value(&item).map_err(|e| unconvertible(py, &self.name, e))?,
                     );
@@ -147,7 +184,7 @@ impl ScalarFunction for PyScalar {
                         to_py_args(py, args, k).map_err(|e| unconvertible(py, &self.name, e))?;
                     let r = func
                         .call1(a)
-                        .map_err(|e| raised(py, &self.name, "function", e))?;
+                        .map_err(|e| raised(py, &self.owner, &self.name, "function", e))?;
                     out.push(convert::to_value(&r).map_err(|e| unconvertible(py, &self.name, e))?);
                 }
             }
@@ -163,6 +200,7 @@ pub struct PyAggregate {
     pub class: Py<PyAny>,
     /// The declared result type; `None`: the first argument's type (text without one).
     pub returns: Option<DataType>,
+    pub owner: Owner,
 }
 
 impl PyAggregate {
@@ -171,7 +209,7 @@ impl PyAggregate {
             .bind(py)
             .call0()
             .map(|i| i.unbind())
-            .map_err(|e| raised(py, &self.name, "aggregate", e))
+            .map_err(|e| raised(py, &self.owner, &self.name, "aggregate", e))
     }
 }
 
@@ -187,6 +225,7 @@ impl AggregateFunction for PyAggregate {
         args: &[Vec<Value>],
     ) -> beedb::Result<()> {
         Python::attach(|py| {
+            let _calling = Calling::enter(self.owner.connection);
             for (k, &g) in groups.iter().enumerate() {
                 let state = &mut states[g as usize];
                 if state.is_none() {
@@ -200,7 +239,7 @@ impl AggregateFunction for PyAggregate {
                 instance
                     .bind(py)
                     .call_method1(pyo3::intern!(py, "step"), a)
-                    .map_err(|e| raised(py, &self.name, "aggregate", e))?;
+                    .map_err(|e| raised(py, &self.owner, &self.name, "aggregate", e))?;
             }
             Ok(())
         })
@@ -208,6 +247,7 @@ impl AggregateFunction for PyAggregate {
 
     fn finish(&self, state: Option<&AggregateState>) -> beedb::Result<Value> {
         Python::attach(|py| {
+            let _calling = Calling::enter(self.owner.connection);
             let instance = match state.and_then(|s| s.downcast_ref::<Py<PyAny>>()) {
                 Some(i) => i.clone_ref(py),
                 // A group without rows (an aggregate over no rows): a fresh instance's
@@ -217,7 +257,7 @@ impl AggregateFunction for PyAggregate {
             let r = instance
                 .bind(py)
                 .call_method0(pyo3::intern!(py, "finalize"))
-                .map_err(|e| raised(py, &self.name, "aggregate", e))?;
+                .map_err(|e| raised(py, &self.owner, &self.name, "aggregate", e))?;
             convert::to_value(&r).map_err(|e| unconvertible(py, &self.name, e))
         })
     }

@@ -5,5 +5,6 @@ pub mod optimizer;
 pub mod python;
 pub mod tp1;
 pub mod tpcc;
+pub mod tpcds;
 pub mod tpch;
 pub mod wisconsin;

@@ -40,9 +40,10 @@ fn run_step(what: &str, cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-/// Makes the virtual environment (once) and installs the packages it lacks; then
-/// builds and installs the `beedb` module from this tree.
-fn prepare_python(ctx: &Ctx) -> Result<PathBuf, String> {
+/// The lab's Python virtual environment under `--out` (`<out>/work/python-venv`),
+/// made once with `$PYTHON` (default `python3`): its interpreter. The Python workload
+/// and TPC-DS's data generator (`tpcgen-cli`) install what they need into it.
+pub fn venv_python(ctx: &Ctx) -> Result<PathBuf, String> {
     let venv = ctx.work.join("python-venv");
     let python = venv.join("bin/python");
     if !python.is_file() {
@@ -52,6 +53,22 @@ fn prepare_python(ctx: &Ctx) -> Result<PathBuf, String> {
             Command::new(system).args(["-m", "venv"]).arg(&venv),
         )?;
     }
+    Ok(python)
+}
+
+/// `pip install --quiet <requirement>` into the environment of `python`.
+pub fn pip_install(python: &Path, requirement: &str) -> Result<(), String> {
+    run_step(
+        &format!("installing {requirement}"),
+        Command::new(python).args(["-m", "pip", "install", "--quiet", requirement]),
+    )
+}
+
+/// Makes the virtual environment (once) and installs the packages it lacks; then
+/// builds and installs the `beedb` module from this tree.
+fn prepare_python(ctx: &Ctx) -> Result<PathBuf, String> {
+    let python = venv_python(ctx)?;
+    let venv = ctx.work.join("python-venv");
     let have = |module: &str| {
         Command::new(&python)
             .args(["-c", &format!("import {module}")])
@@ -60,21 +77,13 @@ fn prepare_python(ctx: &Ctx) -> Result<PathBuf, String> {
             .is_ok_and(|s| s.success())
     };
     if !have("maturin") {
-        run_step(
-            "installing maturin",
-            Command::new(&python).args(["-m", "pip", "install", "--quiet", "maturin>=1.9,<2"]),
-        )?;
+        pip_install(&python, "maturin>=1.9,<2")?;
     }
     for optional in ["numpy", "pyarrow", "duckdb"] {
         if !have(optional) {
             ctx.progress
                 .note(&format!("installing {optional} into {}", venv.display()));
-            if run_step(
-                &format!("installing {optional}"),
-                Command::new(&python).args(["-m", "pip", "install", "--quiet", optional]),
-            )
-            .is_err()
-            {
+            if pip_install(&python, optional).is_err() {
                 ctx.progress.note(&format!(
                     "{optional} could not be installed: what needs it is left out"
                 ));

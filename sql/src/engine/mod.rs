@@ -31,6 +31,7 @@ mod dml;
 mod plan_cache;
 mod query;
 pub(crate) mod sequence;
+pub(crate) mod stream;
 
 pub use plan_cache::PlanCache;
 
@@ -475,6 +476,8 @@ pub fn execute(
     statement_bees: Option<&StatementBees>,
     plan_cache: Option<&PlanCache>,
 ) -> Result<QueryResult> {
+    // One statement at a time: an open result stream ends first (`stream.rs`).
+    stream::settle(conn);
     let shared = conn.db.shared.clone();
     let functions = conn.functions.clone();
     match ast {
@@ -689,6 +692,7 @@ fn begin_block(conn: &mut Connection, shared: &Shared, immediate: bool, mode: Tx
 /// block as any error in it does, as in PostgreSQL: 25P02 until ROLLBACK (or
 /// ROLLBACK TO a savepoint).
 pub fn abort_block(conn: &mut Connection) {
+    stream::settle(conn);
     if let TxnState::Active(txn) = std::mem::take(&mut conn.txn) {
         conn.txn = failed(txn);
     }

@@ -158,15 +158,19 @@ pub fn select(ctx: &mut Ctx<'_>, q: &ast::Query) -> Result<QueryResult> {
     Ok(rows_result(&bq.plan, rows))
 }
 
-pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
-    let columns = plan
-        .schema
+/// The output columns of `plan`, as a result describes them.
+pub fn columns(plan: &Plan) -> Vec<Column> {
+    plan.schema
         .iter()
         .map(|c| Column {
             name: c.name.clone(),
             data_type: c.ty,
         })
-        .collect();
+        .collect()
+}
+
+pub fn rows_result(plan: &Plan, rows: Vec<Vec<Value>>) -> QueryResult {
+    let columns = columns(plan);
     let n = rows.len() as u64;
     QueryResult {
         columns,

@@ -486,10 +486,33 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         // term's (how many rounds a recursion takes is unknowable before it runs).
         Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
         Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
-        // PostgreSQL's estimate for a set-returning function.
-        Node::Series { .. } => 1000.0,
+        Node::Series { args } => series_rows(args),
     };
     rows.max(0.0)
+}
+
+/// The rows of `generate_series(args)`: counted when its bounds and step are integer
+/// constants (as PostgreSQL's support function for it does since version 12), else
+/// PostgreSQL's estimate for a set-returning function, 1000.
+fn series_rows(args: &[Expr]) -> f64 {
+    let int = |e: &Expr| match constant_value(e)? {
+        Value::SmallInt(v) => Some(v as f64),
+        Value::Integer(v) => Some(v as f64),
+        Value::BigInt(v) => Some(v as f64),
+        _ => None,
+    };
+    let bounds = match args {
+        [start, stop] => int(start).zip(int(stop)).map(|(a, b)| (a, b, 1.0)),
+        [start, stop, step] => match (int(start), int(stop), int(step)) {
+            (Some(a), Some(b), Some(s)) if s != 0.0 => Some((a, b, s)),
+            _ => None,
+        },
+        _ => None,
+    };
+    match bounds {
+        Some((start, stop, step)) => (((stop - start) / step).floor() + 1.0).max(0.0),
+        None => 1000.0,
+    }
 }
 
 /// The rows `plan` produces: its estimate when the optimizer set one, otherwise

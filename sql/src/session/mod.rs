@@ -18,6 +18,7 @@
 
 mod result;
 mod settings;
+mod stream;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use parking_lot::Mutex;
 
 pub use result::{Column, FromValue, QueryResult, Row};
 pub use settings::{SETTING_NAMES, SettingTargets, Settings};
+pub use stream::{ResultBatch, ResultStream};
 
 pub use crate::exec::InterruptHandle;
 
@@ -134,6 +136,7 @@ impl Database {
             block_immediate: false,
             block_mode: engine::TxnMode::default(),
             default_mode: engine::TxnMode::default(),
+            open_stream: None,
         }
     }
 
@@ -174,6 +177,9 @@ pub struct Connection {
     /// `SET SESSION CHARACTERISTICS AS TRANSACTION …`: what BEGIN and autocommit
     /// statements start with.
     pub(crate) default_mode: engine::TxnMode,
+    /// The result stream whose statement runs now, if any (see `engine/stream.rs`):
+    /// the next statement settles it first.
+    pub(crate) open_stream: Option<engine::stream::OpenStream>,
 }
 
 impl Connection {
@@ -211,6 +217,43 @@ impl Connection {
     /// [`Connection::execute`], named for statements that return rows.
     pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
         self.execute(sql, params)
+    }
+
+    /// Runs one statement and returns its result as a [`ResultStream`]: a query's rows
+    /// come from the executor batch by batch as they are read, so the result is never
+    /// held whole; its columns are known at once. Any other statement runs to its end
+    /// here. The statement runs in the connection's transaction as
+    /// [`Connection::execute`] would run it; see [`ResultStream`] for errors midway,
+    /// dropping it early and using the connection while it is open.
+    ///
+    /// ```
+    /// # fn main() -> beedb_sql::Result<()> {
+    /// let db = beedb_sql::Database::open(":memory:")?;
+    /// let mut conn = db.connect();
+    /// let mut stream = conn.query_stream("SELECT * FROM generate_series(1, 100000)", &[])?;
+    /// assert_eq!(stream.columns()[0].name, "generate_series");
+    /// let mut sum = 0i64;
+    /// while let Some(batch) = stream.next_batch()? {
+    ///     for k in 0..batch.len() {
+    ///         sum += batch.row(k).get::<i64>(0)?;
+    ///     }
+    /// }
+    /// assert_eq!(sum, 5_000_050_000);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn query_stream(&mut self, sql: &str, params: &[Value]) -> Result<ResultStream> {
+        let stmt = match self.statements.get(sql) {
+            Some(stmt) => stmt,
+            None => {
+                let stmt = Arc::new(self.parse_one(sql, false)?);
+                if sql.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
+                    self.statements.insert(stmt.clone());
+                }
+                stmt
+            }
+        };
+        stmt.query_stream(self, params)
     }
 
     /// Runs every statement in `sql` in order and returns their results; stops at
@@ -295,13 +338,17 @@ impl Connection {
 
     /// Whether a transaction block (BEGIN … COMMIT) is open.
     pub fn in_transaction(&self) -> bool {
-        self.txn.in_block()
+        // A stream in a block holds the block's transaction while it runs.
+        self.txn.in_block() || self.open_stream.as_ref().is_some_and(|s| s.in_block())
     }
 
     /// Where the session stands: outside a block, inside one, or inside one that
     /// failed (only ROLLBACK, COMMIT and ROLLBACK TO run) — what psql's prompt and
     /// libpq's `PQtransactionStatus` report.
     pub fn transaction_status(&self) -> TransactionStatus {
+        if let Some(stream) = self.open_stream.as_ref().filter(|s| s.in_block()) {
+            return if stream.failed() { TransactionStatus::Failed } else { TransactionStatus::InBlock };
+        }
         match self.txn {
             engine::TxnState::Idle => TransactionStatus::Idle,
             engine::TxnState::Active(_) => TransactionStatus::InBlock,
@@ -406,6 +453,22 @@ impl Statement {
     }
 
     pub fn execute(&self, conn: &mut Connection, params: &[Value]) -> Result<QueryResult> {
+        self.check_param_count(params)?;
+        guarded(conn, |conn| {
+            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref(), Some(&self.plan))
+        })
+    }
+
+    /// Runs the statement and returns its result as a [`ResultStream`], as
+    /// [`Connection::query_stream`] does.
+    pub fn query_stream(&self, conn: &mut Connection, params: &[Value]) -> Result<ResultStream> {
+        self.check_param_count(params)?;
+        guarded(conn, |conn| {
+            engine::stream::execute_stream(conn, &self.sql, &self.ast, params, self.bees.as_deref(), Some(&self.plan))
+        })
+    }
+
+    fn check_param_count(&self, params: &[Value]) -> Result<()> {
         if params.len() != self.param_count {
             return Err(Error::semantic(
                 "08P01",
@@ -416,9 +479,7 @@ impl Statement {
                 ),
             ));
         }
-        guarded(conn, |conn| {
-            engine::execute(conn, &self.sql, &self.ast, params, self.bees.as_deref(), Some(&self.plan))
-        })
+        Ok(())
     }
 }
 
