@@ -157,7 +157,14 @@ fn project_slt_files_pass() {
         return;
     }
     let mut problems = Vec::new();
-    for (mode, settings) in bee_modes() {
+    // Besides the bee modes: two threads on every aggregation pipeline they can take
+    // (parallel_min_rows = 0 splits even a test's small tables).
+    let mut modes = bee_modes();
+    modes.push((
+        "2 threads",
+        vec![("threads".to_string(), "2".to_string()), ("parallel_min_rows".to_string(), "0".to_string())],
+    ));
+    for (mode, settings) in modes {
         let options = Options {
             conventions: Some(Conventions::Project),
             failures_kept: usize::MAX,

@@ -391,6 +391,15 @@ fn tpch_queries_return_the_answers_at_sf_0_1() {
     run_scale(SF01);
 }
 
+/// The settings each query runs under, all of which must give the answer: one
+/// thread; two threads on every pipeline they can take (`parallel_min_rows = 0`, so
+/// even SF 0.01's tables are split), with bees and without.
+const CONFIGURATIONS: [(&str, &str); 3] = [
+    ("1 thread", "SET threads = 1; SET bees = on"),
+    ("2 threads", "SET threads = 2; SET parallel_min_rows = 0; SET bees = on"),
+    ("2 threads, bees off", "SET threads = 2; SET parallel_min_rows = 0; SET bees = off"),
+];
+
 fn run_scale(scale: Scale) {
     let Some(tpch) = shared_tpch_dir() else {
         return;
@@ -428,14 +437,19 @@ fn run_scale(scale: Scale) {
     if let Err(e) = load {
         problems.push(e);
     } else {
+        // At SF 0.1 the configuration without bees is left to SF 0.01 (time).
+        let configurations = if scale.sf < 0.05 { &CONFIGURATIONS[..] } else { &CONFIGURATIONS[..2] };
+        for &(config, settings) in configurations {
+        conn.execute_batch(settings).expect("settings");
+        let mut parallel_plans = 0;
         for number in QUERIES {
             let sql = query_text(&tpch, number, scale);
             let nested = match conn.query(&format!("EXPLAIN {sql}"), &[]) {
-                Ok(plan) => plan
-                    .rows
-                    .iter()
-                    .filter(|r| format!("{:?}", r.values()).contains("re-executed per outer row"))
-                    .count(),
+                Ok(plan) => {
+                    let lines: Vec<String> = plan.rows.iter().map(|r| format!("{:?}", r.values())).collect();
+                    parallel_plans += usize::from(lines.iter().any(|l| l.contains("workers: 2")));
+                    lines.iter().filter(|l| l.contains("re-executed per outer row")).count()
+                }
                 Err(e) => {
                     problems.push(format!("q{number:02}: EXPLAIN: {e}"));
                     0
@@ -461,13 +475,20 @@ fn run_scale(scale: Scale) {
             });
             let _ = writeln!(
                 report,
-                "q{number:02}: {} in {:.2}s",
+                "q{number:02} ({config}): {} in {:.2}s",
                 if verdict.is_ok() { "ok" } else { "FAILED" },
                 elapsed.as_secs_f64()
             );
             if let Err(e) = verdict {
-                problems.push(format!("q{number:02}: {e}"));
+                problems.push(format!("q{number:02} ({config}): {e}"));
             }
+        }
+        // Most queries aggregate over a pipeline that two threads can drive; if none
+        // did, the parallel path was not tested at all.
+        let _ = writeln!(report, "{config}: {parallel_plans} of 22 plans use two threads");
+        if config.starts_with("2 threads") && parallel_plans < 10 {
+            problems.push(format!("{config}: only {parallel_plans} of 22 plans use two threads"));
+        }
         }
     }
     print!("{report}");

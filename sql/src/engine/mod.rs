@@ -303,7 +303,7 @@ impl Txn {
         }
     }
 
-    fn reader(&self) -> &dyn PageRead {
+    fn reader(&self) -> &(dyn PageRead + Sync) {
         match (&self.write, &self.read) {
             (Some(w), _) => w,
             (None, Some(r)) => r,

@@ -516,6 +516,106 @@ impl Acc {
         }
     }
 
+    /// Folds `other`'s groups into this accumulator's: group `g` of `other` into
+    /// group `into[g]` here. Only for the kinds [`combinable`] accepts.
+    fn merge(&mut self, other: Acc, into: &[u32], call: &AggCall) -> Result<()> {
+        let to = |g: usize| into[g] as usize;
+        match (self, other) {
+            (Acc::Count(a), Acc::Count(b)) => b.into_iter().enumerate().for_each(|(g, x)| a[to(g)] += x),
+            (Acc::SumInt(a), Acc::SumInt(b)) => {
+                for (g, x) in b.into_iter().enumerate() {
+                    if let Some(x) = x {
+                        let t = &mut a[to(g)];
+                        *t = Some(t.unwrap_or(0).checked_add(x).ok_or_else(bigint_overflow)?);
+                    }
+                }
+            }
+            (Acc::SumWide(a), Acc::SumWide(b)) => {
+                for (g, x) in b.into_iter().enumerate() {
+                    if let Some(x) = x {
+                        let t = &mut a[to(g)];
+                        *t = Some(t.unwrap_or(0) + x);
+                    }
+                }
+            }
+            (Acc::SumDec(a), Acc::SumDec(b)) => {
+                for (g, x) in b.into_iter().enumerate() {
+                    if let Some(x) = x {
+                        let t = &mut a[to(g)];
+                        *t = Some(match t {
+                            None => x,
+                            Some(y) => dec_add(y, &x)?,
+                        });
+                    }
+                }
+            }
+            (Acc::SumInterval(a), Acc::SumInterval(b)) => {
+                for (g, x) in b.into_iter().enumerate() {
+                    if let Some(x) = x {
+                        let t = &mut a[to(g)];
+                        *t = Some(match t {
+                            None => x,
+                            Some(y) => y.checked_add(&x)?,
+                        });
+                    }
+                }
+            }
+            (Acc::AvgWide(a), Acc::AvgWide(b)) => {
+                for (g, (sum, n)) in b.into_iter().enumerate() {
+                    let t = &mut a[to(g)];
+                    t.0 += sum;
+                    t.1 += n;
+                }
+            }
+            (Acc::AvgDec(a), Acc::AvgDec(b)) => {
+                for (g, (sum, n)) in b.into_iter().enumerate() {
+                    let t = &mut a[to(g)];
+                    t.0 = dec_add(&t.0, &sum)?;
+                    t.1 += n;
+                }
+            }
+            (Acc::AvgInterval(a), Acc::AvgInterval(b)) => {
+                for (g, (sum, n)) in b.into_iter().enumerate() {
+                    let t = &mut a[to(g)];
+                    t.0 = t.0.checked_add(&sum)?;
+                    t.1 += n;
+                }
+            }
+            (Acc::VarExact { vals: a, .. }, Acc::VarExact { vals: b, .. }) => {
+                for (g, (n, sx, sxx)) in b.into_iter().enumerate() {
+                    let t = &mut a[to(g)];
+                    t.0 += n;
+                    t.1 = dec_add(&t.1, &sx)?;
+                    t.2 = dec_add(&t.2, &sxx)?;
+                }
+            }
+            (Acc::Bool { and, vals: a }, Acc::Bool { vals: b, .. }) => {
+                for (g, x) in b.into_iter().enumerate() {
+                    if let Some(x) = x {
+                        let t = &mut a[to(g)];
+                        *t = Some(match *t {
+                            None => x,
+                            Some(y) if *and => y && x,
+                            Some(y) => y || x,
+                        });
+                    }
+                }
+            }
+            // Min and max: the other thread's best values are one more input.
+            (me @ Acc::MinMaxFixed { .. }, Acc::MinMaxFixed { best, .. }) => me.update(into, Some(&best), None, None)?,
+            (me @ Acc::MinMax { .. }, Acc::MinMax { vals, .. }) => {
+                let ty = call.arg.as_ref().map_or(DataType::Text, |a| a.ty);
+                let mut best = Vector::new(ty, vals.len());
+                for v in &vals {
+                    best.push_value(v);
+                }
+                me.update(into, Some(&best), None, None)?
+            }
+            _ => return Err(Error::internal("aggregate states of different kinds merged")),
+        }
+        Ok(())
+    }
+
     /// The result of group `g` as a value of type `ty`.
     pub(super) fn result(&self, g: usize, ty: &DataType) -> Result<Value> {
         let float = |x: f64| match ty {
@@ -759,6 +859,33 @@ struct SetState {
     ordered_bytes: usize,
 }
 
+impl SetState {
+    /// Folds another thread's state of the same set into this one (parallel
+    /// aggregation, whose aggregates are all [`combinable`]: no DISTINCT or ORDER BY
+    /// rows to carry over).
+    fn merge(&mut self, other: SetState, aggs: &[AggCall]) -> Result<()> {
+        let into: Vec<u32> = if self.members.is_empty() {
+            vec![0; other.ngroups]
+        } else {
+            let n = other.ngroups;
+            let keys = other.table.into_keys();
+            let mut ids = Vec::with_capacity(n);
+            self.table.insert(&keys, n, false, &mut ids);
+            if self.table.len() > self.ngroups {
+                for a in &mut self.accs {
+                    a.push_groups(self.table.len() - self.ngroups);
+                }
+                self.ngroups = self.table.len();
+            }
+            ids
+        };
+        for ((acc, from), call) in self.accs.iter_mut().zip(other.accs).zip(aggs) {
+            acc.merge(from, &into, call)?;
+        }
+        Ok(())
+    }
+}
+
 /// One input row of an aggregate with ORDER BY (`string_agg(x, ',' ORDER BY y)`).
 struct OrderedRow {
     group: u32,
@@ -846,6 +973,66 @@ pub(super) fn aggregate(
     } else {
         sets
     };
+    let make = || new_states(groups, set_lists, aggs);
+    let each = |ex: &Exec<'_>, (states, gids): &mut (Vec<SetState>, Vec<u32>), b| {
+        accumulate(ex, groups, aggs, states, gids, b)
+    };
+    // The optimizer gave the input several threads only when it is a pipeline over a
+    // large scan and every aggregate merges exactly (`combinable`).
+    let parallel = (plan.workers > 1)
+        .then(|| crate::plan::pipeline::pipeline(input, id + 1))
+        .flatten();
+    let states = match parallel {
+        Some(p) => {
+            let mut partial = super::parallel::run_pipeline(ex, &p, input, id + 1, plan.workers, &make, &each)?.into_iter();
+            let (mut states, _) = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
+            for (other, _) in partial {
+                for (into, from) in states.iter_mut().zip(other) {
+                    into.merge(from, aggs)?;
+                }
+            }
+            states
+        }
+        None => {
+            let mut state = make()?;
+            ex.node(input, id + 1, None, &mut |b| {
+                each(ex, &mut state, b)?;
+                Ok(Flow::Continue)
+            })?;
+            state.0
+        }
+    };
+    emit(plan, groups, sets, aggs, states, out)
+}
+
+/// Whether the states several threads make of `call` merge into exactly the state
+/// one thread would have made (so a parallel aggregate gives one thread's answer):
+/// counts, integer, numeric and interval sums and averages, min, max, bool_and/or,
+/// exact variances. Not floating-point sums (the order of additions changes the
+/// rounding), nor DISTINCT, ORDER BY, string_agg or application aggregates.
+pub(crate) fn combinable(call: &AggCall) -> bool {
+    !call.distinct
+        && call.order.is_empty()
+        && call.udf.is_none()
+        && matches!(
+            Acc::new(call),
+            Ok(Acc::Count(_)
+                | Acc::SumInt(_)
+                | Acc::SumWide(_)
+                | Acc::SumDec(_)
+                | Acc::SumInterval(_)
+                | Acc::AvgWide(_)
+                | Acc::AvgDec(_)
+                | Acc::AvgInterval(_)
+                | Acc::MinMaxFixed { .. }
+                | Acc::MinMax { .. }
+                | Acc::Bool { .. }
+                | Acc::VarExact { .. })
+        )
+}
+
+/// The empty state of each grouping set, and the group-id buffer.
+fn new_states(groups: &[Expr], set_lists: &[Vec<usize>], aggs: &[AggCall]) -> Result<(Vec<SetState>, Vec<u32>)> {
     let mut states = Vec::with_capacity(set_lists.len());
     for members in set_lists {
         let types: Vec<DataType> = members.iter().map(|&i| groups[i].ty).collect();
@@ -880,11 +1067,21 @@ pub(super) fn aggregate(
             ordered_bytes: 0,
         });
     }
-    let mut gids: Vec<u32> = Vec::new();
-    ex.node(input, id + 1, None, &mut |b| {
+    Ok((states, Vec::new()))
+}
+
+/// Adds input batch `b` to every set's groups.
+fn accumulate(
+    ex: &Exec<'_>,
+    groups: &[Expr],
+    aggs: &[AggCall],
+    states: &mut [SetState],
+    gids: &mut Vec<u32>,
+    b: crate::vector::Batch,
+) -> Result<()> {
         let n = b.rows();
         if n == 0 {
-            return Ok(Flow::Continue);
+            return Ok(());
         }
         let gv = groups
             .iter()
@@ -912,16 +1109,16 @@ pub(super) fn aggregate(
             })
             .collect::<Result<Vec<_>>>()?;
         let mut bytes = 0;
-        for st in &mut states {
+        for st in states.iter_mut() {
             if st.members.is_empty() {
                 gids.clear();
                 gids.resize(n, 0);
             } else {
                 if st.all {
-                    st.table.insert(&gv, n, false, &mut gids);
+                    st.table.insert(&gv, n, false, gids);
                 } else {
                     let cols: Vec<Vector> = st.members.iter().map(|&i| gv[i].clone()).collect();
-                    st.table.insert(&cols, n, false, &mut gids);
+                    st.table.insert(&cols, n, false, gids);
                 }
                 if st.table.len() > st.ngroups {
                     for a in &mut st.accs {
@@ -988,9 +1185,9 @@ pub(super) fn aggregate(
                                 rows.push(k as u32);
                             }
                         }
-                        st.accs[i].update(&gids, Some(a), arg2.as_ref(), Some(&rows))?;
+                        st.accs[i].update(gids, Some(a), arg2.as_ref(), Some(&rows))?;
                     }
-                    Args::Builtin(a, arg2, _) => st.accs[i].update(&gids, a.as_ref(), arg2.as_ref(), None)?,
+                    Args::Builtin(a, arg2, _) => st.accs[i].update(gids, a.as_ref(), arg2.as_ref(), None)?,
                 }
             }
             bytes += st.distinct_bytes
@@ -999,9 +1196,11 @@ pub(super) fn aggregate(
                 + st.ngroups * (aggs.len() * 24 + 8)
                 + st.accs.iter().map(Acc::bytes).sum::<usize>();
         }
-        ex.check_mem("HashAggregate", bytes)?;
-        Ok(Flow::Continue)
-    })?;
+        ex.check_mem("HashAggregate", bytes)
+}
+
+/// Outputs every set's groups.
+fn emit(plan: &Plan, groups: &[Expr], sets: &[Vec<usize>], aggs: &[AggCall], states: Vec<SetState>, out: Out) -> Result<Flow> {
     let types = plan.types();
     // Aggregates follow the groups and, with grouping sets, the set's index.
     let first_agg = groups.len() + usize::from(!sets.is_empty());

@@ -2,7 +2,7 @@
 //! with the left), and nested loops when there are no keys. Both check the residual
 //! condition `on` on the combined rows of candidate pairs, in batches.
 
-use super::key_table::{KeyTable, NO_ID};
+use super::key_table::{KeyTable, NO_ID, ProbeScratch};
 use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
 use crate::error::Result;
 use crate::expr::Expr;
@@ -17,6 +17,8 @@ pub(super) struct JoinSpec<'p> {
     pub on: Option<&'p Expr>,
     pub left_keys: &'p [Expr],
     pub right_keys: &'p [Expr],
+    /// Threads that run the right input while it is built (`Plan::workers`).
+    pub build_workers: usize,
 }
 
 /// One probe (left) batch being joined, with what every step of joining it needs, so
@@ -35,13 +37,14 @@ struct Probe<'a> {
     out: Out<'a>,
 }
 
-/// The materialized right side.
-struct Build {
+/// The materialized right side. Only read while probing, so the threads of a
+/// parallel pipeline share one (`exec/parallel.rs`); which rows matched, for right
+/// and full joins, is kept apart.
+pub(super) struct Build {
     cols: Vec<Vector>,
     len: usize,
     /// Key → rows (None when joining without keys: every row is a candidate).
     map: Option<HashIndex>,
-    matched: Vec<bool>,
 }
 
 /// The build rows by key: the distinct keys in a [`KeyTable`], and the rows of key `id`
@@ -85,6 +88,24 @@ impl HashIndex {
     }
 }
 
+impl<'p> JoinSpec<'p> {
+    /// The join of node `plan`, if it is one.
+    pub(super) fn of(plan: &'p Plan) -> Option<JoinSpec<'p>> {
+        let crate::plan::Node::Join { left, right, kind, on, left_keys, right_keys, .. } = &plan.node else {
+            return None;
+        };
+        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers })
+    }
+
+    /// A semi or anti join on keys alone needs only whether a key is present: the
+    /// build side's rows are not kept (TPC-H Q4's EXISTS over lineitem would otherwise
+    /// hold every lineitem column of millions of rows), and a probe row is decided by
+    /// one lookup.
+    fn keys_only(&self) -> bool {
+        !self.left_keys.is_empty() && matches!(self.kind, JoinKind::Semi | JoinKind::Anti) && self.on.is_none()
+    }
+}
+
 pub(super) fn join(
     ex: &Exec<'_>,
     plan: &Plan,
@@ -92,19 +113,20 @@ pub(super) fn join(
     s: JoinSpec<'_>,
     out: Out,
 ) -> Result<Flow> {
-    let left_id = id + 1;
-    let right_id = left_id + node_count(s.left);
-    let left_types = s.left.types();
-    let right_types = s.right.types();
-    let out_types = plan.types();
-    let keyed = !s.left_keys.is_empty();
-    // A semi or anti join on keys alone needs only whether a key is present: the
-    // build side's rows are not kept (TPC-H Q4's EXISTS over lineitem would otherwise
-    // hold every lineitem column of millions of rows), and a probe row is decided by
-    // one lookup.
-    let keys_only = keyed && matches!(s.kind, JoinKind::Semi | JoinKind::Anti) && s.on.is_none();
+    // The threads of a parallel pipeline probe the build made before they started.
+    if let Some(build) = ex.prebuilt(id) {
+        return probe(ex, plan, id, &s, build, out);
+    }
+    let build = build(ex, &s, id)?;
+    probe(ex, plan, id, &s, &build, out)
+}
 
-    // Build.
+/// Runs the right input of join node `id` and materializes it.
+pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build> {
+    let right_id = id + 1 + node_count(s.left);
+    let right_types = s.right.types();
+    let keyed = !s.left_keys.is_empty();
+    let keys_only = s.keys_only();
     let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
     let mut build = Build {
         cols: right_types.iter().map(|t| Vector::new(*t, 0)).collect(),
@@ -115,13 +137,12 @@ pub(super) fn join(
             starts: Vec::new(),
             rows: Vec::new(),
         }),
-        matched: Vec::new(),
     };
     let mut ids = Vec::new();
-    ex.node(s.right, right_id, None, &mut |b| {
+    let mut add = |ex: &Exec<'_>, b: Batch| -> Result<()> {
         let n = b.rows();
         if n == 0 {
-            return Ok(Flow::Continue);
+            return Ok(());
         }
         if let Some(map) = &mut build.map {
             let kv = s
@@ -146,24 +167,73 @@ pub(super) fn join(
             .map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
         let bytes =
             key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
-        ex.check_mem("Hash Join", bytes)?;
-        Ok(Flow::Continue)
-    })?;
-    build.matched = vec![false; build.len];
+        ex.check_mem("Hash Join", bytes)
+    };
+    // A right input the optimizer gave several threads (a pipeline over a large
+    // scan) is scanned and filtered by all of them, each holding what it produced;
+    // the hash table is then filled from their batches here.
+    let parallel = (s.build_workers > 1)
+        .then(|| crate::plan::pipeline::pipeline(s.right, right_id))
+        .flatten();
+    match parallel {
+        Some(p) => {
+            let keep = |ex: &Exec<'_>, held: &mut (Vec<Batch>, usize), b: Batch| -> Result<()> {
+                if b.rows() == 0 {
+                    return Ok(());
+                }
+                let b = super::dense(b, &right_types);
+                held.1 += b.columns.iter().map(|c| c.heap_bytes()).sum::<usize>();
+                held.0.push(b);
+                ex.check_mem("Hash Join", held.1)
+            };
+            let make = || Ok((Vec::new(), 0));
+            let held = super::parallel::run_pipeline(ex, &p, s.right, right_id, s.build_workers, &make, &keep)?;
+            for (batches, _) in held {
+                for b in batches {
+                    add(ex, b)?;
+                }
+            }
+        }
+        None => {
+            ex.node(s.right, right_id, None, &mut |b| {
+                add(ex, b)?;
+                Ok(Flow::Continue)
+            })?;
+        }
+    }
     if let Some(map) = &mut build.map {
         map.finish();
     }
+    Ok(build)
+}
+
+/// Runs the left input of join node `id` and joins each of its batches with `build`.
+fn probe(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    s: &JoinSpec<'_>,
+    build: &Build,
+    out: Out,
+) -> Result<Flow> {
+    let left_id = id + 1;
+    let left_types = s.left.types();
+    let out_types = plan.types();
+    let keyed = !s.left_keys.is_empty();
+    let keys_only = s.keys_only();
     if build.len == 0 && matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi) {
         return Ok(Flow::Continue);
     }
-
-    // Probe.
+    // Right and full joins output the build rows no probe row matched.
+    let marks_build = matches!(s.kind, JoinKind::Right | JoinKind::Full);
+    let mut matched = vec![false; if marks_build { build.len } else { 0 }];
     let emits_pairs = matches!(
         s.kind,
         JoinKind::Inner | JoinKind::Left | JoinKind::Right | JoinKind::Full
     );
     let mut stopped = false;
     let mut probe_ids = Vec::new();
+    let mut scratch = ProbeScratch::default();
     let r = ex.node(s.left, left_id, None, &mut |b| {
         let n = b.rows();
         if n == 0 {
@@ -178,22 +248,21 @@ pub(super) fn join(
         } else {
             Vec::new()
         };
-        let mut p = Probe::new(ex, &s, &b, &out_types, emits_pairs, &mut *out);
-        let Some(mut map) = build.map.take() else {
+        let mut p = Probe::new(ex, s, &b, &out_types, emits_pairs, &mut *out);
+        let Some(map) = &build.map else {
             let all_right: Vec<u32> = (0..build.len as u32).collect();
-            if p.nested_loop(&mut build, &all_right)? == Flow::Stop {
+            if p.nested_loop(build, &mut matched, &all_right)? == Flow::Stop {
                 stopped = true;
                 return Ok(Flow::Stop);
             }
-            return p.finish_left(&build, &mut stopped);
+            return p.finish_left(build, &mut stopped);
         };
-        map.table.find(&kv, n, &mut probe_ids);
+        map.table.find(&kv, n, &mut probe_ids, &mut scratch);
         if keys_only {
             for (m, &id) in p.left_matched.iter_mut().zip(&probe_ids) {
                 *m = id != NO_ID;
             }
-            build.map = Some(map);
-            return p.finish_left(&build, &mut stopped);
+            return p.finish_left(build, &mut stopped);
         }
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         let mut flow = Flow::Continue;
@@ -203,31 +272,30 @@ pub(super) fn join(
             }
             for &r in map.candidates(id) {
                 pairs.push((l as u32, r));
-                if pairs.len() >= BATCH_SIZE && p.flush(&mut build, &mut pairs)? == Flow::Stop {
+                if pairs.len() >= BATCH_SIZE && p.flush(&build.cols, &mut matched, &mut pairs)? == Flow::Stop {
                     flow = Flow::Stop;
                     break 'rows;
                 }
             }
         }
         if flow == Flow::Continue {
-            flow = p.flush(&mut build, &mut pairs)?;
+            flow = p.flush(&build.cols, &mut matched, &mut pairs)?;
         }
-        build.map = Some(map);
         if flow == Flow::Stop {
             stopped = true;
             return Ok(Flow::Stop);
         }
-        p.finish_left(&build, &mut stopped)
+        p.finish_left(build, &mut stopped)
     })?;
     if stopped || r == Flow::Stop {
         return Ok(Flow::Stop);
     }
 
     // Unmatched right rows.
-    if matches!(s.kind, JoinKind::Right | JoinKind::Full) {
+    if marks_build {
         let nl = left_types.len();
         let unmatched: Vec<u32> = (0..build.len as u32)
-            .filter(|&r| !build.matched[r as usize])
+            .filter(|&r| !matched[r as usize])
             .collect();
         for chunk in unmatched.chunks(BATCH_SIZE) {
             let none = vec![None; chunk.len()];
@@ -301,7 +369,7 @@ impl<'a> Probe<'a> {
     }
 
     /// Every (left row, right row) pair of the batch, in chunks.
-    fn nested_loop(&mut self, build: &mut Build, right_rows: &[u32]) -> Result<Flow> {
+    fn nested_loop(&mut self, build: &Build, matched: &mut [bool], right_rows: &[u32]) -> Result<Flow> {
         let mut pairs = Vec::with_capacity(BATCH_SIZE);
         for l in 0..self.b.len as u32 {
             if !self.emits_pairs && self.left_matched[l as usize] {
@@ -309,17 +377,18 @@ impl<'a> Probe<'a> {
             }
             for &r in right_rows {
                 pairs.push((l, r));
-                if pairs.len() >= BATCH_SIZE && self.flush(build, &mut pairs)? == Flow::Stop {
+                if pairs.len() >= BATCH_SIZE && self.flush(&build.cols, matched, &mut pairs)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
             }
         }
-        self.flush(build, &mut pairs)
+        self.flush(&build.cols, matched, &mut pairs)
     }
 
-    /// Checks `on` over the candidate pairs, records matches and emits matched pairs
-    /// (for the joins that output them).
-    fn flush(&mut self, build: &mut Build, pairs: &mut Vec<(u32, u32)>) -> Result<Flow> {
+    /// Checks `on` over the candidate pairs of probe rows and `right` rows, records
+    /// matches (in `matched` too when it has a flag per right row: right and full
+    /// joins) and emits matched pairs (for the joins that output them).
+    fn flush(&mut self, right: &[Vector], matched: &mut [bool], pairs: &mut Vec<(u32, u32)>) -> Result<Flow> {
         if pairs.is_empty() {
             return Ok(Flow::Continue);
         }
@@ -327,7 +396,7 @@ impl<'a> Probe<'a> {
         let rpos: Vec<u32> = pairs.iter().map(|p| p.1).collect();
         pairs.clear();
         let mut cols: Vec<Vector> = self.b.columns.iter().map(|c| c.gather(&lpos)).collect();
-        cols.extend(build.cols.iter().map(|c| c.gather(&rpos)));
+        cols.extend(right.iter().map(|c| c.gather(&rpos)));
         let n = lpos.len();
         let mut combined = make_batch(cols, n);
         let passing: Vec<u32> = match self.s.on {
@@ -336,7 +405,9 @@ impl<'a> Probe<'a> {
         };
         for &k in &passing {
             self.left_matched[lpos[k as usize] as usize] = true;
-            build.matched[rpos[k as usize] as usize] = true;
+            if let Some(m) = matched.get_mut(rpos[k as usize] as usize) {
+                *m = true;
+            }
         }
         if !self.emits_pairs || passing.is_empty() {
             return Ok(Flow::Continue);
@@ -374,9 +445,8 @@ impl<'a> Probe<'a> {
             keep_mask[k as usize] = true;
         }
         pairs.retain(|p| keep_mask[p.1 as usize]);
-        let mut flushed = Build { cols: fetched.columns, len: build.len, map: None, matched: vec![false; build.len] };
         build.len = 0;
-        self.flush(&mut flushed, pairs)
+        self.flush(&fetched.columns, &mut [], pairs)
     }
 }
 
@@ -437,7 +507,7 @@ pub(super) fn index_nested_loop(
         let b = super::dense(b, &left_types);
         let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
         let mut p = Probe::new(ex, &s, &b, &out_types, emits_pairs, &mut *out);
-        let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None, matched: Vec::new() };
+        let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None };
         // (left row, fetched row) for the rows fetched since the last flush.
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         'rows: for l in 0..n {

@@ -720,8 +720,10 @@ impl KeyTable {
     }
 
     /// The id of each row's key of `cols` (`n` rows) in `ids`, [`NO_ID`] when absent
-    /// or when a key column is NULL (a join probe: NULL never matches).
-    pub fn find(&mut self, cols: &[Vector], n: usize, ids: &mut Vec<u32>) {
+    /// or when a key column is NULL (a join probe: NULL never matches). Only reads
+    /// the table, so the threads of a parallel pipeline probe one table at once, each
+    /// with its own `scratch`.
+    pub fn find(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch) {
         ids.clear();
         ids.reserve(n);
         let any_nulls = cols.iter().any(|c| c.nulls.is_some());
@@ -729,9 +731,8 @@ impl KeyTable {
         macro_rules! packed {
             ($t:expr) => {{
                 let t = $t;
-                let mut packed = std::mem::take(&mut t.packed);
-                let mut bad = std::mem::take(&mut t.bad);
-                t.layout.pack(cols, n, &mut packed, &mut bad);
+                let (packed, bad) = (&mut scratch.packed, &mut scratch.bad);
+                t.layout.pack(cols, n, packed, bad);
                 for (k, &p) in packed.iter().enumerate() {
                     if null_row(k) || (!bad.is_empty() && bad[k]) {
                         ids.push(NO_ID);
@@ -739,16 +740,14 @@ impl KeyTable {
                         ids.push(t.find(PackedKey::from_packed(p)));
                     }
                 }
-                t.packed = packed;
-                t.bad = bad;
             }};
         }
-        match &mut self.table {
+        match &self.table {
             Table::Packed64(t) => packed!(t),
             Table::Packed128(t) => packed!(t),
             Table::Generic(g) => {
-                let mut hashes = std::mem::take(&mut g.hashes);
-                row_hashes(cols, n, &mut hashes);
+                let hashes = &mut scratch.hashes;
+                row_hashes(cols, n, hashes);
                 for (k, &h) in hashes.iter().enumerate() {
                     ids.push(if null_row(k) {
                         NO_ID
@@ -756,10 +755,17 @@ impl KeyTable {
                         g.find(h, cols, k, &self.keys)
                     });
                 }
-                g.hashes = hashes;
             }
         }
     }
+}
+
+/// A probe's buffers for [`KeyTable::find`]: packed keys or row hashes of one batch.
+#[derive(Default)]
+pub struct ProbeScratch {
+    packed: Vec<u128>,
+    bad: Vec<bool>,
+    hashes: Vec<u64>,
 }
 
 /// The generic twin: keys encoded as bytes ([`row_key`]) in a hash map. Same ids, same
@@ -924,8 +930,8 @@ mod tests {
         assert_eq!(rows(generic.keys()), rows(twin.keys()));
         for cols in batches {
             let n = cols[0].len();
-            typed.find(cols, n, &mut a);
-            generic.find(cols, n, &mut b);
+            typed.find(cols, n, &mut a, &mut ProbeScratch::default());
+            generic.find(cols, n, &mut b, &mut ProbeScratch::default());
             twin.find(cols, n, &mut c);
             assert_eq!(a, c, "find: typed ({}) vs byte keys", typed.layout_name());
             assert_eq!(b, c, "find: generic vs byte keys");
@@ -1020,7 +1026,7 @@ mod tests {
             Data::I64(vec![7, -1, 65535, i16::MAX as i64, 1 << 40]),
             None,
         );
-        t.find(&[probe], 5, &mut ids);
+        t.find(&[probe], 5, &mut ids, &mut ProbeScratch::default());
         assert_eq!(ids, [1, 0, NO_ID, 2, NO_ID]);
     }
 }

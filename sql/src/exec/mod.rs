@@ -22,6 +22,7 @@ pub mod interrupt;
 mod join;
 pub mod key_table;
 pub mod keys;
+mod parallel;
 mod recursive;
 mod scan;
 mod series;
@@ -48,11 +49,13 @@ use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
 
 pub use interrupt::{Interrupt, InterruptHandle};
 pub use scan::{i64_to_tid, tid_to_i64};
+pub(crate) use agg::combinable;
 
 /// What an execution needs besides the plan.
+#[derive(Clone, Copy)]
 pub struct ExecContext<'a> {
-    /// A `ReadTxn` or the `WriteTxn`.
-    pub reader: &'a dyn beedb_storage::PageRead,
+    /// A `ReadTxn` or the `WriteTxn` (shared by the threads of a parallel pipeline).
+    pub reader: &'a (dyn beedb_storage::PageRead + Sync),
     /// Statement parameters.
     pub params: &'a [Value],
     /// Subplans referenced by subquery ids in expressions.
@@ -151,6 +154,7 @@ pub fn run(
         cache: &cache,
         work_tables: &work_tables,
         profile: ctx.profile,
+        worker: None,
     };
     ex.node(plan, 0, None, &mut |b| {
         if b.rows() == 0 {
@@ -194,6 +198,8 @@ pub(crate) struct Exec<'a> {
     /// shared with subquery executions.
     work_tables: &'a RefCell<FxHashMap<WorkTableId, std::rc::Rc<Vec<Batch>>>>,
     profile: Option<&'a Profile>,
+    /// Set when this executor is one of the threads of a parallel pipeline.
+    worker: Option<&'a parallel::Worker<'a>>,
 }
 
 impl SubqueryRunner for Exec<'_> {
@@ -232,6 +238,7 @@ impl SubqueryRunner for Exec<'_> {
             cache: self.cache,
             work_tables: self.work_tables,
             profile: None,
+            worker: None,
         };
         let result = match kind {
             SubqueryKind::Exists => {
@@ -449,6 +456,7 @@ impl<'a> Exec<'a> {
                 bees,
             } => scan::table_scan(
                 self,
+                id,
                 table,
                 columns,
                 filter.as_ref(),
@@ -505,6 +513,7 @@ impl<'a> Exec<'a> {
                     on: on.as_ref(),
                     left_keys,
                     right_keys,
+                    build_workers: plan.workers,
                 };
                 match method {
                     crate::plan::JoinMethod::IndexNestedLoop { index } => {

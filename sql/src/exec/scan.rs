@@ -226,6 +226,7 @@ impl Builder<'_, '_> {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn table_scan(
     ex: &Exec<'_>,
+    id: usize,
     table: &TableDef,
     columns: &[usize],
     filter: Option<&Expr>,
@@ -277,7 +278,15 @@ pub(super) fn table_scan(
     let mut items: Vec<(TupleId, usize, usize)> = Vec::new();
     match access {
         Access::Heap => {
-            for g in heap.pages(r) {
+            // A worker of a parallel pipeline scans the pages the dispenser hands it.
+            let morsels = ex.morsels_for(id);
+            let mut own = heap.pages(r);
+            loop {
+                let g = match morsels {
+                    Some(m) => m.next(),
+                    None => own.next().map(|g| g.map_err(Error::from)),
+                };
+                let Some(g) = g else { break };
                 buf.clear();
                 items.clear();
                 {
@@ -296,7 +305,10 @@ pub(super) fn table_scan(
                 }
             }
             if let Some(bee) = &b.bee {
-                bee.plan.cache.note_relation_size(table.id as u64, bee.tuples);
+                match morsels {
+                    Some(m) => m.add_tuples(bee.tuples),
+                    None => bee.plan.cache.note_relation_size(table.id as u64, bee.tuples),
+                }
             }
         }
         Access::Index {

@@ -84,7 +84,7 @@ fn scan(t: &Arc<TableDef>) -> Plan {
 
 static NEVER: crate::exec::Interrupt = crate::exec::Interrupt::never();
 
-fn ctx<'a>(r: &'a dyn beedb_storage::PageRead, subs: &'a [Subplan]) -> ExecContext<'a> {
+fn ctx<'a>(r: &'a (dyn beedb_storage::PageRead + Sync), subs: &'a [Subplan]) -> ExecContext<'a> {
     ExecContext {
         reader: r,
         params: &[],
@@ -96,7 +96,7 @@ fn ctx<'a>(r: &'a dyn beedb_storage::PageRead, subs: &'a [Subplan]) -> ExecConte
     }
 }
 
-fn rows(r: &dyn beedb_storage::PageRead, p: &Plan) -> Vec<Vec<Value>> {
+fn rows(r: &(dyn beedb_storage::PageRead + Sync), p: &Plan) -> Vec<Vec<Value>> {
     collect(p, &ctx(r, &[])).unwrap()
 }
 
@@ -1056,6 +1056,7 @@ fn subqueries_scalar_exists_values_and_cache() {
         cache: &cache,
         work_tables: &work_tables,
         profile: None,
+        worker: None,
     };
     assert_eq!(
         ex.run(0, &SubqueryKind::Scalar, &[]).unwrap(),

@@ -296,6 +296,17 @@ impl Expr {
         }
     }
 
+    /// Whether evaluating the expression can do something besides computing a value
+    /// (call an application function, run a subquery, advance a sequence): such an
+    /// expression is neither dropped when unread nor run on several threads.
+    pub fn has_side_effects(&self) -> bool {
+        match &self.kind {
+            ExprKind::Udf { .. } | ExprKind::Subquery(_) => true,
+            ExprKind::Func { func, .. } if func.is_sequence() => true,
+            _ => self.children().into_iter().any(|c| crate::stack::guarded(|| c.has_side_effects())),
+        }
+    }
+
     /// Whether the expression is a constant (no columns, parameters or subqueries).
     pub fn is_constant(&self) -> bool {
         match &self.kind {

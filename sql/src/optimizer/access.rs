@@ -149,7 +149,7 @@ pub(crate) fn index_bounds(table: &TableDef, ix: usize, preds: &[BoundPredicate]
 /// off`) the best candidate index is taken whatever it is estimated to cost.
 pub fn choose_access(plan: Plan, stats: &dyn Stats, prefer_index: bool) -> Plan {
     let plan = map_children(plan, &mut |p| choose_access(p, stats, prefer_index));
-    let Plan { node, schema, est: _ } = plan;
+    let Plan { node, schema, .. } = plan;
     let Node::TableScan {
         table,
         columns,

@@ -35,7 +35,7 @@ pub fn order_by_index(plan: Plan, stats: &dyn Stats) -> Plan {
 /// `limit`: how many rows of `plan`'s output its consumer reads at most (a Limit
 /// above it, through projections).
 fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
-    let Plan { node, schema, est } = plan;
+    let Plan { node, schema, est, .. } = plan;
     let node = match node {
         Node::Limit { input, limit: l, offset } => {
             let wanted = l.map(|l| l.saturating_add(offset) as f64);
@@ -59,7 +59,7 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
         }
         node => map_node_children(node, &mut |p| rewrite(p, None, stats)),
     };
-    Plan { node, schema, est }
+    Plan { node, schema, est, workers: 1 }
 }
 
 /// `x IS NOT NULL` added to the filter of a `min(x)`/`max(x)` input's scan, that

@@ -19,6 +19,9 @@
 //! 6. `physical.rs` — every join gets its method (hash or nested loop); a join whose
 //!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
+//! 7. `parallel.rs` — an aggregate whose input is a pipeline over a large heap scan
+//!    gets `threads` workers (setting `threads`), each driving the pipeline over its
+//!    own pages.
 //!
 //! Before these, `decorrelate.rs` turns subqueries into semi, anti and left joins
 //! (switch `optimizer_decorrelate`), so the joins it makes go through the join rules
@@ -35,6 +38,7 @@ pub mod decorrelate;
 pub mod index_order;
 pub mod join_order;
 pub mod methods;
+pub mod parallel;
 pub mod physical;
 pub mod prune;
 pub mod pushdown;
@@ -73,7 +77,26 @@ pub struct Rules {
     /// `enable_seqscan`, `enable_indexscan`, `enable_hashjoin`, `enable_nestloop`:
     /// physical choices forced, as PostgreSQL's settings force them ([`methods`]).
     pub methods: methods::Methods,
+    /// `threads`: the most threads one statement's pipeline runs on ([`parallel`]).
+    pub threads: usize,
+    /// `parallel_min_rows`: a heap scan shorter than this (in estimated rows) runs on
+    /// one thread: starting threads and merging their states would cost more than
+    /// they save.
+    pub parallel_min_rows: u64,
 }
+
+/// The machine's cores: `threads`' default.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS)
+}
+
+/// The largest `threads` setting.
+pub const MAX_THREADS: usize = 64;
+
+/// `parallel_min_rows`' default: a scan of this many rows takes tens of
+/// milliseconds, against tens of microseconds to start a thread and merge its
+/// aggregate state.
+pub const DEFAULT_PARALLEL_MIN_ROWS: u64 = 100_000;
 
 impl Default for Rules {
     fn default() -> Self {
@@ -87,6 +110,8 @@ impl Default for Rules {
             build_side: true,
             column_pruning: true,
             methods: methods::Methods::default(),
+            threads: default_threads(),
+            parallel_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
         }
     }
 }
@@ -160,7 +185,8 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
         plan
     };
     let plan = if rules.column_pruning { prune::prune_columns(plan) } else { plan };
-    physical::finish(plan, rules, stats)
+    let plan = physical::finish(plan, rules, stats);
+    parallel::plan_workers(plan, rules, stats)
 }
 
 /// Rewrites every column reference of `e` through `map` (old position → new).
@@ -275,8 +301,8 @@ pub(crate) fn filter(input: Plan, preds: Vec<Expr>) -> Plan {
 
 /// `plan` with `f` applied to each child (left before right), on a guarded stack.
 pub(crate) fn map_children(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan {
-    let Plan { node, schema, est } = plan;
-    Plan { node: map_node_children(node, f), schema, est }
+    let Plan { node, schema, est, workers } = plan;
+    Plan { node: map_node_children(node, f), schema, est, workers }
 }
 
 /// [`map_children`] for a node taken out of its plan.

@@ -37,7 +37,7 @@ pub fn finish(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
 /// inputs each restore a column order) becomes one projection, which costs what the
 /// two did less the inner one's own work.
 fn merge_projections(plan: Plan) -> Plan {
-    let Plan { node, schema, mut est } = plan;
+    let Plan { node, schema, mut est, .. } = plan;
     let node = match node {
         Node::Project { input, mut exprs } => match input.node {
             Node::Project { input: inner, exprs: inner_exprs }
@@ -58,11 +58,11 @@ fn merge_projections(plan: Plan) -> Plan {
                 }
                 Node::Project { input: inner, exprs }
             }
-            other => Node::Project { input: Box::new(Plan { node: other, schema: input.schema, est: input.est }), exprs },
+            other => Node::Project { input: Box::new(Plan { node: other, schema: input.schema, est: input.est, workers: 1 }), exprs },
         },
         node => node,
     };
-    Plan { node, schema, est }
+    Plan { node, schema, est, workers: 1 }
 }
 
 fn set_method(mut plan: Plan) -> Plan {
@@ -125,7 +125,7 @@ fn narrow_semi_build(mut plan: Plan) -> Plan {
     // The projection's estimates: its input's rows, and their cost plus one
     // evaluation per row (as `estimate` would set them).
     let est = input.est.map(|e| Estimate { rows: e.rows, cost: e.cost + e.rows * cost::EVAL_ROW });
-    **right = Plan { node: Node::Project { input: Box::new(input), exprs }, schema, est };
+    **right = Plan { node: Node::Project { input: Box::new(input), exprs }, schema, est, workers: 1 };
     plan
 }
 
@@ -188,9 +188,9 @@ fn smaller_on_right(plan: Plan, stats: &dyn Stats) -> Plan {
 /// projection that restores the column order. `plan` is a join other than semi or
 /// anti; anything else comes back as it is.
 fn swap_inputs(plan: Plan, stats: &dyn Stats) -> Plan {
-    let Plan { node, schema, est } = plan;
+    let Plan { node, schema, est, .. } = plan;
     let Node::Join { left, right, kind, on, left_keys, right_keys, method } = node else {
-        return Plan { node, schema, est };
+        return Plan { node, schema, est, workers: 1 };
     };
     let (nl, nr) = (left.schema.len(), right.schema.len());
     // Old column (left ++ right) → new column (right ++ left).

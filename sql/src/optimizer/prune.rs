@@ -50,16 +50,6 @@ fn mark(e: &Expr, needed: &mut [bool]) {
     }
 }
 
-/// Whether evaluating `e` can do something besides computing a value, so dropping an
-/// unread `e` would change the statement's effects.
-fn has_side_effects(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Udf { .. } | ExprKind::Subquery(_) => true,
-        ExprKind::Func { func, .. } if func.is_sequence() => true,
-        _ => e.children().into_iter().any(|c| deep(|| has_side_effects(c))),
-    }
-}
-
 /// Rewrites `e`'s column references through `map` (every column `e` reads was kept).
 fn renumber(e: &mut Expr, map: &ColumnMap) {
     let dense: Vec<usize> = map.iter().map(|m| m.unwrap_or(usize::MAX)).collect();
@@ -102,7 +92,7 @@ fn prune(plan: Plan, needed: Vec<bool>) -> (Plan, ColumnMap) {
 }
 
 fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
-    let Plan { node, schema, est } = plan;
+    let Plan { node, schema, est, .. } = plan;
     let n = schema.len();
     let (node, map) = match node {
         Node::TableScan { table, columns, mut filter, access, with_tid, bees } => {
@@ -137,7 +127,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
         }
         Node::Project { input, exprs } => {
             let kept: Vec<usize> =
-                (0..exprs.len()).filter(|&i| needed[i] || has_side_effects(&exprs[i])).collect();
+                (0..exprs.len()).filter(|&i| needed[i] || Expr::has_side_effects(&exprs[i])).collect();
             let mut inner = vec![false; input.schema.len()];
             for &i in &kept {
                 mark(&exprs[i], &mut inner);
@@ -248,5 +238,5 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
         node @ (Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => (node, identity(n)),
     };
     let schema = schema.into_iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c).collect();
-    (Plan { node, schema, est }, map)
+    (Plan { node, schema, est, workers: 1 }, map)
 }

@@ -24,7 +24,7 @@ pub fn push_filters(plan: Plan, push: bool) -> Plan {
 /// Join equalities become keys; nothing moves.
 fn keys_only(plan: Plan) -> Plan {
     let plan = map_children(plan, &mut keys_only);
-    let Plan { node, schema, est } = plan;
+    let Plan { node, schema, est, workers } = plan;
     match node {
         Node::Join { left, right, kind, on, mut left_keys, mut right_keys, method } => {
             let nleft = left.schema.len();
@@ -46,9 +46,10 @@ fn keys_only(plan: Plan) -> Plan {
                 node: Node::Join { left, right, kind, on: and_all(residual), left_keys, right_keys, method },
                 schema,
                 est,
+                workers,
             }
         }
-        node => Plan { node, schema, est },
+        node => Plan { node, schema, est, workers },
     }
 }
 
@@ -78,7 +79,7 @@ fn key_pair(p: &Expr, nleft: usize) -> Option<(Expr, Expr)> {
 
 /// Pushes `preds` (over `plan`'s output) as far down as they go.
 fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
-    let Plan { node, schema, est: _ } = plan;
+    let Plan { node, schema, .. } = plan;
     match node {
         Node::Filter { input, predicate } => {
             let mut all = preds;

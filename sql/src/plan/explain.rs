@@ -236,6 +236,9 @@ fn describe(plan: &Plan) -> String {
             if let Some(on) = on {
                 s.push_str(&format!("  on: {}", e(on)));
             }
+            if plan.workers > 1 {
+                s.push_str(&format!("  build workers: {}", plan.workers));
+            }
             s
         }
         Node::Aggregate { groups, sets, aggs, .. } => {
@@ -292,6 +295,9 @@ fn describe(plan: &Plan) -> String {
                 .collect();
             if !a.is_empty() {
                 s.push_str(&format!("  aggs: {}", a.join(", ")));
+            }
+            if plan.workers > 1 {
+                s.push_str(&format!("  workers: {}", plan.workers));
             }
             s
         }

@@ -5,6 +5,7 @@
 //! the columns of its input by position (for joins: left columns, then right).
 
 pub mod explain;
+pub mod pipeline;
 
 use std::sync::Arc;
 
@@ -329,6 +330,11 @@ pub struct Plan {
     pub schema: Vec<OutputColumn>,
     /// Set by the optimizer's last pass (`None` on plans the optimizer has not seen).
     pub est: Option<Estimate>,
+    /// Threads that run this node's input (`optimizer/parallel.rs`): more than one on
+    /// an Aggregate whose input is a pipeline over a large heap scan, which each
+    /// thread drives over its own share of the pages (`exec/parallel.rs`), and on a hash
+    /// Join whose build (right) input is one; 1 elsewhere.
+    pub workers: usize,
 }
 
 /// Cloned on a guarded stack: a plan may be thousands of nodes deep (a cached plan is
@@ -339,6 +345,7 @@ impl Clone for Plan {
             node: self.node.clone(),
             schema: self.schema.clone(),
             est: self.est,
+            workers: self.workers,
         })
     }
 }
@@ -440,7 +447,7 @@ pub struct WorkTableId(pub usize);
 
 impl Plan {
     pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
-        Plan { node, schema, est: None }
+        Plan { node, schema, est: None, workers: 1 }
     }
 
     pub fn types(&self) -> Vec<DataType> {

@@ -25,6 +25,8 @@
 //! | `enable_indexscan` | `on`, `off`: off, no plan reads an index | `on` |
 //! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
 //! | `enable_nestloop` | `on`, `off`: off, no index nested-loop joins (joins without keys stay nested loops) | `on` |
+//! | `threads` | 1–64: threads one statement's aggregation pipeline may use | the machine's cores |
+//! | `parallel_min_rows` | rows: heap scans estimated shorter run on one thread | `100000` |
 //!
 //! `synchronous`, `writer_timeout` and `bee_code_limit` act on the database and so
 //! on every connection to it (as SQLite's `PRAGMA synchronous` does). The bee
@@ -110,6 +112,8 @@ pub const SETTING_NAMES: &[&str] = &[
     "enable_indexscan",
     "enable_hashjoin",
     "enable_nestloop",
+    "threads",
+    "parallel_min_rows",
 ];
 
 fn unknown(name: &str) -> Error {
@@ -212,6 +216,13 @@ impl Settings {
             "enable_indexscan" => self.optimizer.methods.indexscan = parse_switch(name, value)?,
             "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
             "enable_nestloop" => self.optimizer.methods.nestloop = parse_switch(name, value)?,
+            "threads" => {
+                let n = value.trim().parse::<usize>().ok().filter(|n| (1..=crate::optimizer::MAX_THREADS).contains(n));
+                self.optimizer.threads = n.ok_or_else(|| invalid(name, value))?;
+            }
+            "parallel_min_rows" => {
+                self.optimizer.parallel_min_rows = value.trim().parse().map_err(|_| invalid(name, value))?;
+            }
             _ => return Err(unknown(name)),
         }
         Ok(())
@@ -230,6 +241,14 @@ impl Settings {
             | "optimizer_column_pruning" => "on",
             "optimizer_decorrelate" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
+            "threads" => {
+                self.optimizer.threads = crate::optimizer::default_threads();
+                return Ok(());
+            }
+            "parallel_min_rows" => {
+                self.optimizer.parallel_min_rows = crate::optimizer::DEFAULT_PARALLEL_MIN_ROWS;
+                return Ok(());
+            }
             _ => return Err(unknown(name)),
         };
         self.set(name, value, t)
@@ -271,6 +290,8 @@ impl Settings {
             "enable_indexscan" => show_switch(self.optimizer.methods.indexscan),
             "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
             "enable_nestloop" => show_switch(self.optimizer.methods.nestloop),
+            "threads" => self.optimizer.threads.to_string(),
+            "parallel_min_rows" => self.optimizer.parallel_min_rows.to_string(),
             _ => return Err(unknown(name)),
         })
     }
