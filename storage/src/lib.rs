@@ -74,4 +74,4 @@ mod testutil;
 pub use access::{PageRead, PageReadGuard, PageWrite, PageWriteGuard};
 pub use error::{Error, Result};
 pub use ids::{Lsn, PageId, SlotId, TupleId, TxnId};
-pub use store::{OpenReport, ReadTxn, Store, StoreOptions, Synchronous, WriteTxn};
+pub use store::{OpenReport, ReadTxn, Store, StoreOptions, Synchronous, WriteTxn, default_cache_size};

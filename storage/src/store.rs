@@ -102,12 +102,29 @@ impl std::str::FromStr for Synchronous {
     }
 }
 
+/// The buffer pool's default size: a quarter of the machine's memory, between 256 MB
+/// and 16 GB (256 MB where the memory cannot be read). The pool only grows as pages
+/// are read, so a small database never takes it all; a database larger than the pool
+/// rereads every page of a scan from the operating system's cache, one `pread` each
+/// (TPC-H SF 1's `lineitem` is over 1 GB: Q6 took 0.8 s with a 256 MB pool, 0.39 s
+/// with the table cached).
+pub fn default_cache_size() -> usize {
+    const MIN: usize = 256 << 20;
+    const MAX: usize = 16 << 30;
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        kb.checked_mul(1024)
+    });
+    total.map_or(MIN, |t| (t / 4).clamp(MIN, MAX))
+}
+
 /// Options for [`Store::open`].
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
     /// Page size of a new database (ignored when opening an existing one).
     pub page_size: usize,
-    /// Buffer pool size in bytes.
+    /// Buffer pool size in bytes (default [`default_cache_size`]).
     pub cache_size_bytes: usize,
     pub synchronous: Synchronous,
     /// How long `begin_write` waits for another writer before failing.
@@ -137,7 +154,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             page_size: DEFAULT_PAGE_SIZE,
-            cache_size_bytes: 256 << 20,
+            cache_size_bytes: default_cache_size(),
             synchronous: Synchronous::Full,
             writer_timeout: Duration::from_secs(5),
             checkpoint_frames: 2000,
