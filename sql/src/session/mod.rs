@@ -199,19 +199,21 @@ impl Connection {
     /// [`STATEMENT_CACHE_SIZE`] distinct texts), so running the same text again skips
     /// parsing. Its query bees stay one-off (shared through the bee cache's LRU).
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
-        let stmt = match self.statements.get(sql) {
-            Some(stmt) => stmt,
-            None => {
-                let stmt = Arc::new(self.parse_one(sql, false)?);
-                // A long text (a VALUES list of many rows) is rarely run again, and
-                // its syntax tree is large: it is not kept.
-                if sql.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
-                    self.statements.insert(stmt.clone());
-                }
-                stmt
-            }
-        };
-        stmt.execute(self, params)
+        self.cached_statement(sql)?.execute(self, params)
+    }
+
+    /// The parsed statement of `sql`: from the connection's statement cache, or parsed
+    /// now and kept there. A long text (a VALUES list of many rows) is rarely run
+    /// again, and its syntax tree is large: it is not kept.
+    fn cached_statement(&mut self, sql: &str) -> Result<Arc<Statement>> {
+        if let Some(stmt) = self.statements.get(sql) {
+            return Ok(stmt);
+        }
+        let stmt = Arc::new(self.parse_one(sql, false)?);
+        if sql.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
+            self.statements.insert(stmt.clone());
+        }
+        Ok(stmt)
     }
 
     /// [`Connection::execute`], named for statements that return rows.
@@ -243,17 +245,7 @@ impl Connection {
     /// # }
     /// ```
     pub fn query_stream(&mut self, sql: &str, params: &[Value]) -> Result<ResultStream> {
-        let stmt = match self.statements.get(sql) {
-            Some(stmt) => stmt,
-            None => {
-                let stmt = Arc::new(self.parse_one(sql, false)?);
-                if sql.len() <= STATEMENT_CACHE_TEXT_BYTES_MAX {
-                    self.statements.insert(stmt.clone());
-                }
-                stmt
-            }
-        };
-        stmt.query_stream(self, params)
+        self.cached_statement(sql)?.query_stream(self, params)
     }
 
     /// Runs every statement in `sql` in order and returns their results; stops at
