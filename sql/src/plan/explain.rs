@@ -210,6 +210,7 @@ fn describe(plan: &Plan) -> String {
                 JoinKind::Full => "full",
                 JoinKind::Semi => "semi",
                 JoinKind::Anti => "anti",
+                JoinKind::Mark => "mark",
             };
             let mut s = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
                 format!("Nested Loop ({k})")

@@ -30,6 +30,19 @@ pub enum JoinKind {
     Semi,
     /// Left rows with no match (the output has only the left columns).
     Anti,
+    /// Every left row once, with one more column: a non-NULL boolean, whether the row
+    /// has at least one match (DuckDB's "mark join"). Decorrelation makes it for an
+    /// EXISTS or IN subquery that is not a top-level conjunct of a filter (under OR,
+    /// NOT, CASE, in a select list): the subquery becomes that column.
+    Mark,
+}
+
+impl JoinKind {
+    /// Whether the join outputs only its left rows (each once, unchanged), so its
+    /// right input is read only for matching: semi, anti and mark joins.
+    pub fn is_left_only(self) -> bool {
+        matches!(self, JoinKind::Semi | JoinKind::Anti | JoinKind::Mark)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
