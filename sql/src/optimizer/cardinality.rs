@@ -487,6 +487,7 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         // term's (how many rounds a recursion takes is unknowable before it runs).
         Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
         Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
+        Node::CteScan { .. } => inputs[0],
         Node::Series { args } => series_rows(args),
     };
     rows.max(0.0)

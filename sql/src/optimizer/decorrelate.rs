@@ -760,7 +760,8 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
         | Node::Distinct { .. }
         | Node::SetOp { .. }
         | Node::RecursiveUnion { .. }
-        | Node::WorkTableScan { .. } => {}
+        | Node::WorkTableScan { .. }
+        | Node::CteScan { .. } => {}
     }
 }
 

@@ -241,6 +241,12 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             (node, identity(n))
         }
         node @ (Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => (node, identity(n)),
+        // Every reader of a materialized CTE reads the same buffered rows: its plan
+        // keeps all its columns, whichever the reader needs.
+        Node::CteScan { cte, name, plan } => {
+            let (plan, _) = prune(*plan, vec![true; n]);
+            (Node::CteScan { cte, name, plan: Box::new(plan) }, identity(n))
+        }
     };
     let schema = schema.into_iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c).collect();
     (Plan { node, schema, est, workers: 1 }, map)

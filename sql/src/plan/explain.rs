@@ -30,10 +30,13 @@ impl Default for Options {
 pub fn explain_with(plan: &Plan, profile: Option<&Profile>, options: &Options) -> Vec<String> {
     let mut lines = Vec::new();
     let mut id = 0;
-    walk(plan, profile, options, 0, &mut id, &mut lines);
+    let mut ctes_shown = Vec::new();
+    walk(plan, profile, options, 0, &mut id, &mut lines, &mut ctes_shown);
     lines
 }
 
+/// Appends the lines of `plan`'s subtree. A materialized CTE's plan is shown under
+/// its first reader only (`ctes_shown`); the other readers read its rows.
 fn walk(
     plan: &Plan,
     profile: Option<&Profile>,
@@ -41,6 +44,7 @@ fn walk(
     depth: usize,
     id: &mut usize,
     lines: &mut Vec<String>,
+    ctes_shown: &mut Vec<super::CteId>,
 ) {
     let my_id = *id;
     *id += 1;
@@ -67,9 +71,18 @@ fn walk(
         }
     }
     lines.push(line);
+    if let Node::CteScan { cte, plan: inner, .. } = &plan.node {
+        if ctes_shown.contains(cte) {
+            *id += crate::exec::node_count(inner);
+            return;
+        }
+        ctes_shown.push(*cte);
+    }
     for c in plan.children() {
         // Deep plans (long UNION chains) recurse on fresh stack segments.
-        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || walk(c, profile, options, depth + 1, id, lines));
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || {
+            walk(c, profile, options, depth + 1, id, lines, ctes_shown)
+        });
     }
 }
 
@@ -387,6 +400,7 @@ fn describe(plan: &Plan) -> String {
             format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" })
         }
         Node::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
+        Node::CteScan { cte, name, .. } => format!("CTE Scan on {name}  (materialized CTE {})", cte.0 + 1),
         Node::Series { .. } => "Function Scan on generate_series".to_string(),
     }
 }

@@ -451,7 +451,19 @@ pub enum Node {
     /// (constants, parameters or outer references); the column's type (integer,
     /// bigint, numeric or timestamp, the step then an interval) is the schema's.
     Series { args: Vec<Expr> },
+    /// A reference to a materialized CTE (`WITH name AS [MATERIALIZED] (…)`
+    /// referenced more than once, or forced): the first execution of any reference
+    /// to `cte` in a statement runs `plan` and buffers its rows (counted against
+    /// `memory_limit`); every reference, that one included, then reads the buffer.
+    /// Each reference holds the same plan (the optimizer treats every copy alike,
+    /// and never narrows or filters it from outside), so whichever runs first gives
+    /// every reader the same rows.
+    CteScan { cte: CteId, name: String, plan: Box<Plan> },
 }
+
+/// Names a materialized CTE of a statement: the [`Node::CteScan`]s that read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CteId(pub usize);
 
 /// Names the working table a [`Node::RecursiveUnion`] shares with the
 /// [`Node::WorkTableScan`]s of its recursive term; unique per CTE in a statement.
@@ -481,7 +493,8 @@ impl Plan {
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
             | Node::Window { input, .. }
-            | Node::Distinct { input } => vec![input],
+            | Node::Distinct { input }
+            | Node::CteScan { plan: input, .. } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }
@@ -530,7 +543,8 @@ impl Plan {
             | Node::Distinct { .. }
             | Node::SetOp { .. }
             | Node::RecursiveUnion { .. }
-            | Node::WorkTableScan { .. } => {}
+            | Node::WorkTableScan { .. }
+            | Node::CteScan { .. } => {}
         }
     }
 
@@ -543,7 +557,8 @@ impl Plan {
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
             | Node::Window { input, .. }
-            | Node::Distinct { input } => vec![input],
+            | Node::Distinct { input }
+            | Node::CteScan { plan: input, .. } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }
