@@ -292,28 +292,30 @@ impl Acc {
                 Ok(())
             }),
             Acc::SumDec(s) => {
-                let Data::Dec(d) = &arg.data else {
-                    return Err(Error::internal("numeric sum over a non-numeric vector"));
-                };
-                each_live(arg, rows, |k| {
-                    let g = gids[k] as usize;
+                let mut add = |g: usize, x: Decimal| -> Result<()> {
                     s[g] = Some(match &s[g] {
-                        None => d[k],
-                        Some(a) => dec_add(a, &d[k])?,
+                        None => x,
+                        Some(a) => dec_add(a, &x)?,
                     });
                     Ok(())
-                })
+                };
+                match &arg.data {
+                    Data::Dec(d) => each_live(arg, rows, |k| add(gids[k] as usize, d[k])),
+                    Data::Dec64(d) => each_live(arg, rows, |k| add(gids[k] as usize, d.get(k))),
+                    _ => Err(Error::internal("numeric sum over a non-numeric vector")),
+                }
             }
             Acc::AvgDec(s) => {
-                let Data::Dec(d) = &arg.data else {
-                    return Err(Error::internal("numeric avg over a non-numeric vector"));
-                };
-                each_live(arg, rows, |k| {
-                    let g = gids[k] as usize;
-                    s[g].0 = dec_add(&s[g].0, &d[k])?;
+                let mut add = |g: usize, x: Decimal| -> Result<()> {
+                    s[g].0 = dec_add(&s[g].0, &x)?;
                     s[g].1 += 1;
                     Ok(())
-                })
+                };
+                match &arg.data {
+                    Data::Dec(d) => each_live(arg, rows, |k| add(gids[k] as usize, d[k])),
+                    Data::Dec64(d) => each_live(arg, rows, |k| add(gids[k] as usize, d.get(k))),
+                    _ => Err(Error::internal("numeric avg over a non-numeric vector")),
+                }
             }
             Acc::SumFloat(s) => match &arg.data {
                 Data::F32(d) => each_live(arg, rows, |k| {
@@ -399,6 +401,21 @@ impl Acc {
                         fixed!(d, b, |x: &f64, y: &f64| float_cmp(*x, *y))
                     }
                     (Data::Dec(d), Data::Dec(b)) => fixed!(d, b, Decimal::cmp),
+                    (Data::Dec64(d), Data::Dec64(b)) if d.scale == b.scale => {
+                        fixed!(d.values, b.values, i64::cmp)
+                    }
+                    (Data::Dec64(_) | Data::Dec(_), Data::Dec64(_) | Data::Dec(_)) => {
+                        // Scales differ: keep the best values as decimals.
+                        best.data.widen_dec();
+                        let Data::Dec(b) = &mut best.data else {
+                            return Err(Error::internal("min/max state is not numeric"));
+                        };
+                        let d = arg.data.wide_dec();
+                        let Data::Dec(d) = d.as_ref() else {
+                            return Err(Error::internal("min/max input is not numeric"));
+                        };
+                        fixed!(d, b, Decimal::cmp)
+                    }
                     (Data::Interval(d), Data::Interval(b)) => fixed!(d, b, Interval::cmp),
                     _ => Err(Error::internal("min/max over a vector of another type")),
                 }
@@ -475,6 +492,7 @@ impl Acc {
                 };
                 match &arg.data {
                     Data::Dec(d) => each_live(arg, rows, |k| add(gids[k] as usize, d[k])),
+                    Data::Dec64(d) => each_live(arg, rows, |k| add(gids[k] as usize, d.get(k))),
                     _ => each_int!(|g: usize, x: i64| add(g, Decimal::from_i64(x))),
                 }
             }
