@@ -194,6 +194,17 @@ impl Decimal {
         }
     }
 
+    /// `self + x / 10^self.scale` (an addend already at this decimal's scale, as a
+    /// scaled-integer vector holds it); `None` past 38 digits.
+    #[inline]
+    pub fn add_scaled_i64(&self, x: i64) -> Option<Decimal> {
+        let sum = self.unscaled.checked_add(x as i128)?;
+        (sum.unsigned_abs() < LIMIT).then_some(Decimal {
+            unscaled: sum,
+            scale: self.scale,
+        })
+    }
+
     /// The unscaled digits at exactly `scale`, as an i64: `None` when the value has
     /// more fractional digits than `scale` (it would need rounding) or does not fit.
     #[inline]
