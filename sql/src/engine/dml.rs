@@ -771,7 +771,10 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             continue;
         }
         returned.push(row.split_off(returning_at));
-        staged.push((i64_to_tid(t), row[..n].to_vec(), row[n + 1..2 * n + 1].to_vec()));
+        // The values move into the staged change (a row's text is not copied).
+        let old = row.split_off(n + 1);
+        row.truncate(n);
+        staged.push((i64_to_tid(t), row, old));
     }
     let count = staged.len();
     // Uniqueness is checked row by row, as PostgreSQL does.

@@ -375,6 +375,8 @@ pub struct Ctx<'a> {
     pub bees: BeeSettings,
     /// The session's optimizer switches.
     pub optimizer: crate::optimizer::Rules,
+    /// The session's `point_path` setting (`exec/point.rs`).
+    pub point_path: bool,
     pub bee_cache: &'a Arc<BeeCache>,
     /// The prepared statement's query bees, if it is one.
     pub statement_bees: Option<&'a StatementBees>,
@@ -635,6 +637,7 @@ pub fn execute(
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
         optimizer: conn.settings.optimizer,
+        point_path: conn.settings.point_path,
         statement_bees,
         plan_cache,
         interrupt: conn.interrupt.start(conn.settings.statement_timeout),
@@ -728,6 +731,7 @@ struct Env<'a> {
     memory_limit: usize,
     bees: BeeSettings,
     optimizer: crate::optimizer::Rules,
+    point_path: bool,
     statement_bees: Option<&'a StatementBees>,
     plan_cache: Option<&'a PlanCache>,
     interrupt: Interrupt,
@@ -760,6 +764,7 @@ fn run_in(
         memory_limit: env.memory_limit,
         bees: env.bees,
         optimizer: env.optimizer,
+        point_path: env.point_path,
         bee_cache: &shared.bees,
         statement_bees: env.statement_bees,
         plan_cache: env.plan_cache,

@@ -122,6 +122,11 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
         interrupt: &ctx.interrupt,
         sequences: Some(&sequences),
     };
+    if ctx.point_path
+        && let Some(rows) = exec::point::collect_point(&bq.plan, &ectx)?
+    {
+        return Ok(rows);
+    }
     exec::collect(&bq.plan, &ectx)
 }
 
@@ -143,6 +148,9 @@ pub fn stream(
         interrupt: &ctx.interrupt,
         sequences: Some(&sequences),
     };
+    if ctx.point_path && exec::point::run_point(&bq.plan, &ectx, sink)? {
+        return Ok(());
+    }
     exec::run(&bq.plan, &ectx, sink)
 }
 
@@ -193,6 +201,8 @@ fn subplan_title(i: usize, s: &Subplan) -> String {
 /// EXPLAIN's options: `EXPLAIN ANALYZE …` or PostgreSQL's `EXPLAIN (ANALYZE, COSTS OFF)`.
 pub struct ExplainOptions {
     pub analyze: bool,
+    /// `VERBOSE`: also says whether the statement runs on the point path.
+    pub verbose: bool,
     pub text: explain::Options,
 }
 
@@ -200,7 +210,7 @@ impl ExplainOptions {
     /// The options of an EXPLAIN statement: the keyword form's `analyze`, then the
     /// parenthesized list (boolean options take `on`/`off`/`true`/`false`/`1`/`0`).
     pub fn parse(analyze: bool, options: Option<&[ast::UtilityOption]>) -> Result<ExplainOptions> {
-        let mut o = ExplainOptions { analyze, text: explain::Options::default() };
+        let mut o = ExplainOptions { analyze, verbose: false, text: explain::Options::default() };
         for opt in options.unwrap_or(&[]) {
             let name = opt.name.value.to_ascii_lowercase();
             let arg = opt.arg.as_ref().map(|a| a.to_string().trim_matches('\'').to_ascii_lowercase());
@@ -216,9 +226,10 @@ impl ExplainOptions {
             };
             match name.as_str() {
                 "analyze" => o.analyze = flag()?,
+                "verbose" => o.verbose = flag()?,
                 "costs" => o.text.costs = flag()?,
                 // Accepted for PostgreSQL's scripts; BeeDB has nothing more to show.
-                "verbose" | "summary" | "timing" => {
+                "summary" | "timing" => {
                     flag()?;
                 }
                 "format" => match arg.as_deref() {
@@ -266,6 +277,15 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
             lines.push(subplan_title(i, s));
             lines.extend(explain::explain_with(&s.plan, None, &options.text).into_iter().map(|l| format!("  {l}")));
         }
+    }
+    // The point path is how the statement runs, not a plan node: VERBOSE says so
+    // (EXPLAIN ANALYZE always runs the operator tree, to count its rows).
+    if options.verbose && !analyze {
+        lines.push(match exec::point::point_index_name(&bq.plan) {
+            Some(index) if ctx.point_path => format!("Point Path: one lookup in {index}"),
+            Some(_) => "Point Path: off (point_path = off)".to_string(),
+            None => "Point Path: no (not a lookup of one row by a unique key)".to_string(),
+        });
     }
     let n = lines.len() as u64;
     Ok(QueryResult {

@@ -262,6 +262,7 @@ pub fn execute_stream(
         memory_limit: conn.settings.memory_limit,
         bees: conn.settings.bees,
         optimizer: conn.settings.optimizer,
+        point_path: conn.settings.point_path,
         bee_cache: &shared.bees,
         statement_bees,
         plan_cache,

@@ -23,6 +23,7 @@ mod join;
 pub mod key_table;
 pub mod keys;
 mod parallel;
+pub mod point;
 mod recursive;
 mod scan;
 mod series;

@@ -390,21 +390,13 @@ pub(super) fn table_scan(
 fn first_batch_rows(table: &TableDef, access: &Access, wanted: Option<usize>) -> usize {
     match access {
         Access::Heap => BATCH_SIZE,
-        Access::Index { index, eq, lower, upper, .. } => {
-            let one_row = table.indexes.get(*index).is_some_and(|i| {
-                i.unique && eq.len() == i.columns.len() && lower.is_none() && upper.is_none()
-            });
-            if one_row {
-                1
-            } else {
-                wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE))
-            }
-        }
+        Access::Index { .. } if super::point::is_unique_lookup(table, access) => 1,
+        Access::Index { .. } => wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE)),
     }
 }
 
 /// The part of an index a scan reads: encoded key bounds and the direction.
-struct IndexRange {
+pub(super) struct IndexRange {
     tree: BTree,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -412,7 +404,7 @@ struct IndexRange {
 }
 
 impl IndexRange {
-    fn open<'r, R: PageRead + ?Sized>(&self, r: &'r R) -> Result<Cursor<'r, R>> {
+    pub(super) fn open<'r, R: PageRead + ?Sized>(&self, r: &'r R) -> Result<Cursor<'r, R>> {
         Ok(self.tree.range(r, self.lo.as_ref().map(Vec::as_slice), self.hi.as_ref().map(Vec::as_slice), self.dir)?)
     }
 
@@ -430,7 +422,7 @@ impl IndexRange {
 /// columns and lie within `lower`/`upper` on the next one (not NULL there with
 /// `skip_nulls`); `None` when no stored key
 /// can qualify (a NULL or out-of-range bound, an empty range).
-fn index_range(
+pub(super) fn index_range(
     ex: &Exec<'_>,
     table: &TableDef,
     index: usize,

@@ -25,6 +25,7 @@
 //! | `enable_indexscan` | `on`, `off`: off, no plan reads an index | `on` |
 //! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
 //! | `enable_nestloop` | `on`, `off`: off, no index nested-loop joins (joins without keys stay nested loops) | `on` |
+//! | `point_path` | `on`, `off`: off, point statements run through the operator tree too | `on` |
 //! | `threads` | 1–64: threads one statement's aggregation pipeline may use | the machine's cores |
 //! | `parallel_min_rows` | rows: heap scans estimated shorter run on one thread | `100000` |
 //!
@@ -57,6 +58,9 @@ pub struct Settings {
     pub statement_timeout: Option<Duration>,
     /// Which optimizer rules statements use.
     pub optimizer: crate::optimizer::Rules,
+    /// Point statements (one tuple by a unique key) run on the point path
+    /// (`exec/point.rs`); off, through the operator tree like any plan.
+    pub point_path: bool,
 }
 
 impl Default for Settings {
@@ -66,6 +70,7 @@ impl Default for Settings {
             bees: BeeSettings::default(),
             statement_timeout: None,
             optimizer: crate::optimizer::Rules::default(),
+            point_path: true,
         }
     }
 }
@@ -112,6 +117,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "enable_indexscan",
     "enable_hashjoin",
     "enable_nestloop",
+    "point_path",
     "threads",
     "parallel_min_rows",
 ];
@@ -216,6 +222,7 @@ impl Settings {
             "enable_indexscan" => self.optimizer.methods.indexscan = parse_switch(name, value)?,
             "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
             "enable_nestloop" => self.optimizer.methods.nestloop = parse_switch(name, value)?,
+            "point_path" => self.point_path = parse_switch(name, value)?,
             "threads" => {
                 let n = value.trim().parse::<usize>().ok().filter(|n| (1..=crate::optimizer::MAX_THREADS).contains(n));
                 self.optimizer.threads = n.ok_or_else(|| invalid(name, value))?;
@@ -241,6 +248,7 @@ impl Settings {
             | "optimizer_column_pruning" => "on",
             "optimizer_decorrelate" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
+            "point_path" => "on",
             "threads" => {
                 self.optimizer.threads = crate::optimizer::default_threads();
                 return Ok(());
@@ -290,6 +298,7 @@ impl Settings {
             "enable_indexscan" => show_switch(self.optimizer.methods.indexscan),
             "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
             "enable_nestloop" => show_switch(self.optimizer.methods.nestloop),
+            "point_path" => show_switch(self.point_path),
             "threads" => self.optimizer.threads.to_string(),
             "parallel_min_rows" => self.optimizer.parallel_min_rows.to_string(),
             _ => return Err(unknown(name)),
