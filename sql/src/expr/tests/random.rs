@@ -7,6 +7,25 @@ use rand::{Rng, SeedableRng};
 use super::*;
 use crate::vector::Data;
 
+/// Every arithmetic operator.
+const ARITH_OPS: [ArithOp; 5] = [
+    ArithOp::Add,
+    ArithOp::Sub,
+    ArithOp::Mul,
+    ArithOp::Div,
+    ArithOp::Mod,
+];
+
+/// Every comparison operator.
+const CMP_OPS: [CmpOp; 6] = [
+    CmpOp::Eq,
+    CmpOp::NotEq,
+    CmpOp::Lt,
+    CmpOp::LtEq,
+    CmpOp::Gt,
+    CmpOp::GtEq,
+];
+
 fn random_vector(rng: &mut StdRng, ty: DataType, len: usize, nonzero: bool) -> Vector {
     let mut vals = Vec::with_capacity(len);
     for _ in 0..len {
@@ -133,14 +152,7 @@ fn random_comparisons_match_reference() {
         DataType::Text,
         DataType::Char(3),
     ];
-    let ops = [
-        CmpOp::Eq,
-        CmpOp::NotEq,
-        CmpOp::Lt,
-        CmpOp::LtEq,
-        CmpOp::Gt,
-        CmpOp::GtEq,
-    ];
+    let ops = CMP_OPS;
     for round in 0..300 {
         let ty = types[round % types.len()];
         let len = rng.random_range(0..40);
@@ -245,13 +257,7 @@ fn in_list_expr(e: Expr, list: Vec<Expr>) -> Expr {
 fn random_integer_arithmetic_matches_reference() {
     let mut rng = StdRng::seed_from_u64(42);
     let types = [DataType::SmallInt, DataType::Integer, DataType::BigInt];
-    let ops = [
-        ArithOp::Add,
-        ArithOp::Sub,
-        ArithOp::Mul,
-        ArithOp::Div,
-        ArithOp::Mod,
-    ];
+    let ops = ARITH_OPS;
     for round in 0..600 {
         let ty = types[round % 3];
         let op = ops[rng.random_range(0..ops.len())];
@@ -282,13 +288,7 @@ fn random_integer_arithmetic_matches_reference() {
 #[test]
 fn random_numeric_arithmetic_and_casts_match_values() {
     let mut rng = StdRng::seed_from_u64(7);
-    let ops = [
-        ArithOp::Add,
-        ArithOp::Sub,
-        ArithOp::Mul,
-        ArithOp::Div,
-        ArithOp::Mod,
-    ];
+    let ops = ARITH_OPS;
     for _ in 0..200 {
         let op = ops[rng.random_range(0..ops.len())];
         let len = rng.random_range(1..10);
@@ -370,21 +370,8 @@ fn as_wide(v: &Vector) -> Vector {
 #[test]
 fn random_scaled_decimals_match_wide_decimals() {
     let mut rng = StdRng::seed_from_u64(1818);
-    let ops = [
-        ArithOp::Add,
-        ArithOp::Sub,
-        ArithOp::Mul,
-        ArithOp::Div,
-        ArithOp::Mod,
-    ];
-    let cmps = [
-        CmpOp::Eq,
-        CmpOp::NotEq,
-        CmpOp::Lt,
-        CmpOp::LtEq,
-        CmpOp::Gt,
-        CmpOp::GtEq,
-    ];
+    let ops = ARITH_OPS;
+    let cmps = CMP_OPS;
     let n = DataType::NUMERIC;
     for round in 0..400 {
         let len = [1, 2, 7, 1023, 1024, 1025][rng.random_range(0..6)];
