@@ -228,6 +228,24 @@ unsafe fn append_dense(v: &mut Vector, base: *const u8, kind: ValueKind, row0: u
             }
             Ok(true)
         }
+        (Data::Dec64(dv), _) if kind == ValueKind::Decimal => {
+            let start = dv.values.len();
+            for r in row0..row0 + produced {
+                // SAFETY: caller's contract (16-byte slots).
+                let u = unsafe { (base.add(r * w) as *const i128).read_unaligned() };
+                match i64::try_from(u) {
+                    Ok(x) => dv.values.push(x),
+                    Err(_) => {
+                        // More digits than the column's precision allows: not what
+                        // the encoder stores; the caller's value-by-value path
+                        // checks and reports it.
+                        dv.values.truncate(start);
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        }
         _ => Ok(false),
     }
 }

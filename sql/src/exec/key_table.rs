@@ -186,8 +186,24 @@ impl Layout {
                         if null(k) {
                             continue;
                         }
-                        match dec_at_scale(x, scale) {
+                        match x.to_scaled_i64(scale) {
                             Some(u) => *o |= ((u as u64) as u128) << off,
+                            None => mark_bad(k),
+                        }
+                    }
+                }
+                (Data::Dec64(d), SlotKind::Dec(scale)) if d.scale == scale => {
+                    for (o, &x) in out.iter_mut().zip(&d.values) {
+                        *o |= ((x as u64) as u128) << off;
+                    }
+                }
+                (Data::Dec64(d), SlotKind::Dec(scale)) => {
+                    for k in 0..n {
+                        if null(k) {
+                            continue;
+                        }
+                        match d.get(k).to_scaled_i64(scale) {
+                            Some(u) => out[k] |= ((u as u64) as u128) << off,
                             None => mark_bad(k),
                         }
                     }
@@ -242,25 +258,6 @@ fn int_bits(x: i64, bytes: u8) -> u128 {
         (1u64 << (bytes as u32 * 8)) - 1
     };
     ((x as u64) & mask) as u128
-}
-
-/// The decimal as unscaled digits at `scale`, if exact and within an i64.
-#[inline]
-fn dec_at_scale(d: &Decimal, scale: u8) -> Option<i64> {
-    let u = if d.scale() == scale {
-        d.unscaled()
-    } else if d.scale() < scale {
-        d.unscaled()
-            .checked_mul(10i128.checked_pow((scale - d.scale()) as u32)?)?
-    } else {
-        let n = d.normalize();
-        if n.scale() > scale {
-            return None;
-        }
-        n.unscaled()
-            .checked_mul(10i128.checked_pow((scale - n.scale()) as u32)?)?
-    };
-    i64::try_from(u).ok()
 }
 
 fn float_bits(f: f64) -> u64 {
@@ -460,6 +457,14 @@ impl GenericTable {
     }
 }
 
+/// A decimal's hash by value, whatever its scale (`1.0` and `1.00` alike).
+#[inline]
+fn dec_hash(d: &Decimal) -> u64 {
+    let x = d.normalize();
+    let u = x.unscaled();
+    (u as u64) ^ ((u >> 64) as u64).rotate_left(29) ^ x.scale() as u64
+}
+
 /// Hashes of every row of `cols` (equal keys, equal hashes), column at a time.
 fn row_hashes(cols: &[Vector], n: usize, out: &mut Vec<u64>) {
     out.clear();
@@ -475,11 +480,8 @@ fn row_hashes(cols: &[Vector], n: usize, out: &mut Vec<u64>) {
             Data::I64(d) => (0..n).for_each(|k| add(k, d[k] as u64)),
             Data::F32(d) => (0..n).for_each(|k| add(k, float_bits(d[k] as f64))),
             Data::F64(d) => (0..n).for_each(|k| add(k, float_bits(d[k]))),
-            Data::Dec(d) => (0..n).for_each(|k| {
-                let x = d[k].normalize();
-                let u = x.unscaled();
-                add(k, (u as u64) ^ ((u >> 64) as u64).rotate_left(29) ^ x.scale() as u64)
-            }),
+            Data::Dec(d) => (0..n).for_each(|k| add(k, dec_hash(&d[k]))),
+            Data::Dec64(d) => (0..n).for_each(|k| add(k, dec_hash(&d.get(k)))),
             Data::Interval(d) => (0..n).for_each(|k| {
                 let s = d[k].span_micros();
                 add(k, (s as u64) ^ ((s >> 64) as u64).rotate_left(29))
@@ -538,6 +540,10 @@ fn values_equal(a: &Vector, i: usize, b: &Vector, j: usize) -> bool {
         (Data::I64(x), Data::I64(y)) => x[i] == y[j],
         (Data::Bool(x), Data::Bool(y)) => x[i] == y[j],
         (Data::Dec(x), Data::Dec(y)) => x[i] == y[j],
+        (Data::Dec64(x), Data::Dec64(y)) if x.scale == y.scale => x.values[i] == y.values[j],
+        (Data::Dec64(x), Data::Dec64(y)) => x.get(i) == y.get(j),
+        (Data::Dec64(x), Data::Dec(y)) => x.get(i) == y[j],
+        (Data::Dec(x), Data::Dec64(y)) => x[i] == y.get(j),
         (Data::Interval(x), Data::Interval(y)) => x[i].span_micros() == y[j].span_micros(),
         (Data::Str(x), Data::Str(y)) => {
             let s = x.get(i);

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 
 use crate::types::text::bpchar_trim;
-use crate::types::{DataType, Value};
+use crate::types::{DataType, Decimal, Value};
 use crate::vector::{Data, Vector};
 
 /// Appends the hash-key encoding of element `i` of `v` to `out`.
@@ -26,11 +26,8 @@ pub fn push_key(v: &Vector, i: usize, out: &mut Vec<u8>) {
         Data::I64(d) => out.extend_from_slice(&d[i].to_le_bytes()),
         Data::F32(d) => out.extend_from_slice(&float_bits(d[i] as f64).to_le_bytes()),
         Data::F64(d) => out.extend_from_slice(&float_bits(d[i]).to_le_bytes()),
-        Data::Dec(d) => {
-            let n = d[i].normalize();
-            out.extend_from_slice(&n.unscaled().to_le_bytes());
-            out.push(n.scale());
-        }
+        Data::Dec(d) => push_dec_key(&d[i], out),
+        Data::Dec64(d) => push_dec_key(&d.get(i), out),
         Data::Interval(d) => out.extend_from_slice(&d[i].span_micros().to_le_bytes()),
         Data::Str(d) => {
             let s = d.get(i);
@@ -43,6 +40,13 @@ pub fn push_key(v: &Vector, i: usize, out: &mut Vec<u8>) {
             out.extend_from_slice(s.as_bytes());
         }
     }
+}
+
+/// A decimal's key by value, whatever its scale (`1.0` and `1.00` alike).
+fn push_dec_key(d: &Decimal, out: &mut Vec<u8>) {
+    let n = d.normalize();
+    out.extend_from_slice(&n.unscaled().to_le_bytes());
+    out.push(n.scale());
 }
 
 fn float_bits(f: f64) -> u64 {
@@ -85,6 +89,10 @@ pub fn cmp_values(a: &Vector, i: usize, b: &Vector, j: usize) -> Ordering {
         (Data::F32(x), Data::F32(y)) => float_cmp(x[i] as f64, y[j] as f64),
         (Data::F64(x), Data::F64(y)) => float_cmp(x[i], y[j]),
         (Data::Dec(x), Data::Dec(y)) => x[i].cmp(&y[j]),
+        (Data::Dec64(x), Data::Dec64(y)) if x.scale == y.scale => x.values[i].cmp(&y.values[j]),
+        (Data::Dec64(x), Data::Dec64(y)) => x.get(i).cmp(&y.get(j)),
+        (Data::Dec64(x), Data::Dec(y)) => x.get(i).cmp(&y[j]),
+        (Data::Dec(x), Data::Dec64(y)) => x[i].cmp(&y.get(j)),
         (Data::Interval(x), Data::Interval(y)) => x[i].cmp(&y[j]),
         (Data::Str(x), Data::Str(y)) => {
             let (s, t) = (x.get(i), y.get(j));
@@ -109,6 +117,7 @@ pub fn cmp_with_value(a: &Vector, i: usize, v: &Value) -> Ordering {
         (Data::F32(x), Value::Real(y)) => float_cmp(x[i] as f64, *y as f64),
         (Data::F64(x), Value::Double(y)) => float_cmp(x[i], *y),
         (Data::Dec(x), Value::Decimal(y)) => x[i].cmp(y),
+        (Data::Dec64(x), Value::Decimal(y)) => x.get(i).cmp(y),
         (Data::Interval(x), Value::Interval(y)) => x[i].cmp(y),
         (Data::Str(x), Value::Char(y) | Value::Varchar(y) | Value::Text(y)) => {
             if matches!(a.ty, DataType::Char(_)) {

@@ -218,6 +218,16 @@ pub(crate) fn push_attr(out: &mut Vector, b: Option<&[u8]>) -> Result<()> {
             } => v.push(Decimal::new(i128::from_le_bytes(fixed(b)?), scale)?),
             _ => v.push(decode_unconstrained(b)?),
         },
+        Data::Dec64(_) => {
+            let d = match ty {
+                DataType::Decimal {
+                    precision: Some(_),
+                    scale,
+                } => Decimal::new(i128::from_le_bytes(fixed(b)?), scale)?,
+                _ => decode_unconstrained(b)?,
+            };
+            out.data.push_decimal(d);
+        }
         Data::Interval(v) => v.push(decode_interval(b)?),
         Data::Str(v) => v.push(utf8(b)?),
     }

@@ -25,6 +25,11 @@ pub(super) fn cast_col<'a>(c: Col<'a>, to: DataType, explicit: bool, n: usize) -
     if c.is_null_const() {
         return Ok(Col::null(to));
     }
+    if let Some(kept) = dec64_retyped(&c, to) {
+        return Ok(kept);
+    }
+    // The rest reads decimals as `Decimal`s.
+    let c = c.wide_dec();
     let check = if explicit {
         LengthCheck::Explicit
     } else {
@@ -144,6 +149,28 @@ pub(super) fn cast_col<'a>(c: Col<'a>, to: DataType, explicit: bool, n: usize) -
     Ok(Col::make(Vector::from_data(to, data, nulls), konst))
 }
 
+/// A cast of scaled-integer decimals to a numeric type that keeps every value as it
+/// is (`numeric`, or `numeric(p, s)` at the same scale with room for every value):
+/// the same vector under the new type, without a round trip through `Decimal`.
+fn dec64_retyped<'a>(c: &Col<'a>, to: DataType) -> Option<Col<'a>> {
+    let Data::Dec64(d) = &c.v().data else {
+        return None;
+    };
+    let DataType::Decimal { precision, scale } = to else {
+        return None;
+    };
+    if let Some(p) = precision {
+        // numeric(p, s) keeps a value of scale s with fewer than p digits.
+        let limit = 10i128.checked_pow(p as u32).unwrap_or(i128::MAX);
+        if scale != d.scale || d.values.iter().any(|&v| (v as i128).abs() >= limit) {
+            return None;
+        }
+    }
+    let v = c.v();
+    let kept = Vector::from_data(to, Data::Dec64(d.clone()), v.nulls.clone());
+    Some(Col::make(kept, c.is_const()))
+}
+
 fn is_int(t: &DataType) -> bool {
     matches!(t, DataType::SmallInt | DataType::Integer | DataType::BigInt)
 }
@@ -214,6 +241,7 @@ pub(super) fn write_text(v: &Vector, i: usize, pg_output: bool, out: &mut String
             Ok(())
         }
         (Data::Dec(x), _) => write!(out, "{}", x[i]),
+        (Data::Dec64(x), _) => write!(out, "{}", x.get(i)),
         (Data::Interval(x), _) => write!(out, "{}", x[i]),
         (Data::Str(s), DataType::Char(_)) if !pg_output => {
             out.push_str(bpchar_trim(s.get(i)));

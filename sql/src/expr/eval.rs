@@ -12,6 +12,7 @@
 //! conjunct.
 
 use super::cast::cast_col;
+use super::dec64;
 use super::kernels::{
     S, SqlCmp, arith_dec, arith_f32, arith_f64, arith_int, cmp_kernel, cmp_select, difference,
     in_set, internal, map2, merge_sorted, try_map1, try_map2,
@@ -190,6 +191,27 @@ impl<'a> Col<'a> {
         Col::Const(v)
     }
 
+    /// A borrowed view of this operand (a constant is copied: one row).
+    pub fn view(&self) -> Col<'_> {
+        match self {
+            Col::Const(v) => Col::Const(v.clone()),
+            Col::Ref(v) => Col::Ref(v),
+            Col::Own(v) => Col::Ref(v),
+        }
+    }
+
+    /// This operand with a scaled-integer decimal vector ([`Data::Dec64`]) turned
+    /// into [`Data::Dec`], for code that has no scaled-integer path; anything else
+    /// is returned as it is.
+    pub fn wide_dec(self) -> Col<'a> {
+        let Data::Dec64(d) = &self.v().data else {
+            return self;
+        };
+        let v = self.v();
+        let wide = Vector::from_data(v.ty, Data::Dec(d.to_decimals()), v.nulls.clone());
+        Col::make(wide, self.is_const())
+    }
+
     pub fn make(v: Vector, konst: bool) -> Col<'static> {
         if konst { Col::Const(v) } else { Col::Own(v) }
     }
@@ -225,6 +247,10 @@ pub(super) fn broadcast(v: &Vector, n: usize) -> Vector {
         Data::F32(x) => Data::F32(rep(x, n)),
         Data::F64(x) => Data::F64(rep(x, n)),
         Data::Dec(x) => Data::Dec(rep(x, n)),
+        Data::Dec64(x) => Data::Dec64(crate::vector::Dec64Vec {
+            scale: x.scale,
+            values: rep(&x.values, n),
+        }),
         Data::Interval(x) => Data::Interval(rep(x, n)),
         Data::Str(x) => {
             let s = if x.is_empty() { "" } else { x.get(0) };
@@ -728,6 +754,19 @@ fn pred_compare_fast(
         Data::F32(_) => go!(F32),
         Data::F64(_) => go!(F64),
         Data::Dec(_) => go!(Dec),
+        Data::Dec64(c) => {
+            let key = match &k.v().data {
+                Data::Dec64(kd) => kd.get(0),
+                Data::Dec(kv) => kv[0],
+                _ => return Ok(None),
+            };
+            // A constant with more fractional digits than the column: the generic
+            // comparison (no exact scaled integer stands for it).
+            let Some(key) = key.to_scaled_i64(c.scale) else {
+                return Ok(None);
+            };
+            cmp_select(op, &c.values, key, r.sel, nulls, &mut out);
+        }
         Data::Interval(_) => go!(Interval),
         Data::Str(sv) => {
             let Data::Str(kv) = &k.v().data else {
@@ -783,6 +822,15 @@ pub(super) fn compare_values(op: CmpOp, a: &Col, b: &Col, n: usize) -> Result<Ve
         (Data::F32(_), Data::F32(_)) => cmp_kernel(op, side!(a, F32), side!(b, F32), n),
         (Data::F64(_), Data::F64(_)) => cmp_kernel(op, side!(a, F64), side!(b, F64), n),
         (Data::Dec(_), Data::Dec(_)) => cmp_kernel(op, side!(a, Dec), side!(b, Dec), n),
+        (Data::Dec64(_) | Data::Dec(_), Data::Dec64(_) | Data::Dec(_)) => {
+            match dec64::comparable(a, b) {
+                Some((x, y)) => cmp_kernel(op, x, y, n),
+                None => {
+                    let (a, b) = (a.view().wide_dec(), b.view().wide_dec());
+                    cmp_kernel(op, side!(a, Dec), side!(b, Dec), n)
+                }
+            }
+        }
         (Data::Interval(_), Data::Interval(_)) => {
             cmp_kernel(op, side!(a, Interval), side!(b, Interval), n)
         }
@@ -981,6 +1029,15 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
             };
             let nulls2 = union_nulls(&a, &b, m);
             let nm = nulls2.as_deref();
+            // Scaled integers in, scaled integers out, while the results fit (a
+            // typmod on the result is applied by the generic path).
+            let narrow = match ty {
+                T::Decimal { precision: None, .. } => dec64::arith(op, &a, &b, m, nm),
+                _ => None,
+            };
+            if let Some(v) = narrow {
+                Data::Dec64(v)
+            } else {
             match (&a.v().data, &b.v().data) {
                 (Data::I16(_), Data::I16(_)) => {
                     Data::I16(arith_int(op, side!(a, I16), side!(b, I16), m, nm)?)
@@ -1007,7 +1064,8 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
                     0.0,
                     |x, y| arith_f64(op, x, y),
                 )?),
-                (Data::Dec(_), Data::Dec(_)) => {
+                (Data::Dec64(_) | Data::Dec(_), Data::Dec64(_) | Data::Dec(_)) => {
+                    let (a, b) = (a.view().wide_dec(), b.view().wide_dec());
                     let typmod = match ty {
                         T::Decimal {
                             precision: Some(p),
@@ -1031,6 +1089,7 @@ fn arith<'a>(op: ArithOp, a: Col, b: Col, ty: DataType, n: usize) -> Result<Col<
                     )?)
                 }
                 _ => return Err(internal("numeric operands of unexpected layout")),
+            }
             }
         }
         _ => {
@@ -1064,6 +1123,15 @@ fn neg<'a>(c: Col, ty: DataType, n: usize) -> Result<Col<'a>> {
         Data::F32(v) => Data::F32(v.iter().map(|x| -x).collect()),
         Data::F64(v) => Data::F64(v.iter().map(|x| -x).collect()),
         Data::Dec(v) => Data::Dec(v.iter().map(|x| x.neg()).collect()),
+        // Values below 10^18 in magnitude (every column value) negate exactly; a
+        // computed i64::MIN goes the generic way.
+        Data::Dec64(v) => match v.values.iter().map(|x| x.checked_neg()).collect() {
+            Some(values) => Data::Dec64(crate::vector::Dec64Vec {
+                scale: v.scale,
+                values,
+            }),
+            None => Data::Dec(v.to_decimals().iter().map(|x| x.neg()).collect()),
+        },
         Data::Interval(_) => {
             Data::Interval(try_map1(side!(c, Interval), m, nm, Interval::ZERO, |x| {
                 x.checked_neg()
@@ -1336,10 +1404,11 @@ fn eval_in_list<'a>(
     ctx: &EvalContext<'_>,
 ) -> Result<Col<'a>> {
     let n = r.n();
-    let lhs = ev(expr, r, ctx)?;
+    // The constant-set path compares decimals as `Decimal`s.
+    let lhs = ev(expr, r, ctx)?.wide_dec();
     let mut items = Vec::with_capacity(list.len());
     for e in list {
-        items.push(ev(e, r, ctx)?);
+        items.push(ev(e, r, ctx)?.wide_dec());
     }
     let konst = lhs.is_const() && items.iter().all(|c| c.is_const());
     let m = if konst { 1 } else { n };

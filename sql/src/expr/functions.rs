@@ -641,6 +641,8 @@ fn pow_dec(x: Decimal, y: Decimal) -> Result<Decimal> {
 
 /// Calls `func` on evaluated arguments.
 pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -> Result<Col<'a>> {
+    // Functions read decimals as `Decimal`s.
+    let args: Vec<Col<'_>> = args.into_iter().map(Col::wide_dec).collect();
     let konst = args.iter().all(|c| c.is_const());
     let m = if konst { 1 } else { n };
     match func {
@@ -706,11 +708,11 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             let mut args_it = args.iter();
             args_it.next();
             let num = args_it.next().ok_or_else(|| internal("missing argument"))?;
-            let num = arg_as(view(num), DataType::Integer, n)?;
+            let num = arg_as(num.view(), DataType::Integer, n)?;
             let k = side!(num, I32);
             let third = args.get(2);
             let count: Option<Col> = match (func, third) {
-                (Func::Substring, Some(c)) => Some(arg_as(view(c), DataType::Integer, n)?),
+                (Func::Substring, Some(c)) => Some(arg_as(c.view(), DataType::Integer, n)?),
                 _ => None,
             };
             let count_s: Option<S<i32>> = match &count {
@@ -990,15 +992,6 @@ fn date_trunc(unit: &str, ts: i64) -> Result<i64> {
             "22023",
             format!("unit \"{unit}\" not recognized for type timestamp without time zone"),
         )),
-    }
-}
-
-/// A borrowed view of an operand (constants are copied: one row).
-fn view<'b>(c: &'b Col<'_>) -> Col<'b> {
-    match c {
-        Col::Const(v) => Col::Const(v.clone()),
-        Col::Ref(v) => Col::Ref(v),
-        Col::Own(v) => Col::Ref(v),
     }
 }
 

@@ -9,6 +9,7 @@
 //! replace for the predicates they can express.
 
 mod cast;
+mod dec64;
 mod eval;
 mod func;
 mod functions;

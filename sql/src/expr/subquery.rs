@@ -209,7 +209,14 @@ fn in_values<'a>(lhs: &Col, vals: &[Value], negated: bool, n: usize) -> Result<C
             Data::I64(_) => go!(I64),
             Data::F32(_) => go!(F32),
             Data::F64(_) => go!(F64),
-            Data::Dec(_) => go!(Dec),
+            Data::Dec(_) | Data::Dec64(_) => {
+                set.data.widen_dec();
+                let wide = lhs.view().wide_dec();
+                let Data::Dec(items) = &set.data else {
+                    return Err(internal("IN set of another layout"));
+                };
+                Some(in_set(side!(wide, Dec), items.clone(), m))
+            }
             Data::Interval(_) => go!(Interval),
             Data::Str(_) => {
                 let Data::Str(items) = &set.data else {

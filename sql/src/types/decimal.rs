@@ -182,6 +182,45 @@ impl Decimal {
         self.unscaled < 0
     }
 
+    /// `unscaled / 10^scale` from an i64 (the scaled-integer vectors' values); always
+    /// valid, since 19 digits are within the 38 a decimal holds. `scale` must be at
+    /// most [`MAX_SCALE`].
+    #[inline]
+    pub fn from_scaled_i64(unscaled: i64, scale: u8) -> Decimal {
+        debug_assert!(scale <= MAX_SCALE);
+        Decimal {
+            unscaled: unscaled as i128,
+            scale,
+        }
+    }
+
+    /// `self + x / 10^self.scale` (an addend already at this decimal's scale, as a
+    /// scaled-integer vector holds it); `None` past 38 digits.
+    #[inline]
+    pub fn add_scaled_i64(&self, x: i64) -> Option<Decimal> {
+        let sum = self.unscaled.checked_add(x as i128)?;
+        (sum.unsigned_abs() < LIMIT).then_some(Decimal {
+            unscaled: sum,
+            scale: self.scale,
+        })
+    }
+
+    /// The unscaled digits at exactly `scale`, as an i64: `None` when the value has
+    /// more fractional digits than `scale` (it would need rounding) or does not fit.
+    #[inline]
+    pub fn to_scaled_i64(&self, scale: u8) -> Option<i64> {
+        let u = if scale >= self.scale {
+            align(self.unscaled, scale - self.scale)?
+        } else {
+            let d = pow10(self.scale - scale) as i128;
+            if self.unscaled % d != 0 {
+                return None;
+            }
+            self.unscaled / d
+        };
+        i64::try_from(u).ok()
+    }
+
     /// An integer as a decimal of scale 0 (always exact: 64-bit integers have at most
     /// 19 digits).
     pub fn from_i64(v: i64) -> Decimal {

@@ -10,11 +10,22 @@
 //! | boolean                       | `Bool(Vec<bool>)`   |
 //! | smallint / integer / bigint   | `I16` / `I32` / `I64` |
 //! | real / double precision       | `F32` / `F64`       |
-//! | numeric                       | `Dec(Vec<Decimal>)` |
+//! | numeric(p, s), p ≤ 18         | `Dec64(Dec64Vec)`: i64 at scale s |
+//! | other numeric                 | `Dec(Vec<Decimal>)` |
 //! | date (days since 2000-01-01)  | `I32`               |
 //! | timestamp (µs since 2000-01-01) | `I64`             |
 //! | interval                      | `Interval`          |
 //! | char / varchar / text         | `Str(StrVec)`       |
+//!
+//! A decimal vector has two representations. [`Data::Dec64`] holds every value as
+//! an i64 of unscaled digits at one scale for the whole vector: 8 bytes a value, and
+//! arithmetic, comparison and sums are plain integer loops. It is what scans of
+//! `numeric(p, s)` columns with p ≤ 18 produce, and what `+`, `-` and `*` on such
+//! vectors produce while the results fit. [`Data::Dec`] holds [`Decimal`]s (an i128
+//! and a scale each) and takes everything else: unconstrained columns, mixed scales,
+//! wider values. Both are [`PhysicalType::Dec`]; a `Dec64` vector that receives a
+//! value it cannot hold turns itself into `Dec` ([`Data::widen_dec`]), and code that
+//! has no `Dec64` fast path reads it through [`Data::widen_dec`] or [`Dec64Vec::get`].
 //!
 //! A [`Batch`] is a set of equally long vectors plus an optional *selection vector*:
 //! the positions still live after a filter. Filters narrow the selection instead of
@@ -39,8 +50,65 @@ pub enum Data {
     F32(Vec<f32>),
     F64(Vec<f64>),
     Dec(Vec<Decimal>),
+    Dec64(Dec64Vec),
     Interval(Vec<Interval>),
     Str(StrVec),
+}
+
+/// Decimals of one scale as i64 unscaled digits (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dec64Vec {
+    /// Digits after the point, the same for every value (at most 38).
+    pub scale: u8,
+    /// `value × 10^scale` per row; a NULL row holds 0.
+    pub values: Vec<i64>,
+}
+
+impl Dec64Vec {
+    pub fn with_capacity(scale: u8, cap: usize) -> Dec64Vec {
+        Dec64Vec {
+            scale,
+            values: Vec::with_capacity(cap),
+        }
+    }
+
+    /// Element `i` as a [`Decimal`].
+    #[inline]
+    pub fn get(&self, i: usize) -> Decimal {
+        Decimal::from_scaled_i64(self.values[i], self.scale)
+    }
+
+    /// Every element as a [`Decimal`].
+    pub fn to_decimals(&self) -> Vec<Decimal> {
+        self.values
+            .iter()
+            .map(|&v| Decimal::from_scaled_i64(v, self.scale))
+            .collect()
+    }
+
+    /// Appends `d` if it is exactly representable at this scale in an i64.
+    #[inline]
+    fn try_push(&mut self, d: &Decimal) -> bool {
+        match d.to_scaled_i64(self.scale) {
+            Some(v) => {
+                self.values.push(v);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The scale of the i64 representation of `ty`, when its vectors use one: a
+/// `numeric(p, s)` whose every value fits 18 digits.
+pub fn dec64_scale(ty: &DataType) -> Option<u8> {
+    match ty {
+        DataType::Decimal {
+            precision: Some(p),
+            scale,
+        } if *p <= 18 => Some(*scale),
+        _ => None,
+    }
 }
 
 /// The physical kind of a type's vectors (see the module table).
@@ -82,9 +150,44 @@ impl Data {
             PhysicalType::I64 => Data::I64(Vec::with_capacity(cap)),
             PhysicalType::F32 => Data::F32(Vec::with_capacity(cap)),
             PhysicalType::F64 => Data::F64(Vec::with_capacity(cap)),
-            PhysicalType::Dec => Data::Dec(Vec::with_capacity(cap)),
+            PhysicalType::Dec => match dec64_scale(ty) {
+                Some(scale) => Data::Dec64(Dec64Vec::with_capacity(scale, cap)),
+                None => Data::Dec(Vec::with_capacity(cap)),
+            },
             PhysicalType::Interval => Data::Interval(Vec::with_capacity(cap)),
             PhysicalType::Str => Data::Str(StrVec::with_capacity(cap, cap * 8)),
+        }
+    }
+
+    /// Turns a [`Data::Dec64`] buffer into [`Data::Dec`] in place (the same values);
+    /// any other buffer is left as it is.
+    pub fn widen_dec(&mut self) {
+        if let Data::Dec64(d) = self {
+            *self = Data::Dec(d.to_decimals());
+        }
+    }
+
+    /// This buffer with [`Data::Dec64`] turned into [`Data::Dec`]: borrowed when it
+    /// is anything else.
+    pub fn wide_dec(&self) -> std::borrow::Cow<'_, Data> {
+        match self {
+            Data::Dec64(d) => std::borrow::Cow::Owned(Data::Dec(d.to_decimals())),
+            other => std::borrow::Cow::Borrowed(other),
+        }
+    }
+
+    /// Appends a decimal to a decimal buffer, widening a [`Data::Dec64`] buffer that
+    /// cannot hold it exactly.
+    pub fn push_decimal(&mut self, d: Decimal) {
+        match self {
+            Data::Dec(v) => v.push(d),
+            Data::Dec64(v) => {
+                if !v.try_push(&d) {
+                    self.widen_dec();
+                    self.push_decimal(d);
+                }
+            }
+            other => panic!("decimal pushed into a {:?} vector", other.physical_type()),
         }
     }
 
@@ -97,6 +200,7 @@ impl Data {
             Data::F32(v) => v.len(),
             Data::F64(v) => v.len(),
             Data::Dec(v) => v.len(),
+            Data::Dec64(v) => v.values.len(),
             Data::Interval(v) => v.len(),
             Data::Str(v) => v.len(),
         }
@@ -114,7 +218,7 @@ impl Data {
             Data::I64(_) => PhysicalType::I64,
             Data::F32(_) => PhysicalType::F32,
             Data::F64(_) => PhysicalType::F64,
-            Data::Dec(_) => PhysicalType::Dec,
+            Data::Dec(_) | Data::Dec64(_) => PhysicalType::Dec,
             Data::Interval(_) => PhysicalType::Interval,
             Data::Str(_) => PhysicalType::Str,
         }
@@ -130,6 +234,7 @@ impl Data {
             Data::F32(v) => v.push(0.0),
             Data::F64(v) => v.push(0.0),
             Data::Dec(v) => v.push(Decimal::ZERO),
+            Data::Dec64(v) => v.values.push(0),
             Data::Interval(v) => v.push(Interval::ZERO),
             Data::Str(v) => v.push(""),
         }
@@ -137,6 +242,25 @@ impl Data {
 
     /// Appends element `i` of `other`, which must have the same physical type.
     pub fn push_from(&mut self, other: &Data, i: usize) {
+        match (&mut *self, other) {
+            (Data::Dec64(a), Data::Dec64(b)) if a.scale == b.scale => {
+                a.values.push(b.values[i]);
+                return;
+            }
+            (Data::Dec(a), Data::Dec64(b)) => {
+                a.push(b.get(i));
+                return;
+            }
+            (Data::Dec64(_), Data::Dec64(b)) => {
+                self.push_decimal(b.get(i));
+                return;
+            }
+            (Data::Dec64(_), Data::Dec(b)) => {
+                self.push_decimal(b[i]);
+                return;
+            }
+            _ => {}
+        }
         match (self, other) {
             (Data::Bool(a), Data::Bool(b)) => a.push(b[i]),
             (Data::I16(a), Data::I16(b)) => a.push(b[i]),
@@ -165,6 +289,7 @@ impl Data {
             Data::F32(v) => v.truncate(len),
             Data::F64(v) => v.truncate(len),
             Data::Dec(v) => v.truncate(len),
+            Data::Dec64(v) => v.values.truncate(len),
             Data::Interval(v) => v.truncate(len),
             Data::Str(v) => v.truncate(len),
         }
@@ -180,6 +305,7 @@ impl Data {
             Data::F32(v) => v.capacity() * 4,
             Data::F64(v) => v.capacity() * 8,
             Data::Dec(v) => v.capacity() * size_of::<Decimal>(),
+            Data::Dec64(v) => v.values.capacity() * 8,
             Data::Interval(v) => v.capacity() * size_of::<Interval>(),
             Data::Str(v) => v.heap_bytes(),
         }
@@ -281,6 +407,7 @@ impl Vector {
             (Data::F32(v), Value::Real(x)) => v.push(*x),
             (Data::F64(v), Value::Double(x)) => v.push(*x),
             (Data::Dec(v), Value::Decimal(d)) => v.push(*d),
+            (data @ Data::Dec64(_), Value::Decimal(d)) => data.push_decimal(*d),
             (Data::Interval(v), Value::Interval(x)) => v.push(*x),
             (Data::Str(v), Value::Char(s) | Value::Varchar(s) | Value::Text(s)) => v.push(s),
             (data, value) => panic!(
@@ -307,6 +434,7 @@ impl Vector {
             (Data::F32(v), _) => Value::Real(v[i]),
             (Data::F64(v), _) => Value::Double(v[i]),
             (Data::Dec(v), _) => Value::Decimal(v[i]),
+            (Data::Dec64(v), _) => Value::Decimal(v.get(i)),
             (Data::Interval(v), _) => Value::Interval(v[i]),
             (Data::Str(v), DataType::Char(_)) => Value::Char(v.get(i).to_string()),
             (Data::Str(v), DataType::Varchar(_)) => Value::Varchar(v.get(i).to_string()),
@@ -331,6 +459,15 @@ impl Vector {
     pub fn extend(&mut self, other: &Vector) {
         let start = self.len();
         match (&mut self.data, &other.data) {
+            (Data::Dec64(a), Data::Dec64(b)) if a.scale == b.scale => {
+                a.values.extend_from_slice(&b.values)
+            }
+            (Data::Dec(a), Data::Dec64(b)) => a.extend(b.to_decimals()),
+            (a @ Data::Dec64(_), b @ (Data::Dec64(_) | Data::Dec(_))) => {
+                for i in 0..b.len() {
+                    a.push_from(b, i);
+                }
+            }
             (Data::Bool(a), Data::Bool(b)) => a.extend_from_slice(b),
             (Data::I16(a), Data::I16(b)) => a.extend_from_slice(b),
             (Data::I32(a), Data::I32(b)) => a.extend_from_slice(b),
@@ -375,6 +512,10 @@ fn gather_data(data: &Data, positions: &[u32]) -> Data {
         Data::F32(v) => Data::F32(g(v, positions)),
         Data::F64(v) => Data::F64(g(v, positions)),
         Data::Dec(v) => Data::Dec(g(v, positions)),
+        Data::Dec64(v) => Data::Dec64(Dec64Vec {
+            scale: v.scale,
+            values: g(&v.values, positions),
+        }),
         Data::Interval(v) => Data::Interval(g(v, positions)),
         Data::Str(v) => {
             let mut out = StrVec::with_capacity(positions.len(), positions.len() * 8);
