@@ -113,7 +113,37 @@ const QUERIES: &[(&str, bool)] = &[
          (SELECT 1 FROM i WHERE i.k = o.k)) AS s WHERE s.id > 100",
         true,
     ),
-    ("SELECT id FROM o WHERE id = 6 OR EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.y > 40)", false),
+    // Mark joins: EXISTS and IN that are not top-level conjuncts.
+    ("SELECT id FROM o WHERE id = 6 OR EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.y > 40)", true),
+    (
+        "SELECT id FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.y > 40) \
+         OR EXISTS (SELECT 1 FROM i2 WHERE i2.k = o.k AND i2.z > 20)",
+        true,
+    ),
+    ("SELECT id, EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.y > o.x) FROM o", true),
+    ("SELECT id, x IN (SELECT y FROM i WHERE i.k = o.k), x NOT IN (SELECT y FROM i WHERE i.k = o.k) FROM o", true),
+    ("SELECT id, x IN (SELECT y FROM e WHERE e.k = o.k), NULL::int NOT IN (SELECT y FROM i WHERE i.k = o.k) FROM o", true),
+    ("SELECT id FROM o WHERE id < 100 OR x IN (SELECT y FROM i WHERE i.k = o.k)", true),
+    ("SELECT id FROM o WHERE NOT (id < 100 OR x IN (SELECT y FROM i WHERE i.k = o.k))", true),
+    ("SELECT id FROM o WHERE id < 100 OR x NOT IN (SELECT y FROM i WHERE i.k = o.k)", true),
+    ("SELECT id FROM o WHERE NOT (id < 100 OR x NOT IN (SELECT y FROM i WHERE i.k = o.k))", true),
+    ("SELECT id FROM o WHERE (x IN (SELECT y FROM i WHERE i.k = o.k)) IS NULL", true),
+    ("SELECT id FROM o WHERE id < 100 OR x IN (SELECT y FROM i WHERE i.z > 2 * o.id)", true),
+    (
+        "SELECT id, CASE WHEN x IN (SELECT y FROM i WHERE i.k = o.k) THEN 1 \
+         WHEN NOT EXISTS (SELECT 1 FROM i2 WHERE i2.k = o.k) THEN 2 ELSE 3 END FROM o",
+        true,
+    ),
+    (
+        "SELECT id FROM o WHERE id < 50 OR EXISTS (SELECT 1 FROM i WHERE i.k = o.k \
+         AND (i.z < 100 OR EXISTS (SELECT 1 FROM i2 WHERE i2.z = i.z)))",
+        true,
+    ),
+    (
+        "SELECT id FROM o WHERE id < 50 OR EXISTS (SELECT 1 FROM i WHERE i.k = o.k \
+         AND (i.z < 100 OR EXISTS (SELECT 1 FROM i2 WHERE i2.z = i.z AND i2.k = o.k)))",
+        false,
+    ),
     (
         "SELECT count(*) FROM o, i2 WHERE o.k = i2.k AND EXISTS (SELECT 1 FROM i WHERE i.k = o.k) \
          AND i2.z < (SELECT max(z) FROM i WHERE i.k = i2.k)",

@@ -57,6 +57,17 @@ struct Frame {
 #[derive(Clone)]
 struct CteDef {
     plan: Plan,
+    /// Names its references (`Node::CteScan`) until the WITH's query is bound, when
+    /// the CTE is materialized or its references inlined (`query.rs`,
+    /// `settle_ctes`).
+    id: crate::plan::CteId,
+    /// References bound so far.
+    refs: std::cell::Cell<usize>,
+    /// `AS MATERIALIZED` (`Some(true)`) or `AS NOT MATERIALIZED` (`Some(false)`).
+    materialized: Option<bool>,
+    /// Whether the plan reads outer queries' columns (parameters after the
+    /// statement's): such a CTE is inlined at every reference.
+    correlated: bool,
     /// The frame level the CTE was bound at: its correlated parameters refer to that
     /// level's outer references.
     level: usize,
@@ -97,6 +108,8 @@ pub struct Binder<'a> {
     next_question: usize,
     /// Next id for a recursive CTE's working table.
     next_work_table: usize,
+    /// Next id for a CTE (`CteDef::id`).
+    next_cte: usize,
     /// The references to recursive CTEs bound so far: working table and position.
     recursive_refs: Vec<(crate::plan::WorkTableId, Option<usize>)>,
     /// Names of the views being expanded, outermost first.
@@ -137,6 +150,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             next_question: 0,
             next_work_table: 0,
+            next_cte: 0,
             recursive_refs: Vec::new(),
             views: Vec::new(),
             agg: None,

@@ -49,6 +49,7 @@ impl Binder<'_> {
     }
 
     fn bind_query_guarded(&mut self, q: &ast::Query) -> Result<Plan> {
+        let first_subquery = self.subqueries.len();
         let pushed = if let Some(with) = &q.with {
             let order = if with.recursive {
                 self.with_recursive_order(with)?
@@ -86,10 +87,20 @@ impl Binder<'_> {
                         c.name = ident(&a.name);
                     }
                 }
-                self.ctes
-                    .last_mut()
-                    .expect("pushed")
-                    .insert(name, CteDef { plan, level: self.frames.len() - 1, recursion: None });
+                let materialized = cte.materialized.as_ref().map(|m| matches!(m, ast::CteAsMaterialized::Materialized));
+                let correlated = plan_reads_params(&plan, self.param_count);
+                let id = crate::plan::CteId(self.next_cte);
+                self.next_cte += 1;
+                let def = CteDef {
+                    plan,
+                    id,
+                    refs: std::cell::Cell::new(0),
+                    materialized,
+                    correlated,
+                    level: self.frames.len() - 1,
+                    recursion: None,
+                };
+                self.ctes.last_mut().expect("pushed").insert(name, def);
             }
             true
         } else {
@@ -97,9 +108,40 @@ impl Binder<'_> {
         };
         let r = self.bind_query_body(q);
         if pushed {
-            self.ctes.pop();
+            let defs = self.ctes.pop().expect("pushed");
+            let mut plan = r?;
+            self.settle_ctes(&defs, &mut plan, first_subquery);
+            return Ok(plan);
         }
         r
+    }
+
+    /// Decides, once the query of a WITH is bound, which of its CTEs are
+    /// materialized, as PostgreSQL 12+ does: one referenced more than once or
+    /// calling a volatile function (a sequence, an application function), unless
+    /// `NOT MATERIALIZED`, and any `MATERIALIZED` one; a correlated CTE never is.
+    /// The references (`Node::CteScan`) of the others, in `plan` and in the
+    /// subqueries bound since `first_subquery`, become the CTE's plan itself, so
+    /// filters push into it as into a derived table.
+    fn settle_ctes(&mut self, defs: &HashMap<String, CteDef>, plan: &mut Plan, first_subquery: usize) {
+        let inline: Vec<crate::plan::CteId> = defs
+            .values()
+            .filter(|d| {
+                let materialize = match d.materialized {
+                    Some(forced) => forced,
+                    None => d.refs.get() > 1 || plan_is_volatile(&d.plan),
+                };
+                d.correlated || !materialize
+            })
+            .map(|d| d.id)
+            .collect();
+        if inline.is_empty() {
+            return;
+        }
+        inline_ctes(plan, &inline);
+        for s in &mut self.subqueries[first_subquery..] {
+            inline_ctes(&mut s.plan, &inline);
+        }
     }
 
     fn bind_query_body(&mut self, q: &ast::Query) -> Result<Plan> {
@@ -1058,13 +1100,21 @@ impl Binder<'_> {
                 return self.recursive_reference(n, recursion, cte.level, at).map(|p| (p, short));
             }
             let (mut plan, level) = (cte.plan.clone(), cte.level);
+            cte.refs.set(cte.refs.get() + 1);
+            let (id, correlated) = (cte.id, cte.correlated);
             if level + 1 < self.frames.len() {
                 // Referenced from a deeper level: the CTE's correlated parameters are
                 // its own level's; pass them down as this level's.
                 let pc = self.param_count;
                 plan.for_each_expr_mut(&mut |e| self.lift_params(e, level, pc));
             }
-            return Ok((plan, short));
+            if correlated {
+                return Ok((plan, short));
+            }
+            // A reader of the CTE until its WITH decides whether it is materialized.
+            let schema = plan.schema.clone();
+            let scan = Node::CteScan { cte: id, name: short.clone(), plan: Box::new(plan) };
+            return Ok((Plan::new(scan, schema), short));
         }
         if let Some(t) = self.catalog.table(n) {
             let columns: Vec<usize> = (0..t.columns.len()).collect();
@@ -1156,7 +1206,16 @@ impl Binder<'_> {
         let snapshot = self.snapshot();
         let refs_before = self.recursive_refs.len();
         let level = self.frames.len() - 1;
-        let placeholder = |recursion| CteDef { plan: Plan::one_row(), level, recursion: Some(recursion) };
+        let placeholder = |recursion| CteDef {
+            plan: Plan::one_row(),
+            // Never read: a reference while the query binds goes by `recursion`.
+            id: crate::plan::CteId(usize::MAX),
+            refs: std::cell::Cell::new(0),
+            materialized: None,
+            correlated: false,
+            level,
+            recursion: Some(recursion),
+        };
         let ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right } = &*q.body
         else {
             self.define_cte(name, placeholder(Recursion::NotUnionForm));
@@ -2007,5 +2066,49 @@ pub(super) fn sort_key(expr: Expr, o: &ast::OrderByOptions) -> Result<SortKey> {
         expr,
         desc,
         nulls_first: o.nulls_first.unwrap_or(desc),
+    })
+}
+
+/// Whether `plan` reads a parameter numbered from `param_count` on: a column of an
+/// outer query.
+fn plan_reads_params(plan: &Plan, param_count: usize) -> bool {
+    fn expr(e: &Expr, param_count: usize) -> bool {
+        matches!(e.kind, ExprKind::Param(i) if i >= param_count)
+            || e.children().into_iter().any(|c| crate::stack::guarded(|| expr(c, param_count)))
+    }
+    let mut found = false;
+    let mut p = plan.clone();
+    p.for_each_expr_mut(&mut |e| found |= expr(e, param_count));
+    found
+}
+
+/// Whether `plan` calls a volatile function (a sequence's, an application's), which
+/// PostgreSQL takes as a reason to run a CTE once.
+fn plan_is_volatile(plan: &Plan) -> bool {
+    fn expr(e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Udf { .. } => true,
+            ExprKind::Func { func, .. } if func.is_sequence() => true,
+            _ => e.children().into_iter().any(|c| crate::stack::guarded(|| expr(c))),
+        }
+    }
+    let mut found = false;
+    let mut p = plan.clone();
+    p.for_each_expr_mut(&mut |e| found |= expr(e));
+    found
+}
+
+/// Replaces every `Node::CteScan` of the CTEs `inline` in `plan` by the CTE's plan.
+fn inline_ctes(plan: &mut Plan, inline: &[crate::plan::CteId]) {
+    crate::stack::guarded(|| {
+        for c in plan.children_mut() {
+            inline_ctes(c, inline);
+        }
+        if let Node::CteScan { cte, plan: inner, .. } = &mut plan.node
+            && inline.contains(cte)
+        {
+            let inner = std::mem::replace(&mut **inner, Plan::one_row());
+            plan.node = inner.node;
+        }
     })
 }

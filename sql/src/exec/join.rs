@@ -97,12 +97,12 @@ impl<'p> JoinSpec<'p> {
         Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers })
     }
 
-    /// A semi or anti join on keys alone needs only whether a key is present: the
-    /// build side's rows are not kept (TPC-H Q4's EXISTS over lineitem would otherwise
-    /// hold every lineitem column of millions of rows), and a probe row is decided by
-    /// one lookup.
+    /// A semi, anti or mark join on keys alone needs only whether a key is present:
+    /// the build side's rows are not kept (TPC-H Q4's EXISTS over lineitem would
+    /// otherwise hold every lineitem column of millions of rows), and a probe row is
+    /// decided by one lookup.
     fn keys_only(&self) -> bool {
-        !self.left_keys.is_empty() && matches!(self.kind, JoinKind::Semi | JoinKind::Anti) && self.on.is_none()
+        !self.left_keys.is_empty() && self.kind.is_left_only() && self.on.is_none()
     }
 }
 
@@ -329,10 +329,25 @@ impl<'a> Probe<'a> {
         Probe { ex, s, b, out_types, left_matched: vec![false; b.rows()], emits_pairs, out }
     }
 
-    /// Left rows with no match (LEFT, FULL: NULL-extended; ANTI: as they are) and left
-    /// rows with a match (SEMI).
+    /// Left rows with no match (LEFT, FULL: NULL-extended; ANTI: as they are), left
+    /// rows with a match (SEMI), every left row with whether it matched (MARK).
     fn finish_left(&mut self, build: &Build, stopped: &mut bool) -> Result<Flow> {
         let (s, b, out_types) = (self.s, self.b, self.out_types);
+        if s.kind == JoinKind::Mark {
+            let mut cols: Vec<Vector> = b
+                .columns
+                .iter()
+                .zip(out_types)
+                .map(|(c, t)| Vector { ty: *t, ..c.clone() })
+                .collect();
+            let marks = std::mem::take(&mut self.left_matched);
+            cols.push(Vector::from_data(DataType::Boolean, crate::vector::Data::Bool(marks), None));
+            let f = (self.out)(make_batch(cols, b.len))?;
+            if f == Flow::Stop {
+                *stopped = true;
+            }
+            return Ok(f);
+        }
         let want_matched = match s.kind {
             JoinKind::Semi => true,
             JoinKind::Anti | JoinKind::Left | JoinKind::Full => false,
@@ -481,7 +496,7 @@ pub(super) fn index_nested_loop(
         .get(index)
         .filter(|i| i.columns.len() >= s.right_keys.len())
         .ok_or_else(|| Error::internal(format!("no index {index} on \"{}\" for a join", table.name)))?;
-    if !matches!(s.kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
+    if !matches!(s.kind, JoinKind::Inner | JoinKind::Left) && !s.kind.is_left_only() {
         return Err(Error::internal("index nested-loop join of an unsupported kind"));
     }
     let left_id = id + 1;
@@ -511,7 +526,7 @@ pub(super) fn index_nested_loop(
         // (left row, fetched row) for the rows fetched since the last flush.
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         'rows: for l in 0..n {
-            // A semi or anti join decides a left row by its first match.
+            // A semi, anti or mark join decides a left row by its first match.
             if !emits_pairs && p.left_matched[l] {
                 continue;
             }

@@ -44,7 +44,7 @@ use beedb_storage::TupleId;
 
 use crate::error::{Error, Result};
 use crate::expr::{EvalContext, Expr, ExprKind, SubqueryKind, SubqueryResult, SubqueryRunner};
-use crate::plan::{Node, Plan, Subplan, WorkTableId};
+use crate::plan::{CteId, Node, Plan, Subplan, WorkTableId};
 use crate::types::Value;
 use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
 
@@ -149,11 +149,13 @@ pub fn run(
 ) -> Result<()> {
     let cache = RefCell::new(FxHashMap::default());
     let work_tables = RefCell::new(FxHashMap::default());
+    let ctes = RefCell::new(FxHashMap::default());
     let ex = Exec {
         ctx,
         params: ctx.params,
         cache: &cache,
         work_tables: &work_tables,
+        ctes: &ctes,
         profile: ctx.profile,
         worker: None,
     };
@@ -198,6 +200,9 @@ pub(crate) struct Exec<'a> {
     /// The working tables of the recursive unions running now (`recursive.rs`),
     /// shared with subquery executions.
     work_tables: &'a RefCell<FxHashMap<WorkTableId, std::rc::Rc<Vec<Batch>>>>,
+    /// The rows of the materialized CTEs read so far (`Node::CteScan`), for the
+    /// whole statement, shared with subquery executions.
+    ctes: &'a RefCell<FxHashMap<CteId, std::rc::Rc<Vec<Batch>>>>,
     profile: Option<&'a Profile>,
     /// Set when this executor is one of the threads of a parallel pipeline.
     worker: Option<&'a parallel::Worker<'a>>,
@@ -238,6 +243,7 @@ impl SubqueryRunner for Exec<'_> {
             params: &params,
             cache: self.cache,
             work_tables: self.work_tables,
+            ctes: self.ctes,
             profile: None,
             worker: None,
         };
@@ -563,7 +569,41 @@ impl<'a> Exec<'a> {
                 recursive::work_table_scan(self, *work_table, name, out)
             }
             Node::Series { args } => series::generate_series(self, plan, args, out),
+            Node::CteScan { cte, name, plan: inner } => self.cte_scan(id, *cte, name, inner, out),
         }
+    }
+
+    /// A materialized CTE's rows: run `inner` (node `id + 1`) into a buffer the first
+    /// time any reader of `cte` runs, then push the buffer's batches.
+    fn cte_scan(&self, id: usize, cte: CteId, name: &str, inner: &Plan, out: Out) -> Result<Flow> {
+        // Not borrowed while the CTE runs: its plan may read other CTEs.
+        let held = self.ctes.borrow().get(&cte).cloned();
+        let rows = match held {
+            Some(rows) => rows,
+            None => {
+                let types = inner.types();
+                let (mut batches, mut bytes) = (Vec::new(), 0usize);
+                self.node(inner, id + 1, None, &mut |b| {
+                    if b.rows() == 0 {
+                        return Ok(Flow::Continue);
+                    }
+                    let b = dense(b, &types);
+                    bytes += b.heap_bytes();
+                    batches.push(b);
+                    self.check_mem(&format!("materialized CTE \"{name}\""), bytes)?;
+                    Ok(Flow::Continue)
+                })?;
+                let rows = std::rc::Rc::new(batches);
+                self.ctes.borrow_mut().insert(cte, rows.clone());
+                rows
+            }
+        };
+        for b in rows.iter() {
+            if out(b.clone())? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
     }
 
     fn values(&self, plan: &Plan, rows: &[Vec<Expr>], out: Out) -> Result<Flow> {

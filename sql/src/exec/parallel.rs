@@ -128,7 +128,17 @@ pub(super) fn run_pipeline<S: Send>(
         let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences: None };
         let cache = RefCell::new(FxHashMap::default());
         let work_tables = RefCell::new(FxHashMap::default());
-        let wex = Exec { ctx: &ctx, params, cache: &cache, work_tables: &work_tables, profile, worker: Some(&worker) };
+        // A pipeline holds no CTE scan (`plan/pipeline.rs`): this one stays empty.
+        let ctes = RefCell::new(FxHashMap::default());
+        let wex = Exec {
+            ctx: &ctx,
+            params,
+            cache: &cache,
+            work_tables: &work_tables,
+            ctes: &ctes,
+            profile,
+            worker: Some(&worker),
+        };
         let mut state = make()?;
         let r = wex.node(root, root_id, None, &mut |b| {
             each(&wex, &mut state, b)?;

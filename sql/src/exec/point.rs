@@ -139,11 +139,13 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
     ctx.interrupt.check()?;
     let cache = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
     let work_tables = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+    let ctes = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
     let ex = Exec {
         ctx,
         params: ctx.params,
         cache: &cache,
         work_tables: &work_tables,
+        ctes: &ctes,
         profile: None,
         worker: None,
     };

@@ -1050,11 +1050,13 @@ fn subqueries_scalar_exists_values_and_cache() {
     let c = ctx(&w, &subs);
     let cache = std::cell::RefCell::new(FxHashMap::default());
     let work_tables = std::cell::RefCell::new(FxHashMap::default());
+    let ctes = std::cell::RefCell::new(FxHashMap::default());
     let ex = Exec {
         ctx: &c,
         params: &[],
         cache: &cache,
         work_tables: &work_tables,
+        ctes: &ctes,
         profile: None,
         worker: None,
     };

@@ -68,7 +68,7 @@ pub fn origin(plan: &Plan, col: usize) -> Option<(&Arc<TableDef>, usize)> {
                 let n = left.schema.len();
                 if col < n {
                     plan = &**left;
-                } else if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
+                } else if kind.is_left_only() {
                     return None;
                 } else {
                     col -= n;
@@ -437,6 +437,7 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
                 // row, at most one.
                 JoinKind::Semi => l * (r * keys * on).min(1.0),
                 JoinKind::Anti => l * (1.0 - (r * keys * on).min(1.0)).max(0.05),
+                JoinKind::Mark => l,
             }
         }
         Node::Aggregate { groups, sets, .. } => {
@@ -486,6 +487,7 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         // term's (how many rounds a recursion takes is unknowable before it runs).
         Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
         Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
+        Node::CteScan { .. } => inputs[0],
         Node::Series { args } => series_rows(args),
     };
     rows.max(0.0)

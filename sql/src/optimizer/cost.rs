@@ -119,6 +119,6 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], stats: &dyn Stats) -> f
         Node::SetOp { .. } => inputs.iter().sum::<f64>() * AGG_ROW,
         // Each row output is hashed (UNION) or copied into the next round's table.
         Node::RecursiveUnion { .. } => rows * AGG_ROW,
-        Node::WorkTableScan { .. } | Node::Series { .. } => rows * EVAL_ROW,
+        Node::WorkTableScan { .. } | Node::Series { .. } | Node::CteScan { .. } => rows * EVAL_ROW,
     }
 }

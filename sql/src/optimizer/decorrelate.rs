@@ -11,6 +11,16 @@
 //!   `q` for its correlation values has `x = col OR x IS NULL OR col IS NULL` (so a NULL
 //!   in `q`'s result or in `x` gives PostgreSQL's answer: the row is rejected unless
 //!   `q` is empty). Uncorrelated `NOT IN` stays: it runs once into a hashed set.
+//! - a correlated `EXISTS (q)` or `x [NOT] IN (q)` anywhere else in a filter or a
+//!   select list (under OR, NOT, CASE, as a value) → a *mark join*: every row of the
+//!   input once, plus a boolean column "has a match", which replaces the subquery
+//!   ([`replace_marks`]). IN's three-valued result needs a second mark where NULL and
+//!   false differ: `x IN (q)` is true with a row `x = col`, else NULL with a row where
+//!   `x` or `col` is NULL, else false (so false for an empty `q`, NULL `x` or not).
+//!   Where only truth counts — under AND and OR up to the filter, or a CASE
+//!   condition — NULL may be read as false, and one mark on `x = col` suffices; under
+//!   one NOT more, NULL may be read as true, and one mark on `x = col OR x IS NULL OR
+//!   col IS NULL` suffices (NOT IN's NULL-aware condition).
 //! - a correlated scalar subquery `(SELECT f(agg…) FROM … WHERE inner = outer …)`
 //!   whose correlation is equalities → a left join with the aggregate grouped by the
 //!   inner sides of those equalities (the "group by the correlated columns, then left
@@ -42,52 +52,71 @@ use super::and_all;
 /// Decorrelates the subqueries of `plan` and of every subplan; returns the plan and
 /// the subplans still referenced (renumbered).
 pub fn decorrelate(plan: Plan, mut subs: Vec<Subplan>) -> (Plan, Vec<Subplan>) {
+    let mut marks = 0;
     for id in 0..subs.len() {
         let p = std::mem::replace(&mut subs[id].plan, Plan::one_row());
-        let p = rewrite(p, &subs);
+        let p = rewrite(p, &subs, &mut marks);
         subs[id].plan = p;
     }
-    let plan = rewrite(plan, &subs);
+    let plan = rewrite(plan, &subs, &mut marks);
     compact(plan, subs)
 }
 
 /// Bottom-up: filters and projections whose expressions hold subqueries get them as
-/// joins where possible.
-fn rewrite(plan: Plan, subs: &[Subplan]) -> Plan {
+/// joins where possible. `marks` counts the mark joins made so far in the statement
+/// (their columns are named `mark1`, `mark2`, … in EXPLAIN).
+fn rewrite(plan: Plan, subs: &[Subplan], marks: &mut usize) -> Plan {
     let Plan { node, schema, .. } = plan;
-    let node = super::map_node_children(node, &mut |p| rewrite(p, subs));
+    let node = super::map_node_children(node, &mut |p| rewrite(p, subs, marks));
     match node {
         Node::Filter { input, predicate } if has_subquery(&predicate) => {
-            rewrite_filter(*input, predicate, subs, schema)
+            rewrite_filter(*input, predicate, subs, schema, marks)
         }
-        Node::Project { input, exprs } if exprs.iter().any(has_correlated_scalar) => {
+        Node::Project { input, exprs } if exprs.iter().any(|e| has_correlated_scalar(e) || has_markable(e)) => {
             let mut cur = *input;
-            let exprs = exprs
+            let width = cur.schema.len();
+            let exprs: Vec<Expr> = exprs
                 .into_iter()
-                .map(|e| replace_scalars(e, &mut cur, subs))
+                .map(|e| {
+                    let e = replace_scalars(e, &mut cur, subs);
+                    replace_marks(e, Truth::Exact, &mut cur, subs, marks)
+                })
                 .collect();
+            // The joins added columns after the input's, which the expressions now
+            // read; a row count it did not have would be a bug of the rewrites.
+            debug_assert!(cur.schema.len() >= width);
             Plan::new(Node::Project { input: Box::new(cur), exprs }, schema)
         }
         node => Plan::new(node, schema),
     }
 }
 
-fn rewrite_filter(input: Plan, predicate: Expr, subs: &[Subplan], schema: Vec<OutputColumn>) -> Plan {
+fn rewrite_filter(
+    input: Plan,
+    predicate: Expr,
+    subs: &[Subplan],
+    schema: Vec<OutputColumn>,
+    marks: &mut usize,
+) -> Plan {
     let mut parts = Vec::new();
     split_and(predicate, &mut parts);
     let (special, plain): (Vec<Expr>, Vec<Expr>) = parts
         .into_iter()
-        .partition(|c| semi_form(c).is_some() || has_correlated_scalar(c));
+        .partition(|c| semi_form(c).is_some() || has_correlated_scalar(c) || has_markable(c));
+    // Semi and anti joins first: they only remove rows, so the mark joins and left
+    // joins above them see fewer.
+    let (semis, others): (Vec<Expr>, Vec<Expr>) = special.into_iter().partition(|c| semi_form(c).is_some());
     // The other conjuncts stay directly over the input, where the join rules see them.
     let mut cur = with_filter(input, plain);
     let width = cur.schema.len();
     let mut rest = Vec::new();
-    for c in special {
+    for c in semis.into_iter().chain(others) {
         if let Some(next) = try_semi(&c, &cur, subs) {
             cur = next;
             continue;
         }
-        rest.push(replace_scalars(c, &mut cur, subs));
+        let c = replace_scalars(c, &mut cur, subs);
+        rest.push(replace_marks(c, Truth::NullIsFalse, &mut cur, subs, marks));
     }
     let mut out = with_filter(cur, rest);
     if out.schema.len() != width {
@@ -144,6 +173,26 @@ fn semi_form(c: &Expr) -> Option<SemiForm<'_>> {
     }
 }
 
+/// The right input of a join that decorrelates subquery `sub` over `cur`, and the
+/// join conditions its correlation gives (over `cur`'s columns then the input's);
+/// `None` when the correlation cannot be pulled up. For EXISTS, what cannot change
+/// whether a row exists is dropped first.
+fn subquery_join(sub: &SubqueryExpr, exists: bool, cur: &Plan, subs: &[Subplan]) -> Option<(Plan, Vec<Expr>)> {
+    let subplan = subs.get(sub.id)?;
+    let base = subplan.param_base;
+    if skips_level(sub, base) {
+        return None;
+    }
+    let mut body = subplan.plan.clone();
+    if exists {
+        body = strip_for_exists(body)?;
+    }
+    let pulled = pull_up(body, base)?;
+    let nleft = cur.schema.len();
+    let on = pulled.preds.iter().map(|p| to_join(p, nleft, base, &sub.correlated)).collect();
+    Some((pulled.plan, on))
+}
+
 /// `cur` semi/anti-joined with the conjunct's subquery, if the conjunct is such a
 /// form and the subquery's correlation can be pulled up.
 fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
@@ -151,22 +200,9 @@ fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
     let (sub, negated) = match &form {
         SemiForm::Exists { sub, negated } | SemiForm::In { sub, negated, .. } => (*sub, *negated),
     };
-    let subplan = subs.get(sub.id)?;
-    let base = subplan.param_base;
-    if skips_level(sub, base) {
-        return None;
-    }
-    let mut body = subplan.plan.clone();
-    if matches!(form, SemiForm::Exists { .. }) {
-        body = strip_for_exists(body)?;
-    }
-    let pulled = pull_up(body, base)?;
+    let (right, mut on) = subquery_join(sub, matches!(form, SemiForm::Exists { .. }), cur, subs)?;
+    let pulled = Pulled { plan: right, preds: Vec::new() };
     let nleft = cur.schema.len();
-    let mut on: Vec<Expr> = pulled
-        .preds
-        .iter()
-        .map(|p| to_join(p, nleft, base, &sub.correlated))
-        .collect();
     if let SemiForm::In { x, .. } = form {
         let col = Expr::column(nleft, pulled.plan.schema[0].ty);
         let eq = Expr::new(
@@ -351,6 +387,162 @@ fn remap(e: &Expr, map: &[usize]) -> Expr {
     }
     go(&mut e, map);
     e
+}
+
+/// What a position in an expression needs of a boolean subexpression there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Truth {
+    /// Only whether it is true (a filter's conjunct, under AND/OR, a CASE
+    /// condition): NULL may be given as false.
+    NullIsFalse,
+    /// Only whether it is false (under one NOT in a `NullIsFalse` position): NULL may
+    /// be given as true.
+    NullIsTrue,
+    /// The three-valued result (a select list, a comparison's operand, …).
+    Exact,
+}
+
+impl Truth {
+    fn negated(self) -> Truth {
+        match self {
+            Truth::NullIsFalse => Truth::NullIsTrue,
+            Truth::NullIsTrue => Truth::NullIsFalse,
+            Truth::Exact => Truth::Exact,
+        }
+    }
+}
+
+/// Whether `e` holds a correlated EXISTS or IN subquery (a mark join's candidate).
+fn has_markable(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subquery(s) if matches!(s.kind, SubqueryKind::Exists | SubqueryKind::In { .. }) && !s.correlated.is_empty() => {
+            true
+        }
+        _ => e.children().iter().any(|c| has_markable(c)),
+    }
+}
+
+/// Replaces each correlated EXISTS and IN subquery of `e` that can be unnested by
+/// the mark column(s) of mark joins added to `cur` (see the module comment); `truth`
+/// is what `e`'s position needs.
+fn replace_marks(mut e: Expr, truth: Truth, cur: &mut Plan, subs: &[Subplan], marks: &mut usize) -> Expr {
+    fn go(e: &mut Expr, truth: Truth, cur: &mut Plan, subs: &[Subplan], marks: &mut usize) {
+        match &mut e.kind {
+            ExprKind::And(v) | ExprKind::Or(v) => v.iter_mut().for_each(|c| go(c, truth, cur, subs, marks)),
+            ExprKind::Not(x) => go(x, truth.negated(), cur, subs, marks),
+            ExprKind::Case { whens, else_ } => {
+                for (cond, value) in whens.iter_mut() {
+                    go(cond, Truth::NullIsFalse, cur, subs, marks);
+                    go(value, Truth::Exact, cur, subs, marks);
+                }
+                if let Some(x) = else_ {
+                    go(x, Truth::Exact, cur, subs, marks);
+                }
+            }
+            ExprKind::Subquery(s) if !s.correlated.is_empty() => {
+                let s = s.clone();
+                if let Some(value) = mark_value(&s, truth, cur, subs, marks) {
+                    *e = value;
+                }
+            }
+            _ => for_each_child_mut(e, &mut |c| go(c, Truth::Exact, cur, subs, marks)),
+        }
+    }
+    if has_markable(&e) {
+        go(&mut e, truth, cur, subs, marks);
+    }
+    e
+}
+
+/// The value of EXISTS or IN subquery `s` as an expression over `cur` after the mark
+/// join(s) it adds there; `None` (and `cur` unchanged) when it cannot be unnested.
+fn mark_value(s: &SubqueryExpr, truth: Truth, cur: &mut Plan, subs: &[Subplan], marks: &mut usize) -> Option<Expr> {
+    let boolean = |kind| Expr::new(kind, DataType::Boolean);
+    let is_null = |e: Expr| boolean(ExprKind::IsNull { expr: Box::new(e), negated: false });
+    match &s.kind {
+        SubqueryKind::Exists => {
+            let (right, on) = subquery_join(s, true, cur, subs)?;
+            Some(add_mark(cur, right, on, marks))
+        }
+        SubqueryKind::In { expr: x, negated } => {
+            // NOT IN is NOT (x IN q): its operand's position needs the opposite.
+            let truth = if *negated { truth.negated() } else { truth };
+            let (right, on) = subquery_join(s, false, cur, subs)?;
+            let col = Expr::column(cur.schema.len(), right.schema[0].ty);
+            let eq = boolean(ExprKind::Compare {
+                op: crate::expr::CmpOp::Eq,
+                left: Box::new((**x).clone()),
+                right: Box::new(col.clone()),
+            });
+            let unknown = boolean(ExprKind::Or(vec![is_null((**x).clone()), is_null(col)]));
+            let with = |mut on: Vec<Expr>, c: Expr| {
+                on.push(c);
+                on
+            };
+            let value = match truth {
+                Truth::NullIsFalse => add_mark(cur, right, with(on, eq), marks),
+                Truth::NullIsTrue => {
+                    let ExprKind::Or(mut parts) = unknown.kind else { unreachable!("built as OR above") };
+                    parts.insert(0, eq);
+                    add_mark(cur, right, with(on, boolean(ExprKind::Or(parts))), marks)
+                }
+                Truth::Exact => {
+                    // The second join's columns shift nothing of the first's: both
+                    // read `cur`'s columns, and each adds its column at the end.
+                    let matched = add_mark(cur, right.clone(), with(on.clone(), eq), marks);
+                    let nleft = cur.schema.len();
+                    let shift_right = |e: &Expr| {
+                        let mut e = e.clone();
+                        fn go(e: &mut Expr, from: usize) {
+                            if let ExprKind::Column(i) = &mut e.kind {
+                                if *i >= from {
+                                    *i += 1;
+                                }
+                                return;
+                            }
+                            for_each_child_mut(e, &mut |c| go(c, from));
+                        }
+                        go(&mut e, nleft - 1);
+                        e
+                    };
+                    let on2: Vec<Expr> = with(on, unknown).iter().map(shift_right).collect();
+                    let maybe = add_mark(cur, right, on2, marks);
+                    boolean(ExprKind::Case {
+                        whens: vec![
+                            (matched, Expr::literal(Value::Boolean(true), DataType::Boolean)),
+                            (maybe, Expr::literal(Value::Null, DataType::Boolean)),
+                        ],
+                        else_: Some(Box::new(Expr::literal(Value::Boolean(false), DataType::Boolean))),
+                    })
+                }
+            };
+            Some(if *negated { boolean(ExprKind::Not(Box::new(value))) } else { value })
+        }
+        _ => None,
+    }
+}
+
+/// Puts a mark join of `cur` with `right` on `on` (over `cur`'s columns, then
+/// `right`'s) in `cur`'s place; returns its mark column.
+fn add_mark(cur: &mut Plan, right: Plan, on: Vec<Expr>, marks: &mut usize) -> Expr {
+    *marks += 1;
+    let left = std::mem::replace(cur, Plan::one_row());
+    let nleft = left.schema.len();
+    let mut schema = left.schema.clone();
+    schema.push(OutputColumn { name: format!("mark{marks}"), ty: DataType::Boolean });
+    *cur = Plan::new(
+        Node::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind: JoinKind::Mark,
+            on: and_all(on),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        schema,
+    );
+    Expr::column(nleft, DataType::Boolean)
 }
 
 /// Replaces each correlated scalar subquery of `e` that can be unnested by a column
@@ -568,7 +760,8 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
         | Node::Distinct { .. }
         | Node::SetOp { .. }
         | Node::RecursiveUnion { .. }
-        | Node::WorkTableScan { .. } => {}
+        | Node::WorkTableScan { .. }
+        | Node::CteScan { .. } => {}
     }
 }
 

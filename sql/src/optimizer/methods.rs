@@ -59,7 +59,7 @@ pub(crate) fn without_hash(mut plan: Plan) -> Plan {
         return plan;
     };
     if !matches!(method, JoinMethod::Hash { .. })
-        || !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
+        || !(matches!(kind, JoinKind::Inner | JoinKind::Left) || kind.is_left_only())
     {
         return plan;
     }

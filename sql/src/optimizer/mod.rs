@@ -333,6 +333,7 @@ pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> 
             base: b(base),
             recursive: b(recursive),
         },
+        Node::CteScan { cte, name, plan } => Node::CteScan { cte, name, plan: b(plan) },
         n @ (Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => n,
     }
 }

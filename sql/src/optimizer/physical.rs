@@ -7,10 +7,10 @@
 //!   lookup per row of the other input is estimated cheaper ([`index_join`]).
 //! - Rule `optimizer_build_side`: a join whose left input is estimated smaller than
 //!   its right swaps them (left and right outer joins trade kinds), so the hash table
-//!   holds the smaller input; a projection restores the column order. Semi and anti
-//!   joins keep their sides: building on their left input needs the executor's
+//!   holds the smaller input; a projection restores the column order. Semi, anti and
+//!   mark joins keep their sides: building on their left input needs the executor's
 //!   support (`JoinSide::Left`).
-//! - A semi or anti join's right input is narrowed to the columns its keys and `on`
+//! - A semi, anti or mark join's right input is narrowed to the columns its keys and `on`
 //!   read ([`narrow_semi_build`]): the join outputs only its left columns, and a hash
 //!   join's build side should hold nothing it never reads.
 //! - The method switches ([`super::methods`]): with `enable_hashjoin = off` an index
@@ -76,13 +76,14 @@ fn set_method(mut plan: Plan) -> Plan {
     plan
 }
 
-/// A semi or anti join reads of its right input only the columns of its keys and of
+/// A semi, anti or mark join reads of its right input only the columns of its keys and of
 /// `on`: puts a projection of those columns over the right input (TPC-H Q21's EXISTS
 /// over lineitem built a hash table of all sixteen lineitem columns and ran out of
 /// `memory_limit` at SF 1).
 fn narrow_semi_build(mut plan: Plan) -> Plan {
     // An index nested-loop join keeps no build side: nothing to narrow.
-    let Node::Join { left, right, kind: JoinKind::Semi | JoinKind::Anti, on, right_keys, method, .. } = &mut plan.node
+    let Node::Join { left, right, kind: JoinKind::Semi | JoinKind::Anti | JoinKind::Mark, on, right_keys, method, .. } =
+        &mut plan.node
     else {
         return plan;
     };
@@ -172,7 +173,7 @@ fn streams(plan: &Plan) -> bool {
 fn smaller_on_right(plan: Plan, stats: &dyn Stats) -> Plan {
     let swap = match &plan.node {
         Node::Join { left, right, kind, method, .. } => {
-            !matches!(kind, JoinKind::Semi | JoinKind::Anti)
+            !kind.is_left_only()
                 && !matches!(method, JoinMethod::IndexNestedLoop { .. })
                 && cardinality::rows(left, stats) < cardinality::rows(right, stats)
         }
@@ -225,7 +226,7 @@ fn index_join(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let Node::Join { left, right, kind, left_keys, right_keys, method: JoinMethod::Hash { .. }, .. } = &plan.node else {
         return plan;
     };
-    if left_keys.is_empty() || !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
+    if left_keys.is_empty() || !(matches!(kind, JoinKind::Inner | JoinKind::Left) || kind.is_left_only()) {
         return plan;
     }
     let est = |p: &Plan| p.est.unwrap_or_default();

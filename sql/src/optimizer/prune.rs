@@ -144,7 +144,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
         Node::Join { left, right, kind, mut on, mut left_keys, mut right_keys, method } => {
             let nl = left.schema.len();
             let nr = right.schema.len();
-            let outputs_right = !matches!(kind, JoinKind::Semi | JoinKind::Anti);
+            let outputs_right = !kind.is_left_only();
             // Over left ++ right, as `on` reads them.
             let mut both = vec![false; nl + nr];
             both[..nl].copy_from_slice(&needed[..nl]);
@@ -171,7 +171,12 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             if let Some(on) = &mut on {
                 renumber(on, &combined);
             }
-            let map = if outputs_right { combined } else { left_map };
+            let map = match kind {
+                // The mark column follows the left columns, always kept.
+                JoinKind::Mark => left_map.iter().copied().chain(std::iter::once(Some(new_nl))).collect(),
+                _ if outputs_right => combined,
+                _ => left_map,
+            };
             let node = Node::Join {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -236,6 +241,12 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             (node, identity(n))
         }
         node @ (Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => (node, identity(n)),
+        // Every reader of a materialized CTE reads the same buffered rows: its plan
+        // keeps all its columns, whichever the reader needs.
+        Node::CteScan { cte, name, plan } => {
+            let (plan, _) = prune(*plan, vec![true; n]);
+            (Node::CteScan { cte, name, plan: Box::new(plan) }, identity(n))
+        }
     };
     let schema = schema.into_iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c).collect();
     (Plan { node, schema, est, workers: 1 }, map)

@@ -142,7 +142,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                     JoinKind::Inner if mov && left_only => to_left.push(p),
                     JoinKind::Inner if mov && right_only => to_right.push(unshift(&p, nleft)),
                     JoinKind::Inner if mov => on_parts.push(p),
-                    JoinKind::Left | JoinKind::Semi | JoinKind::Anti if mov && left_only => to_left.push(p),
+                    JoinKind::Left | JoinKind::Semi | JoinKind::Anti | JoinKind::Mark if mov && left_only => to_left.push(p),
                     JoinKind::Right if mov && right_only => to_right.push(unshift(&p, nleft)),
                     _ => keep.push(p),
                 }
@@ -161,7 +161,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                 }
                 if movable(&p) {
                     match kind {
-                        JoinKind::Inner | JoinKind::Semi | JoinKind::Anti if right_only => {
+                        JoinKind::Inner | JoinKind::Semi | JoinKind::Anti | JoinKind::Mark if right_only => {
                             to_right.push(unshift(&p, nleft));
                             continue;
                         }

@@ -30,10 +30,38 @@ impl Default for Options {
 pub fn explain_with(plan: &Plan, profile: Option<&Profile>, options: &Options) -> Vec<String> {
     let mut lines = Vec::new();
     let mut id = 0;
-    walk(plan, profile, options, 0, &mut id, &mut lines);
+    // Under EXPLAIN ANALYZE a CTE's plan is shown under the reader that ran it
+    // (with its counters), else under its first reader.
+    let mut runners = Vec::new();
+    if let Some(p) = profile {
+        let mut next = 0;
+        cte_runners(plan, p, &mut next, &mut runners);
+    }
+    let mut ctes_shown = Vec::new();
+    walk(plan, profile, options, 0, &mut id, &mut lines, &mut ctes_shown, &runners);
     lines
 }
 
+/// The materialized CTEs whose plan ran under one of their readers, with that
+/// reader's pre-order id.
+fn cte_runners(plan: &Plan, profile: &Profile, id: &mut usize, out: &mut Vec<(super::CteId, usize)>) {
+    let my_id = *id;
+    *id += 1;
+    if let Node::CteScan { cte, .. } = &plan.node
+        && profile.node(my_id + 1).is_some()
+        && !out.iter().any(|(c, _)| c == cte)
+    {
+        out.push((*cte, my_id));
+    }
+    for c in plan.children() {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || cte_runners(c, profile, id, out));
+    }
+}
+
+/// Appends the lines of `plan`'s subtree. A materialized CTE's plan is shown under
+/// one reader only (`ctes_shown`: the reader that ran it, from `runners`, else the
+/// first); the other readers read its rows.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     plan: &Plan,
     profile: Option<&Profile>,
@@ -41,6 +69,8 @@ fn walk(
     depth: usize,
     id: &mut usize,
     lines: &mut Vec<String>,
+    ctes_shown: &mut Vec<(super::CteId, usize)>,
+    runners: &[(super::CteId, usize)],
 ) {
     let my_id = *id;
     *id += 1;
@@ -67,9 +97,22 @@ fn walk(
         }
     }
     lines.push(line);
+    if let Node::CteScan { cte, plan: inner, .. } = &plan.node {
+        let here = match runners.iter().find(|(c, _)| c == cte) {
+            Some(&(_, runner)) => runner == my_id,
+            None => !ctes_shown.iter().any(|(c, _)| c == cte),
+        };
+        if !here {
+            *id += crate::exec::node_count(inner);
+            return;
+        }
+        ctes_shown.push((*cte, my_id));
+    }
     for c in plan.children() {
         // Deep plans (long UNION chains) recurse on fresh stack segments.
-        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || walk(c, profile, options, depth + 1, id, lines));
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || {
+            walk(c, profile, options, depth + 1, id, lines, ctes_shown, runners)
+        });
     }
 }
 
@@ -210,6 +253,7 @@ fn describe(plan: &Plan) -> String {
                 JoinKind::Full => "full",
                 JoinKind::Semi => "semi",
                 JoinKind::Anti => "anti",
+                JoinKind::Mark => "mark",
             };
             let mut s = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
                 format!("Nested Loop ({k})")
@@ -386,6 +430,7 @@ fn describe(plan: &Plan) -> String {
             format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" })
         }
         Node::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
+        Node::CteScan { cte, name, .. } => format!("CTE Scan on {name}  (materialized CTE {})", cte.0 + 1),
         Node::Series { .. } => "Function Scan on generate_series".to_string(),
     }
 }

@@ -30,6 +30,19 @@ pub enum JoinKind {
     Semi,
     /// Left rows with no match (the output has only the left columns).
     Anti,
+    /// Every left row once, with one more column: a non-NULL boolean, whether the row
+    /// has at least one match (DuckDB's "mark join"). Decorrelation makes it for an
+    /// EXISTS or IN subquery that is not a top-level conjunct of a filter (under OR,
+    /// NOT, CASE, in a select list): the subquery becomes that column.
+    Mark,
+}
+
+impl JoinKind {
+    /// Whether the join outputs only its left rows (each once, unchanged), so its
+    /// right input is read only for matching: semi, anti and mark joins.
+    pub fn is_left_only(self) -> bool {
+        matches!(self, JoinKind::Semi | JoinKind::Anti | JoinKind::Mark)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,7 +451,19 @@ pub enum Node {
     /// (constants, parameters or outer references); the column's type (integer,
     /// bigint, numeric or timestamp, the step then an interval) is the schema's.
     Series { args: Vec<Expr> },
+    /// A reference to a materialized CTE (`WITH name AS [MATERIALIZED] (…)`
+    /// referenced more than once, or forced): the first execution of any reference
+    /// to `cte` in a statement runs `plan` and buffers its rows (counted against
+    /// `memory_limit`); every reference, that one included, then reads the buffer.
+    /// Each reference holds the same plan (the optimizer treats every copy alike,
+    /// and never narrows or filters it from outside), so whichever runs first gives
+    /// every reader the same rows.
+    CteScan { cte: CteId, name: String, plan: Box<Plan> },
 }
+
+/// Names a materialized CTE of a statement: the [`Node::CteScan`]s that read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CteId(pub usize);
 
 /// Names the working table a [`Node::RecursiveUnion`] shares with the
 /// [`Node::WorkTableScan`]s of its recursive term; unique per CTE in a statement.
@@ -468,7 +493,8 @@ impl Plan {
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
             | Node::Window { input, .. }
-            | Node::Distinct { input } => vec![input],
+            | Node::Distinct { input }
+            | Node::CteScan { plan: input, .. } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }
@@ -517,7 +543,8 @@ impl Plan {
             | Node::Distinct { .. }
             | Node::SetOp { .. }
             | Node::RecursiveUnion { .. }
-            | Node::WorkTableScan { .. } => {}
+            | Node::WorkTableScan { .. }
+            | Node::CteScan { .. } => {}
         }
     }
 
@@ -530,7 +557,8 @@ impl Plan {
             | Node::Sort { input, .. }
             | Node::Limit { input, .. }
             | Node::Window { input, .. }
-            | Node::Distinct { input } => vec![input],
+            | Node::Distinct { input }
+            | Node::CteScan { plan: input, .. } => vec![input],
             Node::Join { left, right, .. } | Node::SetOp { left, right, .. } => {
                 vec![left, right]
             }

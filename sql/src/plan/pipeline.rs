@@ -48,7 +48,7 @@ pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
                 (node, node_id) = (input, node_id + 1);
             }
             Node::Join { left, right, kind, on, left_keys, right_keys, method } => {
-                if !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
+                if !(matches!(kind, JoinKind::Inner | JoinKind::Left) || kind.is_left_only())
                     || on.as_ref().is_some_and(|e| e.has_side_effects())
                     || left_keys.iter().chain(right_keys).any(|e| e.has_side_effects())
                 {
