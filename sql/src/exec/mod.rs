@@ -147,18 +147,8 @@ pub fn run(
     ctx: &ExecContext,
     sink: &mut dyn FnMut(Batch) -> Result<bool>,
 ) -> Result<()> {
-    let cache = RefCell::new(FxHashMap::default());
-    let work_tables = RefCell::new(FxHashMap::default());
-    let ctes = RefCell::new(FxHashMap::default());
-    let ex = Exec {
-        ctx,
-        params: ctx.params,
-        cache: &cache,
-        work_tables: &work_tables,
-        ctes: &ctes,
-        profile: ctx.profile,
-        worker: None,
-    };
+    let state = StatementState::default();
+    let ex = state.exec(ctx, ctx.profile, None);
     ex.node(plan, 0, None, &mut |b| {
         if b.rows() == 0 {
             return Ok(Flow::Continue);
@@ -192,6 +182,37 @@ pub(crate) fn tid_vector(tids: &[TupleId]) -> Vector {
 pub(crate) type Out<'o> = &'o mut dyn FnMut(Batch) -> Result<Flow>;
 
 /// One execution of a plan (or of a subquery plan, with its own parameters).
+/// What one statement's executors share: uncorrelated subqueries' results, the
+/// working tables of running recursive unions, the rows of materialized CTEs. Each
+/// entry point (`run`, the point path, each thread of a parallel pipeline) owns one
+/// and makes its [`Exec`] from it.
+#[derive(Default)]
+pub(crate) struct StatementState {
+    cache: RefCell<FxHashMap<(usize, u8), SubqueryResult>>,
+    work_tables: RefCell<FxHashMap<WorkTableId, std::rc::Rc<Vec<Batch>>>>,
+    ctes: RefCell<FxHashMap<CteId, std::rc::Rc<Vec<Batch>>>>,
+}
+
+impl StatementState {
+    /// An executor over this state with `ctx`'s parameters.
+    pub(crate) fn exec<'a>(
+        &'a self,
+        ctx: &'a ExecContext<'a>,
+        profile: Option<&'a Profile>,
+        worker: Option<&'a parallel::Worker<'a>>,
+    ) -> Exec<'a> {
+        Exec {
+            ctx,
+            params: ctx.params,
+            cache: &self.cache,
+            work_tables: &self.work_tables,
+            ctes: &self.ctes,
+            profile,
+            worker,
+        }
+    }
+}
+
 pub(crate) struct Exec<'a> {
     ctx: &'a ExecContext<'a>,
     params: &'a [Value],

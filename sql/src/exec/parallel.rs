@@ -15,7 +15,6 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::cell::RefCell;
 
 use rustc_hash::FxHashMap;
 
@@ -23,7 +22,7 @@ use beedb_storage::heap::{HeapFile, HeapPages};
 use beedb_storage::{PageRead, PageReadGuard};
 
 use super::join::{self, Build, JoinSpec};
-use super::{Exec, ExecContext, Flow};
+use super::{Exec, ExecContext, Flow, StatementState};
 use crate::error::{Error, Result};
 use crate::plan::Node;
 use crate::plan::pipeline::Pipeline;
@@ -126,19 +125,9 @@ pub(super) fn run_pipeline<S: Send>(
     let memory_limit = ctx.memory_limit / threads;
     let drive = || -> Result<S> {
         let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences: None };
-        let cache = RefCell::new(FxHashMap::default());
-        let work_tables = RefCell::new(FxHashMap::default());
-        // A pipeline holds no CTE scan (`plan/pipeline.rs`): this one stays empty.
-        let ctes = RefCell::new(FxHashMap::default());
-        let wex = Exec {
-            ctx: &ctx,
-            params,
-            cache: &cache,
-            work_tables: &work_tables,
-            ctes: &ctes,
-            profile,
-            worker: Some(&worker),
-        };
+        // A pipeline holds no CTE scan (`plan/pipeline.rs`): its CTE map stays empty.
+        let shared = StatementState::default();
+        let wex = shared.exec(&ctx, profile, Some(&worker));
         let mut state = make()?;
         let r = wex.node(root, root_id, None, &mut |b| {
             each(&wex, &mut state, b)?;

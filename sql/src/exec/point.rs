@@ -24,7 +24,7 @@ use beedb_storage::heap::HeapFile;
 
 use super::scan::index_range;
 use super::tuple_codec::RowDecoder;
-use super::{Exec, ExecContext, make_batch, tid_vector};
+use super::{Exec, ExecContext, StatementState, make_batch, tid_vector};
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::expr::{Expr, ExprKind};
@@ -137,18 +137,8 @@ pub fn collect_point(plan: &Plan, ctx: &ExecContext) -> Result<Option<Vec<Vec<Va
 /// the tuple id when the scan reports it); `each` returns `Ok(false)` to stop.
 fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, Batch) -> Result<bool>) -> Result<()> {
     ctx.interrupt.check()?;
-    let cache = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
-    let work_tables = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
-    let ctes = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
-    let ex = Exec {
-        ctx,
-        params: ctx.params,
-        cache: &cache,
-        work_tables: &work_tables,
-        ctes: &ctes,
-        profile: None,
-        worker: None,
-    };
+    let state = StatementState::default();
+    let ex = state.exec(ctx, None, None);
     let r = ctx.reader;
     let Some(range) = index_range(&ex, p.table, p.index, p.eq, (None, None, false), false)? else {
         return Ok(());

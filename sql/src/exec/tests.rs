@@ -1048,18 +1048,8 @@ fn subqueries_scalar_exists_values_and_cache() {
         },
     ];
     let c = ctx(&w, &subs);
-    let cache = std::cell::RefCell::new(FxHashMap::default());
-    let work_tables = std::cell::RefCell::new(FxHashMap::default());
-    let ctes = std::cell::RefCell::new(FxHashMap::default());
-    let ex = Exec {
-        ctx: &c,
-        params: &[],
-        cache: &cache,
-        work_tables: &work_tables,
-        ctes: &ctes,
-        profile: None,
-        worker: None,
-    };
+    let state = StatementState::default();
+    let ex = state.exec(&c, None, None);
     assert_eq!(
         ex.run(0, &SubqueryKind::Scalar, &[]).unwrap(),
         SubqueryResult::Scalar(i(1))
@@ -1086,7 +1076,7 @@ fn subqueries_scalar_exists_values_and_cache() {
         ex.run(1, &kind, &[]).unwrap(),
         SubqueryResult::Values(vec![i(1), i(2)])
     );
-    assert_eq!(cache.borrow().len(), 3);
+    assert_eq!(state.cache.borrow().len(), 3);
 }
 
 #[test]
