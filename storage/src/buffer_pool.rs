@@ -19,7 +19,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -46,14 +46,17 @@ struct Shard {
     capacity: usize,
     /// Page buffers of evicted frames, reused to avoid an allocation per miss.
     spare: Vec<PageBuf>,
+    /// This shard's share of [`PoolStats`], counted under its lock: one shared
+    /// atomic counter bounced its cache line between threads on every page read.
+    stats: PoolStats,
 }
 
-/// Counters for tests, benchmarks and `EXPLAIN`-style reports.
-#[derive(Debug, Default)]
+/// Counters for tests, benchmarks and `EXPLAIN`-style reports ([`BufferPool::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    pub evictions: AtomicU64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
 }
 
 /// See the module documentation.
@@ -61,7 +64,6 @@ pub struct BufferPool {
     shards: Vec<Mutex<Shard>>,
     page_size: usize,
     frames_max: usize,
-    pub stats: PoolStats,
 }
 
 impl BufferPool {
@@ -76,6 +78,7 @@ impl BufferPool {
                     hand: 0,
                     capacity: per_shard,
                     spare: Vec::new(),
+                    stats: PoolStats::default(),
                 })
             })
             .collect();
@@ -83,8 +86,19 @@ impl BufferPool {
             shards,
             page_size,
             frames_max: per_shard * SHARD_COUNT,
-            stats: PoolStats::default(),
         }
+    }
+
+    /// Hits, misses and evictions so far, summed over the shards.
+    pub fn stats(&self) -> PoolStats {
+        self.shards.iter().fold(PoolStats::default(), |t, s| {
+            let s = s.lock().stats;
+            PoolStats {
+                hits: t.hits + s.hits,
+                misses: t.misses + s.misses,
+                evictions: t.evictions + s.evictions,
+            }
+        })
     }
 
     pub fn frames_max(&self) -> usize {
@@ -103,13 +117,16 @@ impl BufferPool {
 
     /// Returns the frame for `key` if cached (pinning it: the caller holds the `Arc`).
     pub fn get(&self, key: VersionKey) -> Option<Frame> {
-        let shard = self.shard(key.0).lock();
+        let mut shard = self.shard(key.0).lock();
         match shard.index.get(&key) {
             Some(&i) => {
-                let slot = &shard.slots[i];
-                slot.referenced.store(true, Ordering::Relaxed);
-                self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                Some(slot.frame.clone())
+                let frame = {
+                    let slot = &shard.slots[i];
+                    slot.referenced.store(true, Ordering::Relaxed);
+                    slot.frame.clone()
+                };
+                shard.stats.hits += 1;
+                Some(frame)
             }
             None => None,
         }
@@ -127,7 +144,8 @@ impl BufferPool {
         if let Some(f) = self.get(key) {
             return Ok(f);
         }
-        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        // A miss reads a page: one more short lock to count it is nothing beside that.
+        self.shard(key.0).lock().stats.misses += 1;
         let mut buf = self.take_buffer(key.0);
         load(&mut buf)?;
         self.insert(key, buf)
@@ -160,7 +178,7 @@ impl BufferPool {
         let old = std::mem::replace(&mut shard.slots[victim], slot);
         shard.index.remove(&old.key);
         shard.index.insert(key, victim);
-        self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+        shard.stats.evictions += 1;
         // The old frame is unpinned (we checked under the shard lock, and new pins are
         // only taken under it), so we can recycle its buffer.
         Self::recycle(&mut shard, old.frame);
@@ -282,6 +300,24 @@ mod tests {
         assert_eq!(pool.get((PageId(1), Lsn(0))).unwrap().read()[0], 1);
         assert_eq!(pool.get((PageId(1), Lsn(5))).unwrap().read()[0], 2);
         assert!(pool.get((PageId(1), Lsn(6))).is_none());
+    }
+
+    #[test]
+    fn stats_count_hits_misses_and_evictions_over_all_shards() {
+        let pool = BufferPool::new(16, 4096); // one frame per shard
+        let load = |b: &mut [u8]| {
+            b[0] = 9;
+            Ok(())
+        };
+        for i in 0..100u32 {
+            pool.get_or_load((PageId(i), Lsn(0)), load).unwrap();
+        }
+        let loaded = pool.stats();
+        assert_eq!((loaded.hits, loaded.misses), (0, 100));
+        assert_eq!(loaded.evictions, 100 - pool.len() as u64);
+        let cached: Vec<u32> = (0..100).filter(|&i| pool.get((PageId(i), Lsn(0))).is_some()).collect();
+        assert_eq!(cached.len(), pool.len());
+        assert_eq!(pool.stats().hits, cached.len() as u64);
     }
 
     #[test]
