@@ -10,7 +10,10 @@
 //! 2. `pushdown.rs` — predicates move down: a filter's conjuncts go below joins to the
 //!    side they read (for outer joins only where safe) and into table scans; equalities
 //!    across a join's sides become its hash keys.
-//! 3. `magic_set.rs` — an aggregate joined on one of its grouping columns gets its
+//! 3. `semi_pushdown.rs` — a semi or anti join moves below the inner joins of its
+//!    left input onto the input it filters, when its estimated selectivity beats
+//!    those joins' (TPC-H Q18's IN filters `orders` before the joins).
+//!    `magic_set.rs` — an aggregate joined on one of its grouping columns gets its
 //!    input semi-joined with the keys a selective scan of the other side holds
 //!    (the decorrelated subqueries of TPC-H Q2, Q17, Q20 aggregate ~1% of their rows).
 //! 4. `access.rs` — a scan whose filter constrains the leading columns of an index
@@ -46,6 +49,7 @@ pub mod parallel;
 pub mod physical;
 pub mod prune;
 pub mod pushdown;
+pub mod semi_pushdown;
 
 use crate::binder::query_util::for_each_child_mut;
 use crate::catalog::TableDef;
@@ -82,6 +86,10 @@ pub struct Rules {
     /// reads only the rows whose key a selective scan on the other side has
     /// ([`magic_set`]).
     pub magic_set: bool,
+    /// `optimizer_semi_pushdown`: a semi or anti join moves below the inner joins of
+    /// its left input onto the input it reads, where it filters more rows than those
+    /// joins would discard ([`semi_pushdown`]).
+    pub semi_pushdown: bool,
     /// `enable_seqscan`, `enable_indexscan`, `enable_hashjoin`, `enable_nestloop`:
     /// physical choices forced, as PostgreSQL's settings force them ([`methods`]).
     pub methods: methods::Methods,
@@ -118,6 +126,7 @@ impl Default for Rules {
             build_side: true,
             column_pruning: true,
             magic_set: true,
+            semi_pushdown: true,
             methods: methods::Methods::default(),
             threads: default_threads(),
             parallel_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
@@ -183,6 +192,11 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
         plan
     };
     let plan = pushdown::push_filters(plan, rules.filter_pushdown);
+    let plan = if rules.semi_pushdown {
+        semi_pushdown::push_semi_joins(plan, stats)
+    } else {
+        plan
+    };
     let plan = if rules.magic_set {
         magic_set::reduce_grouped_inputs(plan, stats)
     } else {
