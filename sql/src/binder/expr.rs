@@ -1443,26 +1443,17 @@ impl Binder<'_> {
                     DataType::Text,
                 ));
             }
-            // The clock, read once when the statement is bound (PostgreSQL reads it
-            // once per transaction). BeeDB has no time zones: the time is UTC, as a
-            // `timestamp` (PostgreSQL's `current_timestamp` is `timestamptz`).
+            // The clock: the time the transaction started, as in PostgreSQL, read
+            // at execution (`Func::Now`), so a plan that reads it can be cached.
+            // BeeDB has no time zones: the time is UTC, as a `timestamp`
+            // (PostgreSQL's `current_timestamp` is `timestamptz`).
             "current_timestamp" | "now" | "localtimestamp" | "current_date" if args.is_empty() => {
-                self.reads_at_bind = true;
-                let micros = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_micros() as i64)
-                    .unwrap_or(0);
-                // 2000-01-01 is 946,684,800 s after the Unix epoch.
-                let since_2000 = micros - 946_684_800_000_000;
-                return Ok(if name == "current_date" {
-                    let day = since_2000.div_euclid(86_400_000_000) as i32;
-                    Expr::new(ExprKind::Literal(Value::Date(crate::types::Date(day))), DataType::Date)
+                let (func, ty) = if name == "current_date" {
+                    (crate::expr::Func::CurrentDate, DataType::Date)
                 } else {
-                    Expr::new(
-                        ExprKind::Literal(Value::Timestamp(crate::types::Timestamp(since_2000))),
-                        DataType::Timestamp,
-                    )
-                });
+                    (crate::expr::Func::Now, DataType::Timestamp)
+                };
+                return Ok(Expr::new(ExprKind::Func { func, args: Vec::new() }, ty));
             }
             "date_part" if args.len() == 2 => {
                 let unit = match args[0] {

@@ -12,7 +12,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::plan_cache::CachedPlan;
-use super::query::{cast_params, optimize, optimize_generic, optimize_with, run, stream, with_bees};
+use super::query::{cast_params, optimize, optimize_generic, run, stream, with_bees};
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident, object_name};
 use crate::catalog::TableDef;
@@ -118,7 +118,39 @@ fn is_default_keyword(e: &ast::Expr) -> bool {
 /// Rows written between two checks for a cancel request (`Ctx::interrupt`).
 pub(crate) const CHECK_EVERY: usize = 1024;
 
+/// An INSERT bound and optimized: what its executions share, kept in the
+/// statement's plan cache (see `plan_cache.rs`).
+pub struct InsertPlan {
+    table: Arc<TableDef>,
+    /// The rows to insert (the table's columns with defaults and assignment casts
+    /// applied, then RETURNING's values), optimized, without bees.
+    source: Arc<BoundQuery>,
+    param_types: Vec<Option<DataType>>,
+    /// The columns RETURNING returns.
+    returned_columns: Option<Vec<OutputColumn>>,
+    conflict: Option<OnConflict>,
+    /// DO UPDATE's plan, optimized.
+    conflict_update: Option<BoundQuery>,
+    /// Whether the source reads the target table (its rows are then held first).
+    reads_target: bool,
+    /// The table's CHECK constraints, bound (under the catalog the plan is kept for).
+    checks: super::check::RowChecks,
+    /// One VALUES row without subqueries: its expressions, and RETURNING's over them;
+    /// evaluated directly on the point path, without a plan run.
+    point_row: Option<(Vec<Expr>, Option<Vec<Expr>>)>,
+}
+
 pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
+    let cached = ctx.plan_cache.and_then(|c| c.get(ctx)).and_then(|p| p.insert);
+    let plan = match cached {
+        Some(plan) => plan,
+        None => bind_insert(ctx, ins)?,
+    };
+    run_insert(ctx, &plan)
+}
+
+/// Binds and optimizes an INSERT, and keeps it in the statement's plan cache.
+fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> {
     let on_conflict = match &ins.on {
         None => None,
         Some(ast::OnInsert::OnConflict(oc)) => Some(oc),
@@ -258,14 +290,89 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
         Some(oc) => Some(bind_on_conflict(&mut binder, &table, &qual, oc, ins.returning.as_deref(), &always, ctx.params.len())?),
         None => None,
     };
-    let params = cast_params(ctx.params, &binder.param_types)?;
-    let subqueries = binder.into_subqueries();
+    // The parameters must cast (an error here is the statement's, as before).
+    cast_params(ctx.params, &binder.param_types)?;
+    let subqueries = binder.take_subqueries();
     let conflict_update = match conflict.as_ref().and_then(|c| c.update.clone()) {
         Some(plan) => Some(optimize(plan, subqueries.clone(), &ctx.optimizer, &crate::optimizer::NoStats)),
         None => None,
     };
-    let bq = optimize_with(ctx, source_plan, subqueries, &params)?;
+    let source = Arc::new(optimize_generic(ctx, source_plan, subqueries));
+    let reads_target = super::plan_cache::scanned_tables(&source).contains(&(table.id as u64));
+    let point_row = point_row(&source);
     let checks = super::check::RowChecks::of(ctx, &table)?;
+    let plan = Arc::new(InsertPlan {
+        checks,
+        table,
+        param_types: binder.param_types.clone(),
+        returned_columns,
+        conflict,
+        conflict_update,
+        reads_target,
+        point_row,
+        source: source.clone(),
+    });
+    if let Some(cache) = ctx.plan_cache {
+        let cached = CachedPlan {
+            query: source,
+            param_types: binder.param_types.clone(),
+            table: Some(plan.table.clone()),
+            insert: Some(plan.clone()),
+        };
+        cache.put(ctx, &binder, cached);
+    }
+    Ok(plan)
+}
+
+/// The expressions of `source` when it is one VALUES row without subqueries (with
+/// RETURNING's expressions over that row, if any): the INSERT's point path.
+fn point_row(source: &BoundQuery) -> Option<(Vec<Expr>, Option<Vec<Expr>>)> {
+    fn has_subquery(e: &Expr) -> bool {
+        matches!(e.kind, crate::expr::ExprKind::Subquery(_)) || e.children().into_iter().any(has_subquery)
+    }
+    let values = |p: &Plan| match &p.node {
+        Node::Values { rows } if rows.len() == 1 && !rows[0].iter().any(has_subquery) => Some(rows[0].clone()),
+        _ => None,
+    };
+    if !source.subqueries.is_empty() {
+        return None;
+    }
+    match &source.plan.node {
+        Node::Values { .. } => Some((values(&source.plan)?, None)),
+        Node::Project { input, exprs } if !exprs.iter().any(has_subquery) => {
+            Some((values(input)?, Some(exprs.clone())))
+        }
+        _ => None,
+    }
+}
+
+/// The value of `e` (over `row`) on the INSERT's point path: a literal or a
+/// parameter of the expression's own type as it is, anything else through the
+/// evaluator, exactly as the VALUES node would compute it.
+fn point_value(e: &Expr, row: &[Value], ectx: &crate::expr::EvalContext<'_>) -> Result<Value> {
+    let same_type = |v: &Value| v.is_null() || v.data_type() == Some(e.ty);
+    match &e.kind {
+        crate::expr::ExprKind::Literal(v) if same_type(v) => return Ok(v.clone()),
+        crate::expr::ExprKind::Column(i) if row.get(*i).is_some_and(same_type) => return Ok(row[*i].clone()),
+        crate::expr::ExprKind::Param(i) => {
+            if let Some(v) = ectx.params.get(*i)
+                && same_type(v)
+            {
+                return Ok(v.clone());
+            }
+        }
+        _ => {}
+    }
+    crate::expr::eval_row(e, row, ectx)
+}
+
+/// Runs a bound INSERT with the statement's parameters.
+fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
+    let InsertPlan { table, returned_columns, conflict, conflict_update, reads_target, .. } = plan;
+    let (table, returned_columns, conflict, conflict_update) = (table.clone(), returned_columns.clone(), conflict, conflict_update);
+    let n = table.columns.len();
+    let params = cast_params(ctx.params, &plan.param_types)?;
+    let checks = &plan.checks;
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     // Made once the statement proves to write many rows (see FORM_BEE_MIN_ROWS).
     let mut former = None;
@@ -306,7 +413,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             return Ok(());
         };
         // A conflict: DO NOTHING skips the row, DO UPDATE changes the existing one.
-        let Some(update) = &conflict_update else { return Ok(()) };
+        let Some(update) = conflict_update else { return Ok(()) };
         if touched.contains(&tid) {
             return Err(Error::new(
                 crate::error::ErrorKind::Data,
@@ -343,7 +450,28 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     // any subquery) would see the rows this statement adds, so its result is held
     // whole first, against memory_limit, and written afterwards — the statement then
     // reads only the rows that existed before it, as in PostgreSQL.
-    if super::plan_cache::scanned_tables(&bq).contains(&(table.id as u64)) {
+    if ctx.point_path
+        && let Some((values, returning)) = &plan.point_row
+    {
+        // One VALUES row: its expressions evaluated here, without a plan run.
+        let sequences = ctx.sequences();
+        let runner = super::sequence::SequenceRunner(&sequences);
+        let ectx = crate::expr::EvalContext { params: &params, subqueries: &runner };
+        let mut row = Vec::with_capacity(n + returning.as_ref().map_or(0, Vec::len));
+        for e in values {
+            row.push(point_value(e, &[], &ectx)?);
+        }
+        if let Some(exprs) = returning {
+            let mut out = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                out.push(point_value(e, &row, &ectx)?);
+            }
+            row = out;
+        }
+        drop(sequences);
+        put(row)?;
+    } else if *reads_target {
+        let bq = with_source_bees(ctx, plan, &params)?;
         let mut held = Vec::new();
         let mut bytes = 0usize;
         stream(ctx, &bq, &params, &mut |b| {
@@ -361,6 +489,7 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
             }
         }
     } else {
+        let bq = with_source_bees(ctx, plan, &params)?;
         stream(ctx, &bq, &params, &mut |b| {
             for k in 0..b.rows() {
                 put(b.row_values(k))?;
@@ -376,6 +505,15 @@ pub fn insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<QueryResult> {
     super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = returned_columns.map(|c| (c, returned));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
+}
+
+/// An INSERT's source plan with the session's bees attached (through the plan
+/// cache, which keeps them when they do not depend on the parameters).
+fn with_source_bees(ctx: &Ctx<'_>, plan: &InsertPlan, params: &[Value]) -> Result<Arc<BoundQuery>> {
+    match ctx.plan_cache {
+        Some(cache) => cache.attach_bees(ctx, plan.source.clone(), params),
+        None => with_bees(ctx, plan.source.clone(), params),
+    }
 }
 
 /// INSERT's ON CONFLICT clause, bound.
@@ -820,6 +958,7 @@ fn plan_write(
             query: generic.clone(),
             param_types: binder.param_types.clone(),
             table: Some(table.clone()),
+            insert: None,
         };
         cache.put(ctx, &binder, cached);
     }

@@ -95,6 +95,18 @@ pub struct Txn {
     /// Whether a statement (other than SET, SHOW and transaction control) ran in it:
     /// then its isolation level can no longer change, as in PostgreSQL.
     ran_query: bool,
+    /// When it started: what `now()` and `current_timestamp` return in it.
+    started: crate::types::Timestamp,
+}
+
+/// The clock now, as a `timestamp` (UTC, microseconds since 2000-01-01).
+fn clock_now() -> crate::types::Timestamp {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    // 2000-01-01 is 946,684,800 s after the Unix epoch.
+    crate::types::Timestamp(micros - 946_684_800_000_000)
 }
 
 /// A transaction's characteristics (`BEGIN ISOLATION LEVEL … READ ONLY`, `SET
@@ -169,6 +181,7 @@ impl Txn {
             savepoints: Vec::new(),
             mode: TxnMode::default(),
             ran_query: false,
+            started: clock_now(),
         }
     }
 
@@ -184,6 +197,7 @@ impl Txn {
             savepoints: Vec::new(),
             mode: TxnMode::default(),
             ran_query: false,
+            started: clock_now(),
         })
     }
 
@@ -395,6 +409,7 @@ impl Ctx<'_> {
     /// The sequences the statement's expressions reach (`nextval` and the others).
     pub fn sequences(&self) -> sequence::SequenceAccess<'_> {
         sequence::SequenceAccess {
+            clock: self.txn.started,
             catalog: &self.txn.catalog,
             values: self.sequence_values,
             session: self.session_sequences,
@@ -666,6 +681,7 @@ pub fn execute(
                     savepoints: Vec::new(),
                     mode: conn.default_mode,
                     ran_query: false,
+                    started: clock_now(),
                 }
             } else {
                 let mut t = Txn::begin_read(&shared);

@@ -115,8 +115,10 @@ pub struct CachedPlan {
     pub query: Arc<BoundQuery>,
     /// The types the binder inferred for the parameters.
     pub param_types: Vec<Option<DataType>>,
-    /// The table an UPDATE or DELETE writes.
+    /// The table an INSERT, UPDATE or DELETE writes.
     pub table: Option<Arc<TableDef>>,
+    /// An INSERT: the whole statement bound (its source is `query`).
+    pub insert: Option<Arc<super::dml::InsertPlan>>,
 }
 
 impl std::fmt::Debug for PlanCache {
@@ -176,6 +178,7 @@ impl PlanCache {
                     query: bq.clone(),
                     param_types,
                     table: None,
+                    insert: None,
                 };
                 self.put(ctx, &binder, cached);
                 (bq, params)

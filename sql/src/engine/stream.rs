@@ -361,6 +361,7 @@ impl Producer {
         let Producer { link, txn, in_block, query, params, shared, session_sequences, memory_limit, interrupt } = self;
         let outcome = {
             let sequences = sequence::SequenceAccess {
+                clock: txn.started,
                 catalog: &txn.catalog,
                 values: &shared.sequences,
                 session: &session_sequences,

@@ -562,6 +562,11 @@ fn ev_node<'a>(e: &Expr, r: Rows<'a>, ctx: &EvalContext<'_>) -> Result<Col<'a>> 
             if func.is_sequence() {
                 return sequence_call(*func, &cols, e.ty, n, ctx);
             }
+            if func.is_clock() {
+                // One value for the whole transaction: read once, broadcast.
+                let v = ctx.subqueries.sequence(*func, &[])?;
+                return Ok(Col::Const(value_vector(e.ty, &v)?));
+            }
             super::functions::call(*func, cols, e.ty, n)
         }
         ExprKind::Udf { udf, args } => {

@@ -65,12 +65,26 @@ pub enum Func {
     CurrVal,
     /// `setval(name, value [, is_called])`.
     SetVal,
+    // the clock (evaluated once per call site and batch through
+    // `SubqueryRunner::sequence`, never folded: a cached plan reads it at each
+    // execution)
+    /// `now()`, `current_timestamp`, `localtimestamp`: the time the transaction
+    /// started, as PostgreSQL's (UTC, as a `timestamp`: BeeDB has no time zones).
+    Now,
+    /// `current_date`: the date of [`Func::Now`].
+    CurrentDate,
 }
 
 impl Func {
     /// Whether the function reads or changes a sequence (not a pure kernel).
     pub fn is_sequence(self) -> bool {
         matches!(self, Func::NextVal | Func::CurrVal | Func::SetVal)
+    }
+
+    /// Whether the function reads the transaction's clock (`now()`,
+    /// `current_date`): constant within a transaction, but not across executions.
+    pub fn is_clock(self) -> bool {
+        matches!(self, Func::Now | Func::CurrentDate)
     }
 }
 

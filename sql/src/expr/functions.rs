@@ -893,7 +893,7 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             let t = side!(&args[1], I64);
             Data::I64(out_vec(m, nm, 0, |i| date_trunc(unit.get(i), t.get(i)))?)
         }
-        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal => {
+        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::Now | Func::CurrentDate => {
             return Err(internal("unreachable function"));
         }
     };

@@ -313,7 +313,7 @@ impl Expr {
         match &self.kind {
             // An application function may not be pure (a counter, a clock).
             ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => false,
-            ExprKind::Func { func, .. } if func.is_sequence() => false,
+            ExprKind::Func { func, .. } if func.is_sequence() || func.is_clock() => false,
             _ => self.children().iter().all(|c| c.is_constant()),
         }
     }

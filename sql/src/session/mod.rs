@@ -519,13 +519,14 @@ mod tests {
         assert_eq!(c.transaction_status(), TransactionStatus::Idle);
     }
 
-    /// Plans that read the clock or a system table at bind time are made again at
-    /// each execution; others are kept.
+    /// Plans that read a system table at bind time are made again at each
+    /// execution; others are kept, those that read the clock (read at each
+    /// execution: the transaction's start) and INSERTs included.
     #[test]
     fn plans_read_at_bind_time_are_not_cached() {
         let db = Database::open(":memory:").unwrap();
         let mut c = db.connect();
-        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)").unwrap();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER, ts TIMESTAMP)").unwrap();
         let kept = c.prepare("SELECT v FROM t WHERE id = $1").unwrap();
         kept.execute(&mut c, &[Value::Integer(1)]).unwrap();
         assert!(kept.plan_is_cached());
@@ -536,12 +537,27 @@ mod tests {
             "SELECT now()",
             "SELECT id FROM t WHERE v < extract(year from current_date)",
             "UPDATE t SET v = 1 WHERE current_timestamp > now()",
-            "SELECT count(*) FROM information_schema.tables",
+            "INSERT INTO t VALUES (1, 2, CURRENT_TIMESTAMP)",
         ] {
             let stmt = c.prepare(sql).unwrap();
             stmt.execute(&mut c, &[]).unwrap();
-            assert!(!stmt.plan_is_cached(), "{sql}");
+            assert!(stmt.plan_is_cached(), "{sql}");
         }
+        let stmt = c.prepare("SELECT count(*) FROM information_schema.tables").unwrap();
+        stmt.execute(&mut c, &[]).unwrap();
+        assert!(!stmt.plan_is_cached());
+        // A cached plan reads the clock again in each transaction, and once in one.
+        let now = c.prepare("SELECT now()").unwrap();
+        let read = |c: &mut Connection| now.execute(c, &[]).unwrap().rows[0].0[0].clone();
+        let first = read(&mut c);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        c.execute("BEGIN", &[]).unwrap();
+        let second = read(&mut c);
+        assert_ne!(first, second);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(read(&mut c), second, "now() is the transaction's start");
+        c.execute("COMMIT", &[]).unwrap();
+        assert_eq!(now.plans_kept(), 1);
     }
 
     /// A kept plan is made again when the optimizer switches change or a relation
