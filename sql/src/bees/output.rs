@@ -205,13 +205,11 @@ unsafe fn append_dense(v: &mut Vector, base: *const u8, kind: ValueKind, row0: u
     let w = kind.out_width();
     match (&mut v.data, v.ty) {
         (Data::Str(sv), _) if kind == ValueKind::Bytes => {
-            for r in row0..row0 + produced {
-                // SAFETY: caller's contract.
-                let b = unsafe { (base.add(r * w) as *const ByteRef).read_unaligned().bytes() };
-                let s = std::str::from_utf8(b)
-                    .map_err(|_| crate::error::Error::internal("corrupt stored value: invalid UTF-8"))?;
-                sv.push(s);
-            }
+            // SAFETY: caller's contract.
+            let pieces = (row0..row0 + produced)
+                .map(|r| unsafe { (base.add(r * w) as *const ByteRef).read_unaligned().bytes() });
+            sv.extend_from_utf8(pieces)
+                .map_err(|_| crate::error::Error::internal("corrupt stored value: invalid UTF-8"))?;
             Ok(true)
         }
         (

@@ -354,6 +354,13 @@ fn point_value(e: &Expr, row: &[Value], ectx: &crate::expr::EvalContext<'_>) -> 
     match &e.kind {
         crate::expr::ExprKind::Literal(v) if same_type(v) => return Ok(v.clone()),
         crate::expr::ExprKind::Column(i) if row.get(*i).is_some_and(same_type) => return Ok(row[*i].clone()),
+        // The clock (TP1's CURRENT_TIMESTAMP): the transaction's start as it is.
+        crate::expr::ExprKind::Func { func, args } if func.is_clock() && args.is_empty() => {
+            let v = ectx.subqueries.sequence(*func, &[])?;
+            if same_type(&v) {
+                return Ok(v);
+            }
+        }
         crate::expr::ExprKind::Param(i) => {
             if let Some(v) = ectx.params.get(*i)
                 && same_type(v)

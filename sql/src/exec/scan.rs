@@ -84,25 +84,27 @@ impl Builder<'_, '_> {
     }
 
     /// Decodes a run of tuples (`items` index `buf`), through the bee if there is one.
-    fn add_run(
-        &mut self,
-        table: &TableDef,
-        items: &[(TupleId, usize, usize)],
-        buf: &[u8],
-        out: Out,
-    ) -> Result<Flow> {
+    /// Never pushes a batch: the caller may hold a page latch over `buf`, and no
+    /// consumer may run under it. The batch grows past `cap` if the run does not fit;
+    /// the caller flushes once the latch is released ([`Self::full`]).
+    fn add_run(&mut self, table: &TableDef, items: &[(TupleId, usize, usize)], buf: &[u8]) -> Result<()> {
         let Some(mut bee) = self.bee.take() else {
             for &(tid, s, e) in items {
                 self.add(table, tid, &buf[s..e])?;
-                if self.full() && self.flush(out)? == Flow::Stop {
-                    return Ok(Flow::Stop);
-                }
             }
-            return Ok(Flow::Continue);
+            return Ok(());
         };
-        let r = self.bee_run(&mut bee, table, items, buf, out);
+        let r = self.bee_run(&mut bee, table, items, buf);
         self.bee = Some(bee);
         r
+    }
+
+    /// Pushes the batch now if `incoming` more rows would not fit in it.
+    fn make_room(&mut self, incoming: usize, out: Out) -> Result<Flow> {
+        if self.tids.len() + incoming > self.cap {
+            return self.flush(out);
+        }
+        Ok(Flow::Continue)
     }
 
     fn bee_run(
@@ -111,8 +113,7 @@ impl Builder<'_, '_> {
         table: &TableDef,
         items: &[(TupleId, usize, usize)],
         buf: &[u8],
-        out: Out,
-    ) -> Result<Flow> {
+    ) -> Result<()> {
         bee.refs.clear();
         bee.refs
             .extend(items.iter().map(|&(_, s, e)| ByteRef::of(&buf[s..e])));
@@ -121,20 +122,22 @@ impl Builder<'_, '_> {
             Some(s) => &**s,
             None => &*bee.plan.relation.deform,
         };
+        // Room for the whole run: batches may have grown since the bee's buffers were
+        // made, and a run is never split (see `add_run`).
+        let need = (self.tids.len() + items.len()).max(self.cap);
+        if bee.sel.len() < need {
+            bee.output.grow(need);
+            bee.sel.resize(need, 0);
+        }
         let mut start = 0;
         while start < items.len() {
-            // The batches may have grown since the bee's buffers were made.
-            if bee.sel.len() < self.cap {
-                bee.output.grow(self.cap);
-                bee.sel.resize(self.cap, 0);
-            }
             let row0 = self.tids.len();
-            let cap = self.cap - row0;
+            let cap = need - row0;
             let outs = bee.outs(&mut self.cols);
             let refs = &bee.refs[start..];
             // SAFETY: `refs` point into `buf`, alive for this call; `outs` come from
-            // `column_outs` for `self.cols`, with room for `self.cap` rows (the
-            // output's capacity follows the builder's); `sel` holds `self.cap` entries.
+            // `column_outs` for `self.cols`, with room for `need` rows (the output's
+            // capacity was grown to it above); `sel` holds `need` entries.
             let prog = unsafe {
                 routine.run(refs, &outs, row0, cap, &mut bee.sel, bee.plan.var_limit)
             };
@@ -149,11 +152,8 @@ impl Builder<'_, '_> {
                 self.fallback(bee, table, tid, &buf[s..e])?;
                 start += 1;
             }
-            if self.full() && self.flush(out)? == Flow::Stop {
-                return Ok(Flow::Stop);
-            }
         }
-        Ok(Flow::Continue)
+        Ok(())
     }
 
     /// A tuple the bee handed back: the generic decoder, and the pushed conjuncts
@@ -273,34 +273,38 @@ pub(super) fn table_scan(
     };
     let r = ex.ctx.reader;
     let heap = HeapFile::open(table.heap);
-    // Copy each page's tuples out so no latch is held while consumers run.
-    let mut buf: Vec<u8> = Vec::new();
     let mut items: Vec<(TupleId, usize, usize)> = Vec::new();
     match access {
         Access::Heap => {
             // A worker of a parallel pipeline scans the pages the dispenser hands it.
             let morsels = ex.morsels_for(id);
             let mut own = heap.pages(r);
+            // The bee (or decoder) reads each page's tuples in place, under the page's
+            // share latch, and the batch is pushed only after the latch is released:
+            // no consumer runs under a latch (it may write this very page). So the
+            // batch is pushed early when the next page might not fit; a page with more
+            // tuples than any before it may still overfill it a little.
+            let mut most_on_a_page = 0;
             loop {
+                if b.make_room(most_on_a_page, out)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
                 let g = match morsels {
                     Some(m) => m.next(),
                     None => own.next().map(|g| g.map_err(Error::from)),
                 };
                 let Some(g) = g else { break };
-                buf.clear();
-                items.clear();
                 {
                     let g = g?;
                     let page = g.id();
-                    for (slot, t) in HeapPage::new(&g, page)?.tuples()? {
-                        // Tuples start 8-aligned, as in the page.
-                        buf.resize(buf.len().next_multiple_of(8), 0);
-                        let s = buf.len();
-                        buf.extend_from_slice(t);
-                        items.push((TupleId { page, slot }, s, buf.len()));
-                    }
+                    items.clear();
+                    HeapPage::new(&g, page)?.for_each_tuple_range(|slot, off, len| {
+                        items.push((TupleId { page, slot }, off, off + len));
+                    })?;
+                    most_on_a_page = most_on_a_page.max(items.len());
+                    b.add_run(table, &items, &g)?;
                 }
-                if b.add_run(table, &items, &buf, out)? == Flow::Stop {
+                if b.full() && b.flush(out)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
             }
@@ -333,6 +337,7 @@ pub(super) fn table_scan(
             let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
             let mut tids: Vec<TupleId> = Vec::with_capacity(run);
             let mut one = Vec::new();
+            let mut buf: Vec<u8> = Vec::new();
             loop {
                 tids.clear();
                 let mut cursor = match &last {
@@ -350,8 +355,12 @@ pub(super) fn table_scan(
                     }
                 }
                 drop(cursor);
-                // Runs of fetched tuples, so a bee is called on many at once.
+                // Runs of fetched tuples (copied out of their pages), so a bee is
+                // called on many at once.
                 for chunk in tids.chunks(64) {
+                    if b.make_room(chunk.len(), out)? == Flow::Stop {
+                        return Ok(Flow::Stop);
+                    }
                     buf.clear();
                     items.clear();
                     for &tid in chunk {
@@ -367,7 +376,8 @@ pub(super) fn table_scan(
                         buf.extend_from_slice(&one);
                         items.push((tid, s, buf.len()));
                     }
-                    if b.add_run(table, &items, &buf, out)? == Flow::Stop {
+                    b.add_run(table, &items, &buf)?;
+                    if b.full() && b.flush(out)? == Flow::Stop {
                         return Ok(Flow::Stop);
                     }
                 }

@@ -204,7 +204,15 @@ fn scans_empty_exact_batch_and_one_more() {
         Ok(true)
     })
     .unwrap();
-    assert_eq!(batches, vec![BATCH_SIZE]);
+    // A heap scan never splits a page between batches (it decodes pages in place,
+    // under their latch), so it pushes a batch early when the next page might not
+    // fit: batches are full up to a page's worth of rows.
+    let well_filled = |batches: &[usize]| {
+        let (last, full) = batches.split_last().unwrap();
+        full.iter().all(|&n| n <= BATCH_SIZE && n > BATCH_SIZE / 2) && *last <= BATCH_SIZE
+    };
+    assert_eq!(batches.iter().sum::<usize>(), BATCH_SIZE);
+    assert!(well_filled(&batches), "{batches:?}");
     insert_row(&w, &t, &[Value::Null]).unwrap();
     batches.clear();
     run(&scan(&t), &ctx(&w, &[]), &mut |b| {
@@ -212,7 +220,8 @@ fn scans_empty_exact_batch_and_one_more() {
         Ok(true)
     })
     .unwrap();
-    assert_eq!(batches, vec![BATCH_SIZE, 1]);
+    assert_eq!(batches.iter().sum::<usize>(), BATCH_SIZE + 1);
+    assert!(batches.len() > 1 && well_filled(&batches), "{batches:?}");
     let all = rows(&w, &scan(&t));
     assert_eq!(all.len(), BATCH_SIZE + 1);
     assert_eq!(all[5], vec![i(5)]);
@@ -842,10 +851,13 @@ fn top_n_and_limit_offset_stop_early() {
         lines[0].starts_with("Limit  limit: 5  (actual rows=5"),
         "{lines:?}"
     );
-    assert!(
-        lines[1].starts_with("  ->  Seq Scan on t  (actual rows=1024"),
-        "{lines:?}"
-    );
+    // One batch: at most BATCH_SIZE rows (fewer when a page would not fit).
+    let scanned: usize = lines[1]
+        .strip_prefix("  ->  Seq Scan on t  (actual rows=")
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(scanned > BATCH_SIZE / 2 && scanned <= BATCH_SIZE, "{lines:?}");
 }
 
 fn setop(op: SetOpKind, all: bool, l: &Plan, r: &Plan) -> Plan {

@@ -312,7 +312,7 @@ impl HeapFile {
         HeapPages {
             r,
             next: self.first_page,
-            seen: HashSet::new(),
+            loop_check: LoopCheck::default(),
         }
     }
 
@@ -403,7 +403,37 @@ impl HeapFile {
 pub struct HeapPages<'r, R: PageRead + ?Sized> {
     r: &'r R,
     next: PageId,
-    seen: HashSet<PageId>,
+    loop_check: LoopCheck,
+}
+
+/// Detects a page chain that loops (only a bug or an undetected corruption can make
+/// one) in constant space and time per page, by Brent's method: the walk remembers
+/// the page at each power-of-two step and reports the first return to it. A loop is
+/// found within about twice its length plus the run-in, so a few pages may be read
+/// twice before the error; a scan is on the hot path, where a set of every page
+/// visited cost a hash insert per page. (Walks that free pages keep the exact set.)
+#[derive(Default)]
+struct LoopCheck {
+    saved: Option<PageId>,
+    steps: u64,
+    power: u64,
+}
+
+impl LoopCheck {
+    /// Whether the walk has come back to a page it saw.
+    #[inline]
+    fn revisits(&mut self, id: PageId) -> bool {
+        if self.saved == Some(id) {
+            return true;
+        }
+        if self.steps == self.power {
+            self.saved = Some(id);
+            self.power = (self.power * 2).max(1);
+            self.steps = 0;
+        }
+        self.steps += 1;
+        false
+    }
 }
 
 impl<R: PageRead + ?Sized> Iterator for HeapPages<'_, R> {
@@ -415,7 +445,7 @@ impl<R: PageRead + ?Sized> Iterator for HeapPages<'_, R> {
             return None;
         }
         self.next = PageId::NONE;
-        if !self.seen.insert(id) {
+        if self.loop_check.revisits(id) {
             return Some(Err(Error::corrupt(
                 id,
                 "heap page chain loops back to this page",

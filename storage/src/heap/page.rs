@@ -147,16 +147,21 @@ fn header(page: &[u8], id: PageId) -> Result<Header> {
 fn checked_slot(page: &[u8], id: PageId, h: Header, i: usize) -> Result<(usize, usize)> {
     let (off, len) = slot_entry(page, i);
     if len != 0 && (off < h.free_end || off + len > page.len() || off % TUPLE_ALIGN != 0) {
-        return Err(Error::corrupt(
-            id,
-            format!(
-                "slot {i} ({off}, {len}) is not an aligned range of the tuple area {}..{}",
-                h.free_end,
-                page.len()
-            ),
-        ));
+        return Err(bad_slot(page, id, h, i, off, len));
     }
     Ok((off, len))
+}
+
+#[cold]
+fn bad_slot(page: &[u8], id: PageId, h: Header, i: usize, off: usize, len: usize) -> Error {
+    Error::corrupt(
+        id,
+        format!(
+            "slot {i} ({off}, {len}) is not an aligned range of the tuple area {}..{}",
+            h.free_end,
+            page.len()
+        ),
+    )
 }
 
 /// A read-only view of a heap page whose header has been checked.
@@ -200,6 +205,20 @@ impl<'a> HeapPage<'a> {
         }
         let (off, len) = checked_slot(self.page, self.id, self.h, i)?;
         Ok((len != 0).then(|| &self.page[off..off + len]))
+    }
+
+    /// Calls `f(slot, offset, len)` for every live tuple, in slot order, checking each
+    /// slot as it goes: one pass over the slot array, for scans that decode tuples in
+    /// place (offsets into the page).
+    #[inline]
+    pub fn for_each_tuple_range(&self, mut f: impl FnMut(SlotId, usize, usize)) -> Result<()> {
+        for i in 0..self.h.slot_count {
+            let (off, len) = checked_slot(self.page, self.id, self.h, i)?;
+            if len != 0 {
+                f(SlotId(i as u16), off, len);
+            }
+        }
+        Ok(())
     }
 
     /// The live tuples in slot order. Every slot is checked up front, so the iterator

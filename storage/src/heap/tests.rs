@@ -672,3 +672,20 @@ fn random_page_corruption_never_panics() {
         let _ = heap.delete(&s, TupleId::new(victim, 1), &layout);
     });
 }
+
+#[test]
+fn loop_check_finds_every_loop_and_never_a_chain_without_one() {
+    let mut chain = LoopCheck::default();
+    assert!((0..10_000u32).all(|i| !chain.revisits(PageId(i))));
+    for run_in in 0..40u32 {
+        for len in 1..40u32 {
+            // Pages 0..run_in, then run_in..run_in+len over and over.
+            let page = |step: u32| if step < run_in { step } else { run_in + (step - run_in) % len };
+            let mut c = LoopCheck::default();
+            let found = (0..10 * (run_in + len)).find(|&s| c.revisits(PageId(page(s))));
+            let found = found.unwrap_or_else(|| panic!("loop of {len} after {run_in} not found"));
+            // Nothing is reported before the walk actually repeats a page.
+            assert!(found >= run_in + len, "run-in {run_in}, loop {len}: reported at {found}");
+        }
+    }
+}
