@@ -527,11 +527,12 @@ impl<'a> Exec<'a> {
                 right_keys,
                 method,
             } => {
-                // Today's join operator builds on the right input (the optimizer never
-                // asks for the left) and hashes exactly when there are keys.
-                if matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left }) {
+                // A join builds on its right input, except semi and anti joins the
+                // optimizer gave `build: Left` (their right input is the larger).
+                let build_left = matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left });
+                if build_left && !matches!(kind, crate::plan::JoinKind::Semi | crate::plan::JoinKind::Anti) {
                     return Err(crate::error::Error::not_supported(
-                        "a hash join building on its left input is not supported",
+                        "a hash join building on its left input is supported for semi and anti joins only",
                     ));
                 }
                 let spec = join::JoinSpec {
@@ -547,6 +548,7 @@ impl<'a> Exec<'a> {
                     crate::plan::JoinMethod::IndexNestedLoop { index } => {
                         join::index_nested_loop(self, plan, id, spec, *index, out)
                     }
+                    _ if build_left => join::left_build(self, plan, id, &spec, out),
                     _ => join::join(self, plan, id, spec, out),
                 }
             }

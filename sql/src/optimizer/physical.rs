@@ -8,8 +8,9 @@
 //! - Rule `optimizer_build_side`: a join whose left input is estimated smaller than
 //!   its right swaps them (left and right outer joins trade kinds), so the hash table
 //!   holds the smaller input; a projection restores the column order. Semi, anti and
-//!   mark joins keep their sides: building on their left input needs the executor's
-//!   support (`JoinSide::Left`).
+//!   mark joins keep their sides; a semi or anti hash join whose right input is
+//!   estimated more than twice its left builds on its left input instead
+//!   (`JoinSide::Left`: the left rows are held and marked by the streaming right rows).
 //! - A semi, anti or mark join's right input is narrowed to the columns its keys and `on`
 //!   read ([`narrow_semi_build`]): the join outputs only its left columns, and a hash
 //!   join's build side should hold nothing it never reads.
@@ -169,8 +170,22 @@ fn streams(plan: &Plan) -> bool {
     }
 }
 
-/// Swaps a join's inputs when the left is estimated smaller (see the module comment).
-fn smaller_on_right(plan: Plan, stats: &dyn Stats) -> Plan {
+/// How many times larger than its left input a semi or anti join's right input must
+/// be estimated before the join builds on the left: holding the left rows (all
+/// columns) costs more per row than holding only the right keys.
+const LEFT_BUILD_RATIO: f64 = 2.0;
+
+/// Swaps a join's inputs when the left is estimated smaller (see the module comment);
+/// a semi or anti hash join, whose sides cannot swap, builds on its left input
+/// instead ([`JoinSide::Left`]).
+fn smaller_on_right(mut plan: Plan, stats: &dyn Stats) -> Plan {
+    if let Node::Join { left, right, kind: JoinKind::Semi | JoinKind::Anti, method, .. } = &mut plan.node
+        && *method == (JoinMethod::Hash { build: JoinSide::Right })
+        && cardinality::rows(left, stats) * LEFT_BUILD_RATIO < cardinality::rows(right, stats)
+    {
+        *method = JoinMethod::Hash { build: JoinSide::Left };
+        return plan;
+    }
     let swap = match &plan.node {
         Node::Join { left, right, kind, method, .. } => {
             !kind.is_left_only()

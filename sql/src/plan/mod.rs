@@ -322,10 +322,11 @@ pub enum JoinMethod {
     NestedLoop,
     /// A hash table on the `build` input's key values, probed with the other input's
     /// rows; `on` is checked on each pair whose keys are equal. `left_keys` and
-    /// `right_keys` are non-empty. The optimizer emits `build: Right` only (it puts the
-    /// smaller input on the right, swapping inputs where the join kind allows);
-    /// `build: Left` is for the executor's semi and anti joins whose right input is the
-    /// larger, and the executor refuses it until it supports it.
+    /// `right_keys` are non-empty. The optimizer puts the smaller input on the right,
+    /// swapping inputs where the join kind allows, and builds there; `build: Left` is
+    /// for semi and anti joins whose right input is much the larger (the executor
+    /// holds and marks the left rows, `exec::join::left_build`, and refuses it for
+    /// other kinds).
     Hash { build: JoinSide },
     /// For each left row, the right input's table is looked up through its index
     /// `index`: `right_keys` are columns of the right [`Node::TableScan`] that are the

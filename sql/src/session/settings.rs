@@ -21,6 +21,8 @@
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //! | `optimizer_column_pruning` | `on`, `off`: each operator produces only the columns read above it | `on` |
 //! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
+//! | `optimizer_semi_pushdown` | `on`, `off`: semi and anti joins move below the inner joins of their left input where they filter more | `on` |
+//! | `optimizer_magic_set` | `on`, `off`: an aggregate joined on a grouping column first keeps only the keys a selective other side can match | `on` |
 //! | `enable_seqscan` | `on`, `off`: off, a filtered scan reads through a usable index whatever it costs | `on` |
 //! | `enable_indexscan` | `on`, `off`: off, no plan reads an index | `on` |
 //! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
@@ -113,6 +115,8 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_build_side",
     "optimizer_column_pruning",
     "optimizer_decorrelate",
+    "optimizer_magic_set",
+    "optimizer_semi_pushdown",
     "enable_seqscan",
     "enable_indexscan",
     "enable_hashjoin",
@@ -218,6 +222,8 @@ impl Settings {
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
             "optimizer_column_pruning" => self.optimizer.column_pruning = parse_switch(name, value)?,
             "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
+            "optimizer_magic_set" => self.optimizer.magic_set = parse_switch(name, value)?,
+            "optimizer_semi_pushdown" => self.optimizer.semi_pushdown = parse_switch(name, value)?,
             "enable_seqscan" => self.optimizer.methods.seqscan = parse_switch(name, value)?,
             "enable_indexscan" => self.optimizer.methods.indexscan = parse_switch(name, value)?,
             "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
@@ -246,7 +252,7 @@ impl Settings {
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
             | "optimizer_column_pruning" => "on",
-            "optimizer_decorrelate" => "on",
+            "optimizer_decorrelate" | "optimizer_magic_set" | "optimizer_semi_pushdown" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
             "point_path" => "on",
             "threads" => {
@@ -294,6 +300,8 @@ impl Settings {
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
             "optimizer_column_pruning" => show_switch(self.optimizer.column_pruning),
             "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
+            "optimizer_magic_set" => show_switch(self.optimizer.magic_set),
+            "optimizer_semi_pushdown" => show_switch(self.optimizer.semi_pushdown),
             "enable_seqscan" => show_switch(self.optimizer.methods.seqscan),
             "enable_indexscan" => show_switch(self.optimizer.methods.indexscan),
             "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
