@@ -31,8 +31,8 @@
 //! matched. A NULL key never matches on either path.
 //!
 //! When (by estimate): the scan's rows are at most a quarter of the aggregate's
-//! groups, and its table has no more rows than the aggregate's input (reading it
-//! again must cost less than the aggregation it saves). The semi join builds its hash table on the scan's (few) rows.
+//! groups, and reading its table again costs no more than the aggregate's input
+//! reads already. The semi join builds its hash table on the scan's (few) rows.
 
 use super::{Stats, cardinality, deep, map_children};
 use crate::expr::{Expr, ExprKind};
@@ -75,10 +75,7 @@ fn reduce(grouped: &Plan, grouped_keys: &[Expr], other: &Plan, other_keys: &[Exp
     let agg = aggregate_below(grouped)?;
     let groups = cardinality::rows(agg, stats);
     let Node::Aggregate { input, .. } = &agg.node else { return None };
-    // Rows the aggregate would otherwise consume: reading the magic set's table
-    // again must cost no more (TPC-H Q2's subquery aggregates 160k joined rows; a
-    // second scan of part's 200k rows with its LIKE filter costs more than it saves).
-    let input_rows = cardinality::rows(input, stats);
+    let input_reads = scanned_rows(input, stats);
     // The best magic set over all key pairs: the fewest estimated rows.
     let mut best: Option<(f64, usize, &Plan, usize)> = None;
     for (gk, ok) in grouped_keys.iter().zip(other_keys) {
@@ -98,7 +95,7 @@ fn reduce(grouped: &Plan, grouped_keys: &[Expr], other: &Plan, other_keys: &[Exp
     }
     let (rows, input_col, scan, col) = best?;
     let Node::TableScan { table, .. } = &scan.node else { return None };
-    if rows > groups * MAX_KEY_SHARE || cardinality::table_rows(table, stats) > input_rows {
+    if rows > groups * MAX_KEY_SHARE || cardinality::table_rows(table, stats) > input_reads {
         return None;
     }
     let magic = Plan::new(
@@ -202,6 +199,15 @@ fn sources<'p>(plan: &'p Plan, col: usize, out: &mut Vec<(&'p Plan, usize)>) {
         }
         _ => {}
     }
+}
+
+/// The rows the table scans under `plan` read, by their tables' sizes.
+fn scanned_rows(plan: &Plan, stats: &dyn Stats) -> f64 {
+    let own = match &plan.node {
+        Node::TableScan { table, .. } => cardinality::table_rows(table, stats),
+        _ => 0.0,
+    };
+    own + plan.children().iter().map(|c| deep(|| scanned_rows(c, stats))).sum::<f64>()
 }
 
 /// `plan` with `magic` semi-joined on its column `col`, placed as deep as the
