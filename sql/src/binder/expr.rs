@@ -825,7 +825,7 @@ impl Binder<'_> {
                 let x = self.bind_expr(left, clause)?;
                 self.bind_quantified(x, left, q, Some(op), matches!(e, E::AllOp { .. }), false, clause)
             }
-            other => Err(Error::not_supported(format!("expression {other}"))),
+            other => Err(Error::not_supported(format!("expression {other} is not supported"))),
         }
     }
 
