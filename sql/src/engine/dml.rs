@@ -315,7 +315,7 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
     if let Some(cache) = ctx.plan_cache {
         let cached = CachedPlan {
             query: source,
-            param_types: binder.param_types.clone(),
+            param_types: binder.param_types.as_slice().into(),
             table: Some(plan.table.clone()),
             insert: Some(plan.clone()),
             checks: None,
@@ -975,7 +975,7 @@ fn plan_write(
     if let Some(cache) = ctx.plan_cache {
         let cached = CachedPlan {
             query: generic.clone(),
-            param_types: binder.param_types.clone(),
+            param_types: binder.param_types.as_slice().into(),
             table: Some(table.clone()),
             insert: None,
             checks: checks.clone(),

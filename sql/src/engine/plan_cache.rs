@@ -161,8 +161,9 @@ pub(super) fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
 pub struct CachedPlan {
     /// Optimized, without bees.
     pub query: Arc<BoundQuery>,
-    /// The types the binder inferred for the parameters.
-    pub param_types: Vec<Option<DataType>>,
+    /// The types the binder inferred for the parameters (shared: the plan is
+    /// cloned out of the cache at each execution).
+    pub param_types: Arc<[Option<DataType>]>,
     /// The table an INSERT, UPDATE or DELETE writes.
     pub table: Option<Arc<TableDef>>,
     /// An INSERT: the whole statement bound (its source is `query`).
@@ -235,7 +236,7 @@ impl PlanCache {
                 binder.functions = Some(ctx.functions);
                 let plan = binder.bind_query(q)?;
                 let params = query::cast_params(ctx.params, &binder.param_types)?;
-                let param_types = binder.param_types.clone();
+                let param_types: Arc<[Option<DataType>]> = binder.param_types.as_slice().into();
                 let subqueries = binder.take_subqueries();
                 let bq = Arc::new(query::optimize_generic(ctx, plan, subqueries));
                 let cached = CachedPlan {
