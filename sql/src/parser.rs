@@ -4,7 +4,8 @@
 //! Three additions to the PostgreSQL dialect: SQLite's `BEGIN {DEFERRED | IMMEDIATE |
 //! EXCLUSIVE} [TRANSACTION]` (see [`begin_with_modifier`]) and its `INTEGER PRIMARY
 //! KEY AUTOINCREMENT` (an identity column, see [`autoincrement_as_identity`]), and
-//! PostgreSQL's own `CLUSTER`, which sqlparser does not read ([`cluster`]).
+//! PostgreSQL's own `CLUSTER` and `ALTER SEQUENCE`, which sqlparser does not read
+//! ([`cluster`], [`alter_sequence`]).
 
 use sqlparser::ast::{BeginTransactionKind, Statement, TransactionModifier};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -265,7 +266,10 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
             Some(statement) => statement,
             None => match cluster(parser)? {
                 Some(statement) => statement,
-                None => parser.parse_statement()?,
+                None => match alter_sequence(parser)? {
+                    Some(statement) => statement,
+                    None => parser.parse_statement()?,
+                },
             },
         };
         statements.push(statement);
@@ -326,6 +330,163 @@ fn cluster(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
         predicate: None,
         zorder: None,
     }))
+}
+
+/// PostgreSQL's `ALTER SEQUENCE [IF EXISTS] name [AS type] [INCREMENT [BY] n]
+/// [MINVALUE n | NO MINVALUE] [MAXVALUE n | NO MAXVALUE] [START [WITH] n]
+/// [RESTART [[WITH] n]] [CACHE n] [[NO] CYCLE]` (options in any order), which
+/// sqlparser 0.63 has no statement for. Like CLUSTER it is carried in
+/// [`Statement::OptimizeTable`] (which the PostgreSQL dialect never produces), told
+/// apart by `has_table_keyword: true`: `name` is the sequence, `include_final` is IF
+/// EXISTS, and `zorder` holds the options in order, each a tuple `(word, value)`:
+/// `(increment, n)`, `(minvalue)` for NO MINVALUE, `(as, CAST(NULL AS type))`,
+/// `(restart)` without a value, `(cycle, true|false)`; a form BeeDB does not run
+/// (`RENAME TO`, `OWNED BY`, `SET …`, `OWNER TO`) is `(unsupported, 'text')`, so
+/// the engine reports it with 0A000. Read back by [`alter_sequence_options`].
+fn alter_sequence(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    use sqlparser::ast::{Expr, Ident, Value};
+    if let Some(statement) = parser.maybe_parse(alter_column_restart)? {
+        return Ok(Some(statement));
+    }
+    if !parser.parse_keywords(&[Keyword::ALTER, Keyword::SEQUENCE]) {
+        return Ok(None);
+    }
+    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    let word = |w: &str| Expr::Identifier(Ident::new(w));
+    let mut options = Vec::new();
+    let unsupported = |text: &str| {
+        Expr::Tuple(vec![word("unsupported"), Expr::value(Value::SingleQuotedString(text.into()))])
+    };
+    if parser.parse_keywords(&[Keyword::RENAME, Keyword::TO]) {
+        parser.parse_identifier()?;
+        options.push(unsupported("ALTER SEQUENCE … RENAME TO"));
+    } else if parser.parse_keywords(&[Keyword::OWNER, Keyword::TO]) {
+        parser.parse_identifier()?;
+        options.push(unsupported("ALTER SEQUENCE … OWNER TO"));
+    } else if parser.parse_keyword(Keyword::SET) {
+        let what = parser.next_token().to_string();
+        if what.eq_ignore_ascii_case("schema") {
+            parser.parse_identifier()?;
+        }
+        options.push(unsupported(&format!("ALTER SEQUENCE … SET {}", what.to_uppercase())));
+    } else {
+        loop {
+            if parser.parse_keyword(Keyword::AS) {
+                let ty = parser.parse_data_type()?;
+                let cast = Expr::Cast {
+                    kind: sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(Expr::value(Value::Null)),
+                    data_type: ty,
+                    format: None,
+                };
+                options.push(Expr::Tuple(vec![word("as"), cast]));
+            } else if parser.parse_keyword(Keyword::INCREMENT) {
+                let _ = parser.parse_keyword(Keyword::BY);
+                options.push(Expr::Tuple(vec![word("increment"), parser.parse_number()?]));
+            } else if parser.parse_keywords(&[Keyword::NO, Keyword::MINVALUE]) {
+                options.push(Expr::Tuple(vec![word("minvalue")]));
+            } else if parser.parse_keywords(&[Keyword::NO, Keyword::MAXVALUE]) {
+                options.push(Expr::Tuple(vec![word("maxvalue")]));
+            } else if parser.parse_keywords(&[Keyword::NO, Keyword::CYCLE]) {
+                options.push(Expr::Tuple(vec![word("cycle"), Expr::value(Value::Boolean(false))]));
+            } else if parser.parse_keyword(Keyword::MINVALUE) {
+                options.push(Expr::Tuple(vec![word("minvalue"), parser.parse_number()?]));
+            } else if parser.parse_keyword(Keyword::MAXVALUE) {
+                options.push(Expr::Tuple(vec![word("maxvalue"), parser.parse_number()?]));
+            } else if parser.parse_keyword(Keyword::START) {
+                let _ = parser.parse_keyword(Keyword::WITH);
+                options.push(Expr::Tuple(vec![word("start"), parser.parse_number()?]));
+            } else if parser.parse_keyword(Keyword::RESTART) {
+                let with = parser.parse_keyword(Keyword::WITH);
+                let value_follows = with
+                    || matches!(parser.peek_token_ref().token, Token::Number(..) | Token::Minus | Token::Plus);
+                if value_follows {
+                    options.push(Expr::Tuple(vec![word("restart"), parser.parse_number()?]));
+                } else {
+                    options.push(Expr::Tuple(vec![word("restart")]));
+                }
+            } else if parser.parse_keyword(Keyword::CACHE) {
+                options.push(Expr::Tuple(vec![word("cache"), parser.parse_number()?]));
+            } else if parser.parse_keyword(Keyword::CYCLE) {
+                options.push(Expr::Tuple(vec![word("cycle"), Expr::value(Value::Boolean(true))]));
+            } else if parser.parse_keywords(&[Keyword::OWNED, Keyword::BY]) {
+                parser.parse_object_name(false)?;
+                options.push(unsupported("ALTER SEQUENCE … OWNED BY"));
+            } else {
+                break;
+            }
+        }
+        if options.is_empty() {
+            return parser.expected_ref("an ALTER SEQUENCE option", parser.peek_token_ref()).map(|_: ()| None);
+        }
+    }
+    Ok(Some(Statement::OptimizeTable {
+        name,
+        has_table_keyword: true,
+        on_cluster: None,
+        partition: None,
+        include_final: if_exists,
+        deduplicate: None,
+        predicate: None,
+        zorder: Some(options),
+    }))
+}
+
+/// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c RESTART [[WITH] n]` alone (an
+/// identity column's sequence restarted), carried as [`alter_sequence`] carries
+/// ALTER SEQUENCE with the table as the name and a first option `(column, c)`. An
+/// error (any other ALTER TABLE) makes the caller read the statement afresh.
+fn alter_column_restart(parser: &mut Parser) -> Result<Statement, ParserError> {
+    use sqlparser::ast::{Expr, Ident, Value};
+    parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
+    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let _ = parser.parse_keyword(Keyword::ONLY);
+    let name = parser.parse_object_name(false)?;
+    parser.expect_keyword(Keyword::ALTER)?;
+    let _ = parser.parse_keyword(Keyword::COLUMN);
+    let column = parser.parse_identifier()?;
+    parser.expect_keyword(Keyword::RESTART)?;
+    let with = parser.parse_keyword(Keyword::WITH);
+    let value = if with || matches!(parser.peek_token_ref().token, Token::Number(..) | Token::Minus | Token::Plus) {
+        Some(parser.parse_number()?)
+    } else {
+        None
+    };
+    if !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+        return parser.expected_ref("end of statement", parser.peek_token_ref());
+    }
+    let word = |w: &str| Expr::Identifier(Ident::new(w));
+    let restart = match value {
+        Some(v) => Expr::Tuple(vec![word("restart"), v]),
+        None => Expr::Tuple(vec![word("restart")]),
+    };
+    let column = Expr::Tuple(vec![word("column"), Expr::value(Value::SingleQuotedString(column.value.clone()))]);
+    Ok(Statement::OptimizeTable {
+        name,
+        has_table_keyword: true,
+        on_cluster: None,
+        partition: None,
+        include_final: if_exists,
+        deduplicate: None,
+        predicate: None,
+        zorder: Some(vec![column, restart]),
+    })
+}
+
+/// One `ALTER SEQUENCE` option as [`alter_sequence`] carries it: the option's word
+/// and its value (`None` for `NO MINVALUE`, `NO MAXVALUE` and a bare `RESTART`).
+pub fn alter_sequence_options(options: &[sqlparser::ast::Expr]) -> Vec<(String, Option<&sqlparser::ast::Expr>)> {
+    options
+        .iter()
+        .filter_map(|o| match o {
+            sqlparser::ast::Expr::Tuple(parts) => match parts.as_slice() {
+                [sqlparser::ast::Expr::Identifier(w), rest @ ..] => Some((w.value.clone(), rest.first())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// Rejects statements whose operator chains would make trees deeper than the engine

@@ -586,6 +586,20 @@ impl Binder<'_> {
                 expr,
                 list,
                 negated,
+            } if self.row_items(expr).is_some() => {
+                // `row IN (row1, row2, …)` is `row = row1 OR row = row2 …`, as in
+                // PostgreSQL (each comparison three-valued).
+                let mut alternatives = Vec::with_capacity(list.len());
+                for item in list {
+                    alternatives.push(self.bind_row_compare(CmpOp::Eq, expr, item, clause)?);
+                }
+                let any = Expr::new(ExprKind::Or(alternatives), DataType::Boolean);
+                Ok(if *negated { Expr::new(ExprKind::Not(Box::new(any)), DataType::Boolean) } else { any })
+            }
+            E::InList {
+                expr,
+                list,
+                negated,
             } => {
                 let mut all: Vec<&ast::Expr> = vec![expr];
                 all.extend(list.iter());
@@ -768,6 +782,14 @@ impl Binder<'_> {
                 expr,
                 subquery,
                 negated,
+            } if self.row_items(expr).is_some() => {
+                let items = self.row_items(expr).expect("a row");
+                self.bind_in_row(&items, subquery, *negated, clause)
+            }
+            E::InSubquery {
+                expr,
+                subquery,
+                negated,
             } => {
                 let x = self.bind_expr(expr, clause)?;
                 self.bind_quantified(x, expr, subquery, None, false, *negated, clause)
@@ -786,12 +808,24 @@ impl Binder<'_> {
                 let op = cmp_op(compare_op)
                     .ok_or_else(|| Error::not_supported(format!("{compare_op} ANY/ALL")))?;
                 let E::Subquery(q) = &**right else {
-                    return Err(Error::not_supported("ANY/ALL over an array"));
+                    return Err(Error::not_supported("ANY/ALL over an array is not supported"));
                 };
+                if let Some(items) = self.row_items(left) {
+                    // `row = ANY (q)` is `row IN (q)`, `row <> ALL (q)` is `row NOT IN (q)`.
+                    return match (op, matches!(e, E::AllOp { .. })) {
+                        (CmpOp::Eq, false) => self.bind_in_row(&items, q, false, clause),
+                        (CmpOp::NotEq, true) => self.bind_in_row(&items, q, true, clause),
+                        _ => Err(Error::not_supported(format!(
+                            "row comparison with {} {} (subquery) is not supported",
+                            op.symbol(),
+                            if matches!(e, E::AllOp { .. }) { "ALL" } else { "ANY" }
+                        ))),
+                    };
+                }
                 let x = self.bind_expr(left, clause)?;
                 self.bind_quantified(x, left, q, Some(op), matches!(e, E::AllOp { .. }), false, clause)
             }
-            other => Err(Error::not_supported(format!("expression {other}"))),
+            other => Err(Error::not_supported(format!("expression {other} is not supported"))),
         }
     }
 
@@ -1073,6 +1107,11 @@ impl Binder<'_> {
                 ))
             }
             _ => {
+                if let Some(c) = cmp_op(op)
+                    && (self.row_items(left).is_some() || self.row_items(right).is_some())
+                {
+                    return self.bind_row_compare(c, left, right, clause);
+                }
                 if let Some(c) = cmp_op(op) {
                     let (l, r) = self.bind_pair(left, right, clause, c.symbol())?;
                     return Ok(Expr::new(
@@ -1227,6 +1266,187 @@ impl Binder<'_> {
         Ok(Expr::new(ExprKind::Case { whens, else_ }, ty))
     }
 
+    /// The fields of a row constructor — `(a, b, …)` or `ROW(a, …)` — or `None` for
+    /// any other expression.
+    pub(super) fn row_items<'e>(&self, e: &'e ast::Expr) -> Option<Vec<&'e ast::Expr>> {
+        match e {
+            ast::Expr::Tuple(items) if !items.is_empty() => Some(items.iter().collect()),
+            ast::Expr::Function(f) if func_name(f) == "row" && f.over.is_none() => {
+                self.function_args(f).ok().filter(|(args, d, s)| !args.is_empty() && !d && !s).map(|(a, ..)| a)
+            }
+            _ => None,
+        }
+    }
+
+    /// A row comparison `(a, b, …) op (c, d, …)` or `(a, b, …) op (SELECT x, y, …)`
+    /// with PostgreSQL's semantics: `=` holds when every pair is equal (false when a
+    /// pair is unequal, else NULL when a pair has a NULL), `<>` is its negation, and
+    /// `<`, `<=`, `>`, `>=` compare pair by pair from the left, the first pair that
+    /// is unequal or has a NULL deciding (NULL for a NULL). Bound as the pairs'
+    /// comparisons: `a = c AND b = d`, `a <> c OR b <> d`, and
+    /// `a < c OR (a = c AND b < d)` (the same truth table, three-valued), so filters
+    /// and index rules see ordinary comparisons. A row subquery is one scalar
+    /// subquery per column (each NULL without a row, 21000 with more than one).
+    fn bind_row_compare(&mut self, op: CmpOp, left: &ast::Expr, right: &ast::Expr, clause: &'static str) -> Result<Expr> {
+        let boolean = |kind| Expr::new(kind, DataType::Boolean);
+        let cmp = |op, l: &Expr, r: &Expr| {
+            boolean(ExprKind::Compare { op, left: Box::new(l.clone()), right: Box::new(r.clone()) })
+        };
+        let (l_items, r_items) = (self.row_items(left), self.row_items(right));
+        let pairs: Vec<(Expr, Expr)> = match (l_items, r_items) {
+            (Some(ls), Some(rs)) => {
+                if ls.len() != rs.len() {
+                    return Err(Error::semantic("42601", "unequal number of entries in row expressions"));
+                }
+                ls.iter().zip(&rs).map(|(l, r)| self.bind_pair(l, r, clause, op.symbol())).collect::<Result<_>>()?
+            }
+            (Some(items), None) | (None, Some(items)) => {
+                let row_on_left = self.row_items(left).is_some();
+                let other = if row_on_left { right } else { left };
+                let ast::Expr::Subquery(q) = other else {
+                    let b = self.bind_expr(other, clause)?;
+                    let (lt, rt) = if row_on_left { ("record".to_string(), b.ty.to_string()) } else { (b.ty.to_string(), "record".to_string()) };
+                    return Err(Error::undefined_function(format!("operator does not exist: {lt} {} {rt}", op.symbol())));
+                };
+                let values = self.bind_row_subquery(q, items.len(), clause)?;
+                let mut pairs = Vec::with_capacity(items.len());
+                for (item, v) in items.iter().zip(values) {
+                    let x = self.bind_expr(item, clause)?;
+                    let target = if is_unknown(item) {
+                        v.ty
+                    } else {
+                        common_type(&x.ty, &v.ty).ok_or_else(|| {
+                            Error::undefined_function(format!("operator does not exist: {} {} {}", x.ty, op.symbol(), v.ty))
+                        })?
+                    };
+                    let x = self.cast(x, target, false, item)?;
+                    let v = if v.ty == target { v } else { Expr::new(ExprKind::Cast { expr: Box::new(v), explicit: false }, target) };
+                    pairs.push(if row_on_left { (x, v) } else { (v, x) });
+                }
+                pairs
+            }
+            (None, None) => unreachable!("called for a row"),
+        };
+        Ok(match op {
+            CmpOp::Eq => boolean(ExprKind::And(pairs.iter().map(|(l, r)| cmp(CmpOp::Eq, l, r)).collect())),
+            CmpOp::NotEq => boolean(ExprKind::Or(pairs.iter().map(|(l, r)| cmp(CmpOp::NotEq, l, r)).collect())),
+            _ => {
+                let strict = match op {
+                    CmpOp::LtEq => CmpOp::Lt,
+                    CmpOp::GtEq => CmpOp::Gt,
+                    other => other,
+                };
+                let (last_l, last_r) = pairs.last().expect("a non-empty row");
+                let mut acc = cmp(op, last_l, last_r);
+                for (l, r) in pairs.iter().rev().skip(1) {
+                    acc = boolean(ExprKind::Or(vec![
+                        cmp(strict, l, r),
+                        boolean(ExprKind::And(vec![cmp(CmpOp::Eq, l, r), acc])),
+                    ]));
+                }
+                acc
+            }
+        })
+    }
+
+    /// A row subquery's `n` columns, each as a scalar subquery over the same plan
+    /// (the first bound, the others a projection of a copy of it).
+    fn bind_row_subquery(&mut self, q: &ast::Query, n: usize, clause: &'static str) -> Result<Vec<Expr>> {
+        let (id, correlated, plan) = self.bind_subquery(q, clause)?;
+        if plan.schema.len() != n {
+            return Err(Error::semantic(
+                "42601",
+                if plan.schema.len() > n { "subquery has too many columns" } else { "subquery has too few columns" },
+            ));
+        }
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let sid = if i == 0 {
+                id
+            } else {
+                let base = &self.subqueries[id];
+                let (param_base, is_correlated) = (base.param_base, base.correlated);
+                let projected = crate::plan::Plan::new(
+                    crate::plan::Node::Project { input: Box::new(plan.clone()), exprs: vec![Expr::column(i, plan.schema[i].ty)] },
+                    vec![plan.schema[i].clone()],
+                );
+                self.subqueries.push(crate::plan::Subplan { plan: projected, param_base, correlated: is_correlated });
+                self.subqueries.len() - 1
+            };
+            if i == 0 {
+                let first = std::mem::replace(&mut self.subqueries[id].plan, crate::plan::Plan::one_row());
+                self.subqueries[id].plan = crate::plan::Plan::new(
+                    crate::plan::Node::Project { input: Box::new(first), exprs: vec![Expr::column(0, plan.schema[0].ty)] },
+                    vec![plan.schema[0].clone()],
+                );
+            }
+            out.push(Expr::new(
+                ExprKind::Subquery(Box::new(SubqueryExpr { id: sid, kind: SubqueryKind::Scalar, correlated: correlated.clone() })),
+                plan.schema[i].ty,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// `(a, b, …) [NOT] IN (SELECT x, y, …)`: one subquery of kind `In` with the
+    /// further operands in `rest`; each pair gets a common type (the subquery's
+    /// columns cast in a projection where needed), as for one operand.
+    fn bind_in_row(&mut self, items: &[&ast::Expr], q: &ast::Query, negated: bool, clause: &'static str) -> Result<Expr> {
+        let bound: Vec<Expr> = items.iter().map(|e| self.bind_expr(e, clause)).collect::<Result<_>>()?;
+        let (id, correlated, plan) = self.bind_subquery(q, clause)?;
+        if plan.schema.len() != items.len() {
+            return Err(Error::semantic(
+                "42601",
+                if plan.schema.len() > items.len() { "subquery has too many columns" } else { "subquery has too few columns" },
+            ));
+        }
+        let mut targets = Vec::with_capacity(items.len());
+        for ((x, e), col) in bound.iter().zip(items).zip(&plan.schema) {
+            targets.push(if is_unknown(e) {
+                col.ty
+            } else {
+                common_type(&x.ty, &col.ty).ok_or_else(|| {
+                    Error::undefined_function(format!("operator does not exist: {} = {}", x.ty, col.ty))
+                })?
+            });
+        }
+        if targets.iter().zip(&plan.schema).any(|(t, c)| *t != c.ty) {
+            let sub = &mut self.subqueries[id];
+            let input = std::mem::replace(&mut sub.plan, crate::plan::Plan::one_row());
+            let exprs = input
+                .schema
+                .iter()
+                .zip(&targets)
+                .enumerate()
+                .map(|(i, (c, t))| {
+                    let col = Expr::column(i, c.ty);
+                    if c.ty == *t { col } else { Expr::new(ExprKind::Cast { expr: Box::new(col), explicit: false }, *t) }
+                })
+                .collect();
+            let schema = input
+                .schema
+                .iter()
+                .zip(&targets)
+                .map(|(c, t)| crate::plan::OutputColumn { name: c.name.clone(), ty: *t })
+                .collect();
+            sub.plan = crate::plan::Plan::new(crate::plan::Node::Project { input: Box::new(input), exprs }, schema);
+        }
+        let mut xs = Vec::with_capacity(items.len());
+        for ((x, e), t) in bound.into_iter().zip(items).zip(&targets) {
+            xs.push(self.cast(x, *t, false, e)?);
+        }
+        let mut xs = xs.into_iter();
+        let first = xs.next().expect("a non-empty row");
+        Ok(Expr::new(
+            ExprKind::Subquery(Box::new(SubqueryExpr {
+                id,
+                kind: SubqueryKind::In { expr: Box::new(first), negated, rest: xs.collect() },
+                correlated,
+            })),
+            DataType::Boolean,
+        ))
+    }
+
     fn bind_quantified(
         &mut self,
         x: Expr,
@@ -1280,6 +1500,7 @@ impl Binder<'_> {
             None => SubqueryKind::In {
                 expr: Box::new(x),
                 negated,
+                rest: Vec::new(),
             },
             Some(op) => SubqueryKind::Quantified {
                 expr: Box::new(x),

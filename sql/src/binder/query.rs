@@ -977,7 +977,10 @@ impl Binder<'_> {
                 ..
             } => {
                 if *lateral {
-                    return Err(Error::not_supported("LATERAL"));
+                    // A LATERAL subquery would need an operator that runs a subplan
+                    // per row of the FROM items before it (a dependent join); none
+                    // exists yet, so it is refused rather than read as a plain one.
+                    return Err(Error::not_supported("LATERAL subqueries in FROM are not supported").at(self.pos(f)));
                 }
                 if alias.is_none() {
                     return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
@@ -998,7 +1001,10 @@ impl Binder<'_> {
                 }
                 self.bind_from(std::slice::from_ref(table_with_joins))
             }
-            _ => Err(Error::not_supported("this FROM item").at(self.pos(f))),
+            ast::TableFactor::Function { lateral: true, .. } => {
+                Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f)))
+            }
+            other => Err(Error::not_supported(format!("FROM item {other} is not supported")).at(self.pos(f))),
         }
     }
 
@@ -1894,7 +1900,11 @@ pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         ExprKind::Subquery(s) => {
             s.correlated.iter_mut().for_each(&mut *f);
             match &mut s.kind {
-                SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => f(expr),
+                SubqueryKind::In { expr, rest, .. } => {
+                    f(expr);
+                    rest.iter_mut().for_each(f);
+                }
+                SubqueryKind::Quantified { expr, .. } => f(expr),
                 _ => {}
             }
         }

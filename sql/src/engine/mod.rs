@@ -29,6 +29,7 @@ mod fk;
 mod ddl;
 mod dml;
 mod plan_cache;
+mod truncate;
 mod query;
 pub(crate) mod sequence;
 pub(crate) mod stream;
@@ -817,7 +818,12 @@ fn dispatch(ctx: &mut Ctx<'_>, ast: &Statement) -> Result<QueryResult> {
         }
         Statement::Insert(i) => dml::insert(ctx, i),
         Statement::Analyze(a) => analyze::analyze(ctx, a),
+        // ALTER SEQUENCE and CLUSTER are carried in OptimizeTable (see `parser.rs`).
+        Statement::OptimizeTable { name, has_table_keyword: true, include_final, zorder, .. } => {
+            sequence::alter_sequence(ctx, name, *include_final, zorder.as_deref().unwrap_or(&[]))
+        }
         Statement::OptimizeTable { name, on_cluster, .. } => cluster::cluster(ctx, name, on_cluster.as_ref()),
+        Statement::Truncate(t) => truncate::truncate(ctx, t),
         Statement::Update(u) => dml::update(ctx, u),
         Statement::Delete(d) => dml::delete(ctx, d),
         Statement::CreateTable(c) => ddl::create_table(ctx, c),
@@ -869,8 +875,13 @@ fn written_statement_name(ast: &Statement) -> String {
         Statement::Explain { statement, .. } => written_statement_name(statement),
         Statement::CreateIndex(_) => "CREATE INDEX".into(),
         Statement::Copy { .. } => "COPY FROM".into(),
-        // CLUSTER is carried in sqlparser's OptimizeTable (see `parser.rs`).
+        // ALTER SEQUENCE and CLUSTER are carried in sqlparser's OptimizeTable (see `parser.rs`).
+        Statement::OptimizeTable { has_table_keyword: true, zorder, .. } => {
+            let options = crate::parser::alter_sequence_options(zorder.as_deref().unwrap_or(&[]));
+            if options.first().is_some_and(|(w, _)| w == "column") { "ALTER TABLE" } else { "ALTER SEQUENCE" }.into()
+        }
         Statement::OptimizeTable { .. } => "CLUSTER".into(),
+        Statement::Truncate(_) => "TRUNCATE TABLE".into(),
         other => statement_name(other),
     }
 }

@@ -152,6 +152,18 @@ impl SequenceValues {
         Ok(value)
     }
 
+    /// Starts sequence `id` at `value`, not yet handed out (ALTER SEQUENCE RESTART).
+    fn restart_at(&self, id: u32, value: i64) {
+        let mut s = self.state.lock();
+        s.positions.insert(id, Position { last: value, called: false });
+        s.changes += 1;
+    }
+
+    /// Where `q` stands: its last value (or the one the next `nextval` returns).
+    fn last(&self, q: &SequenceDef) -> i64 {
+        self.state.lock().positions.get(&q.id).map_or(q.start, |p| p.last)
+    }
+
     /// Writes the values of `catalog`'s sequences into `w` when they changed since
     /// they were last written; returns the change count written, for
     /// [`SequenceValues::written`] once `w` committed.
@@ -537,4 +549,178 @@ pub fn rename_owner_column(ctx: &mut Ctx<'_>, table_id: u32, old: &str, new: &st
             cat.sequences.insert(name, std::sync::Arc::new(q2));
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// ALTER SEQUENCE and RESTART
+
+/// Puts `new` (a changed definition of the sequence `old`) in the transaction's
+/// catalog. With `restart`, the sequence starts again at that value as PostgreSQL's
+/// ALTER SEQUENCE RESTART and TRUNCATE … RESTART IDENTITY do it, transactionally:
+/// PostgreSQL gives the sequence a new relfilenode, BeeDB a new id, whose value
+/// starts afresh while the old id keeps the old value, so a rollback (which brings
+/// back the old definition, and with it the old id) brings back the old value too,
+/// and `nextval` calls made in between are forgotten with it. The session's
+/// `currval` carries over to the new id, as PostgreSQL's (kept by the sequence's
+/// OID) does.
+fn install(ctx: &mut Ctx<'_>, old: &SequenceDef, mut new: SequenceDef, restart: Option<i64>) {
+    if let Some(value) = restart {
+        let cat = ctx.txn.catalog_mut();
+        new.id = cat.next_id;
+        cat.next_id += 1;
+        ctx.sequence_values.restart_at(new.id, value);
+        let mut session = ctx.session_sequences.lock();
+        if let Some(&v) = session.get(&old.id) {
+            session.insert(new.id, v);
+        }
+    }
+    ctx.txn.catalog_mut().sequences.insert(new.name.clone(), std::sync::Arc::new(new));
+}
+
+/// Restarts `q` at its START value (TRUNCATE … RESTART IDENTITY), see [`install`].
+pub fn restart(ctx: &mut Ctx<'_>, q: &SequenceDef) {
+    install(ctx, q, q.clone(), Some(q.start));
+}
+
+/// `ALTER SEQUENCE [IF EXISTS] name option …` (as `parser::alter_sequence` carries
+/// it), with PostgreSQL 15's rules (`init_params` with `isInit` false): options not
+/// given keep their values; `NO MINVALUE` / `NO MAXVALUE` take the defaults for the
+/// (new) increment's sign; `AS type` moves a bound that was the old type's limit to
+/// the new type's; `START` changes only the value a bare `RESTART` goes back to;
+/// `RESTART [WITH n]` makes `n` (else START) the next value `nextval` returns. The
+/// checks are `CREATE SEQUENCE`'s plus the current value (or the RESTART value)
+/// against the new bounds (22023 "RESTART value (n) cannot be less than MINVALUE").
+/// The definition changes with the transaction; a RESTART does too ([`install`]).
+pub fn alter_sequence(ctx: &mut Ctx<'_>, name: &ast::ObjectName, if_exists: bool, options: &[ast::Expr]) -> Result<QueryResult> {
+    let name = object_name(name)?;
+    let options = crate::parser::alter_sequence_options(options);
+    // `ALTER TABLE t ALTER COLUMN c RESTART …`: the identity column's sequence.
+    let (name, options, tag) = match options.split_first() {
+        Some(((word, Some(ast::Expr::Value(v))), rest)) if word == "column" => {
+            let column = match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let Some(table) = ctx.catalog().table(&name).cloned() else {
+                if if_exists {
+                    return Ok(QueryResult::command("ALTER TABLE"));
+                }
+                return Err(Error::undefined_table(&name));
+            };
+            if !table.columns.iter().any(|c| c.name == column) {
+                return Err(Error::semantic("42703", format!("column \"{column}\" of relation \"{name}\" does not exist")));
+            }
+            let Some(q) = ctx
+                .catalog()
+                .owned_sequences(table.id)
+                .find(|q| q.owner.as_ref().is_some_and(|o| o.column == column && o.identity.is_some()))
+                .cloned()
+            else {
+                return Err(Error::semantic(
+                    "55000",
+                    format!("column \"{column}\" of relation \"{name}\" is not an identity column"),
+                ));
+            };
+            (q.name.clone(), rest.to_vec(), "ALTER TABLE")
+        }
+        _ => (name, options, "ALTER SEQUENCE"),
+    };
+    let Some(old) = ctx.catalog().sequence(&name).cloned() else {
+        if if_exists {
+            return Ok(QueryResult::command(tag));
+        }
+        return Err(match ctx.catalog().object_kind(&name) {
+            Some(ObjectKind::Sequence) | None => Error::semantic("42P01", format!("relation \"{name}\" does not exist")),
+            Some(_) => Error::semantic("42809", format!("\"{name}\" is not a sequence")),
+        });
+    };
+    let mut q = (*old).clone();
+    let (mut min, mut max) = (None, None);
+    let (mut reset_min, mut reset_max) = (false, false);
+    let mut restart: Option<Option<i64>> = None;
+    for (word, value) in &options {
+        let v = |e: Option<&ast::Expr>| e.map(option_value).transpose();
+        match word.as_str() {
+            "unsupported" => {
+                let text = match value {
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    _ => "this ALTER SEQUENCE form".into(),
+                };
+                return Err(Error::not_supported(format!("{text} is not supported")));
+            }
+            "as" => {
+                let Some(ast::Expr::Cast { data_type, .. }) = value else { continue };
+                let ty = crate::binder::types::data_type(data_type)?;
+                let (old_min, old_max) = type_bounds(q.ty)?;
+                type_bounds(ty)?;
+                reset_max = q.max == old_max;
+                reset_min = q.min == old_min;
+                q.ty = ty;
+            }
+            "increment" => q.increment = v(*value)?.unwrap_or(1),
+            "minvalue" => min = Some(v(*value)?),
+            "maxvalue" => max = Some(v(*value)?),
+            "start" => q.start = v(*value)?.unwrap_or(q.start),
+            "restart" => restart = Some(v(*value)?),
+            "cache" => {
+                let cache = v(*value)?.unwrap_or(1);
+                if cache <= 0 {
+                    return Err(Error::semantic("22023", format!("CACHE ({cache}) must be greater than zero")));
+                }
+            }
+            "cycle" => q.cycle = matches!(value, Some(ast::Expr::Value(v)) if v.value == ast::Value::Boolean(true)),
+            _ => {}
+        }
+    }
+    if q.increment == 0 {
+        return Err(Error::semantic("22023", "INCREMENT must not be zero"));
+    }
+    let (type_min, type_max) = type_bounds(q.ty)?;
+    let type_name = crate::binder::types::type_name(&q.ty);
+    match max {
+        Some(Some(m)) => q.max = m,
+        Some(None) => q.max = if q.increment > 0 { type_max } else { -1 },
+        None if reset_max => q.max = type_max,
+        None => {}
+    }
+    if !(type_min..=type_max).contains(&q.max) {
+        return Err(Error::semantic(
+            "22023",
+            format!("MAXVALUE ({}) is out of range for sequence data type {type_name}", q.max),
+        ));
+    }
+    match min {
+        Some(Some(m)) => q.min = m,
+        Some(None) => q.min = if q.increment < 0 { type_min } else { 1 },
+        None if reset_min => q.min = type_min,
+        None => {}
+    }
+    if !(type_min..=type_max).contains(&q.min) {
+        return Err(Error::semantic(
+            "22023",
+            format!("MINVALUE ({}) is out of range for sequence data type {type_name}", q.min),
+        ));
+    }
+    if q.min >= q.max {
+        return Err(Error::semantic("22023", format!("MINVALUE ({}) must be less than MAXVALUE ({})", q.min, q.max)));
+    }
+    if q.start < q.min {
+        return Err(Error::semantic("22023", format!("START value ({}) cannot be less than MINVALUE ({})", q.start, q.min)));
+    }
+    if q.start > q.max {
+        return Err(Error::semantic("22023", format!("START value ({}) cannot be greater than MAXVALUE ({})", q.start, q.max)));
+    }
+    let restart = restart.map(|v| v.unwrap_or(q.start));
+    let current = restart.unwrap_or_else(|| ctx.sequence_values.last(&old));
+    if current < q.min {
+        return Err(Error::semantic("22023", format!("RESTART value ({current}) cannot be less than MINVALUE ({})", q.min)));
+    }
+    if current > q.max {
+        return Err(Error::semantic("22023", format!("RESTART value ({current}) cannot be greater than MAXVALUE ({})", q.max)));
+    }
+    install(ctx, &old, q, restart);
+    Ok(QueryResult::command(tag))
 }

@@ -311,14 +311,23 @@ impl SubqueryRunner for Exec<'_> {
             SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => {
                 // The whole result is held (and cached) for the statement: it counts
                 // against memory_limit like any operator's state.
+                // A row `(x, y, …) IN (q)` takes one value per operand from each row,
+                // flattened row by row.
+                let width = match kind {
+                    SubqueryKind::In { rest, .. } => 1 + rest.len(),
+                    _ => 1,
+                };
                 let mut values = Vec::new();
                 let mut bytes = 0usize;
                 ex.node(&sub.plan, 0, None, &mut |b| {
-                    if let Some(c) = b.columns.first() {
+                    let columns = &b.columns[..width.min(b.columns.len())];
+                    if !columns.is_empty() {
                         for k in 0..b.rows() {
-                            let v = c.value(b.position(k));
-                            bytes += std::mem::size_of::<Value>() + value_heap_bytes(&v);
-                            values.push(v);
+                            for c in columns {
+                                let v = c.value(b.position(k));
+                                bytes += std::mem::size_of::<Value>() + value_heap_bytes(&v);
+                                values.push(v);
+                            }
                         }
                     }
                     ex.check_mem("IN subquery result", bytes)?;

@@ -1083,6 +1083,7 @@ fn subqueries_scalar_exists_values_and_cache() {
     let kind = SubqueryKind::In {
         expr: Box::new(lit(1)),
         negated: false,
+        rest: vec![],
     };
     assert_eq!(
         ex.run(1, &kind, &[]).unwrap(),

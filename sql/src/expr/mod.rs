@@ -130,8 +130,12 @@ pub enum SubqueryKind {
     /// Whether there is any row.
     Exists,
     /// `expr IN (subquery)` / `expr = ANY (subquery)` with SQL's three-valued result;
-    /// `negated` is `NOT IN`. The subquery has one column, of `expr`'s type.
-    In { expr: Box<Expr>, negated: bool },
+    /// `negated` is `NOT IN`. The subquery has one column, of `expr`'s type. A row
+    /// `(expr, rest…) IN (subquery)` has `rest` non-empty and the subquery one column
+    /// per operand, each of its operand's type; a subquery row matches when every
+    /// pair is equal, and the result is NULL when no row matches and some row's
+    /// comparison is NULL (PostgreSQL's row comparison).
+    In { expr: Box<Expr>, negated: bool, rest: Vec<Expr> },
     /// `expr op ANY|ALL (subquery)`.
     Quantified {
         expr: Box<Expr>,
@@ -275,9 +279,11 @@ impl Expr {
             ExprKind::Subquery(s) => {
                 let mut out: Vec<&Expr> = s.correlated.iter().collect();
                 match &s.kind {
-                    SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => {
-                        out.push(expr)
+                    SubqueryKind::In { expr, rest, .. } => {
+                        out.push(expr);
+                        out.extend(rest.iter());
                     }
+                    SubqueryKind::Quantified { expr, .. } => out.push(expr),
                     _ => {}
                 }
                 out

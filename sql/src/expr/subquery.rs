@@ -32,8 +32,28 @@ pub(super) fn eval_subquery<'a>(
         }
         _ => None,
     };
+    // A row `(x, y, …) IN (q)`: its further operands; the subquery's rows come
+    // flattened, one value per operand.
+    let rest: Vec<Col> = match &s.kind {
+        SubqueryKind::In { rest, .. } => rest.iter().map(|e| ev(e, r, ctx)).collect::<Result<_>>()?,
+        _ => Vec::new(),
+    };
+    let operands = |k: usize| -> Result<Vec<Value>> {
+        let mut row = vec![lhs_value(&lhs, k)?];
+        row.extend(rest.iter().map(|c| c.v().value(c.idx(k))));
+        Ok(row)
+    };
     if s.correlated.is_empty() {
         let res = ctx.subqueries.run(s.id, &s.kind, &[])?;
+        if let (SubqueryKind::In { negated, .. }, SubqueryResult::Values(vals)) = (&s.kind, &res)
+            && !rest.is_empty()
+        {
+            let mut out = Vec::with_capacity(n);
+            for k in 0..n {
+                out.push(in_rows(&operands(k)?, vals)?.map(|b| b != *negated));
+            }
+            return Ok(tri_col(out, false));
+        }
         return match (&s.kind, res, lhs) {
             (SubqueryKind::Scalar, SubqueryResult::Scalar(v), _) => {
                 Ok(Col::Const(value_vector(ty, &v)?))
@@ -87,6 +107,9 @@ pub(super) fn eval_subquery<'a>(
         match (&s.kind, &results[idx]) {
             (SubqueryKind::Scalar, SubqueryResult::Scalar(v)) => push_value_as(&mut out, v)?,
             (SubqueryKind::Exists, SubqueryResult::Exists(b)) => tri.push(Some(*b)),
+            (SubqueryKind::In { negated, .. }, SubqueryResult::Values(set)) if !rest.is_empty() => {
+                tri.push(in_rows(&operands(k)?, set)?.map(|b| b != *negated));
+            }
             (SubqueryKind::In { negated, .. }, SubqueryResult::Values(set)) => {
                 let x = lhs_value(&lhs, k)?;
                 tri.push(in_row(&x, set)?.map(|b| b != *negated));
@@ -144,6 +167,37 @@ fn in_row(x: &Value, set: &[Value]) -> Result<Option<bool>> {
             Some(_) => {}
             None if v.is_null() => saw_null = true,
             None => return Err(mismatch(x, v)),
+        }
+    }
+    Ok(if saw_null { None } else { Some(false) })
+}
+
+/// `(x, y, …) IN (rows)`, three-valued, with `rows` flattened (one value per
+/// operand): true when some row equals the operands pair by pair, else NULL when
+/// some row's comparison is NULL (no pair unequal, a pair with a NULL), else false.
+/// A linear search per outer row (no hashed set for rows).
+fn in_rows(x: &[Value], rows: &[Value]) -> Result<Option<bool>> {
+    let mut saw_null = false;
+    for row in rows.chunks_exact(x.len().max(1)) {
+        let mut eq = Some(true);
+        for (a, b) in x.iter().zip(row) {
+            if a.is_null() || b.is_null() {
+                eq = None;
+                continue;
+            }
+            match a.cmp_sql(b) {
+                Some(Ordering::Equal) => {}
+                Some(_) => {
+                    eq = Some(false);
+                    break;
+                }
+                None => return Err(mismatch(a, b)),
+            }
+        }
+        match eq {
+            Some(true) => return Ok(Some(true)),
+            None => saw_null = true,
+            Some(false) => {}
         }
     }
     Ok(if saw_null { None } else { Some(false) })

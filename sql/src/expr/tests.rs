@@ -1358,6 +1358,7 @@ fn uncorrelated_subqueries_run_once() {
             SubqueryKind::In {
                 expr: Box::new(col(0, i)),
                 negated,
+                rest: vec![],
             },
             vec![],
             DataType::Boolean,
@@ -1505,6 +1506,7 @@ fn correlated_subqueries_cache_per_value() {
         SubqueryKind::In {
             expr: Box::new(col(0, i)),
             negated: true,
+            rest: vec![],
         },
         vec![col(0, i)],
         DataType::Boolean,

@@ -147,7 +147,49 @@ fn with_filter(input: Plan, preds: Vec<Expr>) -> Plan {
 /// What a conjunct asks of its subquery, when it is a semi/anti-join form.
 enum SemiForm<'a> {
     Exists { sub: &'a SubqueryExpr, negated: bool },
-    In { sub: &'a SubqueryExpr, x: &'a Expr, negated: bool },
+    In { sub: &'a SubqueryExpr, x: &'a Expr, rest: &'a [Expr], negated: bool },
+}
+
+/// `x = col` for each operand of `x [, rest…] IN (q)` and the subquery's column it
+/// pairs with (the subquery's columns start at `nleft`), in order.
+fn in_equalities(x: &Expr, rest: &[Expr], nleft: usize, right: &Plan) -> Vec<Expr> {
+    std::iter::once(x)
+        .chain(rest.iter())
+        .enumerate()
+        .map(|(i, x)| {
+            let col = Expr::column(nleft + i, right.schema[i].ty);
+            Expr::new(
+                ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(x.clone()), right: Box::new(col) },
+                DataType::Boolean,
+            )
+        })
+        .collect()
+}
+
+/// Whether a subquery row may make `x [, rest…] IN (q)` NULL, given the equalities
+/// of [`in_equalities`]: for one operand `x IS NULL OR col IS NULL`, for a row the
+/// conjunction of the equalities being NULL.
+fn in_unknown(eqs: &[Expr]) -> Expr {
+    let is_null = |e: Expr| Expr::new(ExprKind::IsNull { expr: Box::new(e), negated: false }, DataType::Boolean);
+    match eqs {
+        [Expr { kind: ExprKind::Compare { left, right, .. }, .. }] => Expr::new(
+            ExprKind::Or(vec![is_null((**left).clone()), is_null((**right).clone())]),
+            DataType::Boolean,
+        ),
+        _ => is_null(Expr::new(ExprKind::And(eqs.to_vec()), DataType::Boolean)),
+    }
+}
+
+/// `eq OR unknown` (NOT IN's NULL-aware condition: the row's comparison is not
+/// false), flattened.
+fn in_not_false(eqs: Vec<Expr>) -> Expr {
+    let unknown = in_unknown(&eqs);
+    let mut parts = vec![and_all(eqs).expect("an operand")];
+    match unknown.kind {
+        ExprKind::Or(v) => parts.extend(v),
+        kind => parts.push(Expr::new(kind, DataType::Boolean)),
+    }
+    Expr::new(ExprKind::Or(parts), DataType::Boolean)
 }
 
 fn semi_form(c: &Expr) -> Option<SemiForm<'_>> {
@@ -160,14 +202,14 @@ fn semi_form(c: &Expr) -> Option<SemiForm<'_>> {
         // Uncorrelated EXISTS runs once; as a join it would pair every row.
         SubqueryKind::Exists if s.correlated.is_empty() => None,
         SubqueryKind::Exists => Some(SemiForm::Exists { sub: s, negated: not }),
-        SubqueryKind::In { expr, negated } => {
+        SubqueryKind::In { expr, negated, rest } => {
             let negated = *negated != not;
             // Uncorrelated NOT IN runs once into a hashed set already; as a join it
             // would need a nested loop for its NULL-aware condition.
             if negated && s.correlated.is_empty() {
                 return None;
             }
-            Some(SemiForm::In { sub: s, x: expr, negated })
+            Some(SemiForm::In { sub: s, x: expr, rest, negated })
         }
         _ => None,
     }
@@ -203,17 +245,13 @@ fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
     let (right, mut on) = subquery_join(sub, matches!(form, SemiForm::Exists { .. }), cur, subs)?;
     let pulled = Pulled { plan: right, preds: Vec::new() };
     let nleft = cur.schema.len();
-    if let SemiForm::In { x, .. } = form {
-        let col = Expr::column(nleft, pulled.plan.schema[0].ty);
-        let eq = Expr::new(
-            ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new((*x).clone()), right: Box::new(col.clone()) },
-            DataType::Boolean,
-        );
+    if let SemiForm::In { x, rest, .. } = form {
+        let eqs = in_equalities(x, rest, nleft, &pulled.plan);
         if negated {
-            let is_null = |e: Expr| Expr::new(ExprKind::IsNull { expr: Box::new(e), negated: false }, DataType::Boolean);
-            on.push(Expr::new(ExprKind::Or(vec![eq, is_null((*x).clone()), is_null(col)]), DataType::Boolean));
+            on.push(in_not_false(eqs));
         } else {
-            on.push(eq);
+            // One equality per operand: each becomes a hash key.
+            on.extend(eqs);
         }
     }
     let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
@@ -458,38 +496,34 @@ fn replace_marks(mut e: Expr, truth: Truth, cur: &mut Plan, subs: &[Subplan], ma
 /// join(s) it adds there; `None` (and `cur` unchanged) when it cannot be unnested.
 fn mark_value(s: &SubqueryExpr, truth: Truth, cur: &mut Plan, subs: &[Subplan], marks: &mut usize) -> Option<Expr> {
     let boolean = |kind| Expr::new(kind, DataType::Boolean);
-    let is_null = |e: Expr| boolean(ExprKind::IsNull { expr: Box::new(e), negated: false });
     match &s.kind {
         SubqueryKind::Exists => {
             let (right, on) = subquery_join(s, true, cur, subs)?;
             Some(add_mark(cur, right, on, marks))
         }
-        SubqueryKind::In { expr: x, negated } => {
+        SubqueryKind::In { expr: x, negated, rest } => {
             // NOT IN is NOT (x IN q): its operand's position needs the opposite.
             let truth = if *negated { truth.negated() } else { truth };
             let (right, on) = subquery_join(s, false, cur, subs)?;
-            let col = Expr::column(cur.schema.len(), right.schema[0].ty);
-            let eq = boolean(ExprKind::Compare {
-                op: crate::expr::CmpOp::Eq,
-                left: Box::new((**x).clone()),
-                right: Box::new(col.clone()),
-            });
-            let unknown = boolean(ExprKind::Or(vec![is_null((**x).clone()), is_null(col)]));
+            let eqs = in_equalities(x, rest, cur.schema.len(), &right);
+            let unknown = in_unknown(&eqs);
             let with = |mut on: Vec<Expr>, c: Expr| {
                 on.push(c);
                 on
             };
             let value = match truth {
-                Truth::NullIsFalse => add_mark(cur, right, with(on, eq), marks),
-                Truth::NullIsTrue => {
-                    let ExprKind::Or(mut parts) = unknown.kind else { unreachable!("built as OR above") };
-                    parts.insert(0, eq);
-                    add_mark(cur, right, with(on, boolean(ExprKind::Or(parts))), marks)
+                Truth::NullIsFalse => {
+                    let mut on = on;
+                    on.extend(eqs);
+                    add_mark(cur, right, on, marks)
                 }
+                Truth::NullIsTrue => add_mark(cur, right, with(on, in_not_false(eqs)), marks),
                 Truth::Exact => {
                     // The second join's columns shift nothing of the first's: both
                     // read `cur`'s columns, and each adds its column at the end.
-                    let matched = add_mark(cur, right.clone(), with(on.clone(), eq), marks);
+                    let mut on1 = on.clone();
+                    on1.extend(eqs);
+                    let matched = add_mark(cur, right.clone(), on1, marks);
                     let nleft = cur.schema.len();
                     let shift_right = |e: &Expr| {
                         let mut e = e.clone();
