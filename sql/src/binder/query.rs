@@ -908,8 +908,34 @@ impl Binder<'_> {
         }
         let mut acc: Option<(Plan, Scope)> = None;
         for twj in from {
-            let (mut plan, mut scope) = self.bind_factor(&twj.relation)?;
+            // `…, LATERAL (q) x`: joined with everything before it.
+            let after_lateral = is_lateral_subquery(&twj.relation) && acc.is_some();
+            let (mut plan, mut scope) = match acc.take() {
+                Some((lp, ls)) if after_lateral => self.bind_lateral(lp, ls, &twj.relation, JoinKind::Inner, None)?,
+                taken => {
+                    acc = taken;
+                    self.bind_factor(&twj.relation)?
+                }
+            };
             for j in &twj.joins {
+                if is_lateral_subquery(&j.relation) {
+                    use ast::JoinOperator as J;
+                    let (kind, on) = match &j.join_operator {
+                        J::Join(ast::JoinConstraint::On(e)) | J::Inner(ast::JoinConstraint::On(e)) => (JoinKind::Inner, Some(e)),
+                        J::Left(ast::JoinConstraint::On(e)) | J::LeftOuter(ast::JoinConstraint::On(e)) => (JoinKind::Left, Some(e)),
+                        J::CrossJoin(_) => (JoinKind::Inner, None),
+                        _ => {
+                            return Err(Error::not_supported(
+                                "LATERAL with a join other than CROSS JOIN, [INNER] JOIN … ON or LEFT JOIN … ON is not supported",
+                            )
+                            .at(self.pos(&j.relation)));
+                        }
+                    };
+                    let (p, s) = self.bind_lateral(plan, scope, &j.relation, kind, on)?;
+                    plan = p;
+                    scope = s;
+                    continue;
+                }
                 let (rp, rs) = self.bind_factor(&j.relation)?;
                 check_distinct_names(&scope, &rs)?;
                 let (p, s) = self.bind_join(plan, scope, rp, rs, &j.join_operator)?;
@@ -918,6 +944,7 @@ impl Binder<'_> {
             }
             acc = Some(match acc {
                 None => (plan, scope),
+                Some(_) if after_lateral => unreachable!("taken for the LATERAL join"),
                 Some((lp, ls)) => {
                     check_distinct_names(&ls, &scope)?;
                     let nleft = lp.schema.len();
@@ -941,6 +968,85 @@ impl Binder<'_> {
         let combined = combine_scopes(&target_scope, &scope, target.schema.len());
         let (p, _) = join_plans(target, target_scope, plan, scope, JoinKind::Inner, None);
         Ok((p, combined))
+    }
+
+    /// `LATERAL (q) alias` joined (`kind`, `on`) to the FROM items before it (`lp`,
+    /// `ls`), which `q` may read: `q` is bound as a subquery of a level whose scope
+    /// is theirs (their columns become parameters), then its correlation is pulled
+    /// up into the join's condition (`decorrelate::lateral_join_parts`), so the
+    /// result is an ordinary join of the left items with `q` without it. A
+    /// correlation that cannot be pulled up is 0A000 (no operator re-runs a subplan
+    /// per left row yet).
+    fn bind_lateral(
+        &mut self,
+        lp: Plan,
+        ls: Scope,
+        f: &ast::TableFactor,
+        kind: JoinKind,
+        on: Option<&ast::Expr>,
+    ) -> Result<(Plan, Scope)> {
+        let ast::TableFactor::Derived { subquery, alias, .. } = f else {
+            return Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f)));
+        };
+        if alias.is_none() {
+            return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
+        }
+        let saved = self.set_scope(ls.clone());
+        let r = self.bind_subquery(subquery, "FROM");
+        self.set_scope(saved);
+        let (id, correlated, plan) = r?;
+        // The subquery becomes the join's right input, not a subplan.
+        if id + 1 == self.subqueries.len() {
+            self.subqueries.pop();
+        }
+        let (rp, rs) = self.alias_relation(plan, alias.as_ref(), None)?;
+        let nleft = lp.schema.len();
+        let right_schema = rp.schema.clone();
+        let inner = kind == JoinKind::Inner;
+        let Some((right, mut conds, top)) =
+            crate::optimizer::decorrelate::lateral_join_parts(rp, nleft, self.param_count, &correlated, inner)
+        else {
+            return Err(Error::not_supported(
+                "LATERAL subquery is not supported here: it reads the FROM items before it elsewhere than in its WHERE and JOIN … ON conditions (outside nested subqueries, not under an aggregate, LIMIT, DISTINCT, a window, a set operation or an outer join) or, except in LEFT JOIN LATERAL, its select list",
+            )
+            .at(self.pos(f)));
+        };
+        let scope = combine_scopes(&ls, &rs, nleft);
+        let mut on_cond = None;
+        if let Some(e) = on {
+            if self.contains_aggregate(e) {
+                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
+            }
+            let saved = self.set_scope(scope.clone());
+            let r = self.bind_bool_clause(e, "JOIN/ON");
+            self.set_scope(saved);
+            on_cond = Some(r?);
+        }
+        let Some(top) = top else {
+            conds.extend(on_cond);
+            let (p, _) = join_plans(lp, ls, right, rs, kind, crate::optimizer::and_all(conds));
+            return Ok((p, scope));
+        };
+        // The subquery's select list read the left columns: computed above the join
+        // (an inner join, so its ON condition may filter after it). Without a FROM
+        // clause (one row of no columns) there is nothing to join.
+        let p = if right.schema.is_empty() && conds.is_empty() && matches!(&right.node, Node::Values { rows } if rows.len() == 1) {
+            lp
+        } else if right.schema.is_empty() {
+            return Err(Error::not_supported("a LATERAL subquery without columns is not supported").at(self.pos(f)));
+        } else {
+            join_plans(lp, ls, right, rs, kind, crate::optimizer::and_all(conds)).0
+        };
+        let mut exprs: Vec<Expr> = (0..nleft).map(|i| Expr::column(i, p.schema[i].ty)).collect();
+        exprs.extend(top);
+        let mut schema = p.schema[..nleft].to_vec();
+        schema.extend(right_schema);
+        let mut p = Plan::new(Node::Project { input: Box::new(p), exprs }, schema);
+        if let Some(c) = on_cond {
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate: c }, schema);
+        }
+        Ok((p, scope))
     }
 
     fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
@@ -976,12 +1082,9 @@ impl Binder<'_> {
                 alias,
                 ..
             } => {
-                if *lateral {
-                    // A LATERAL subquery would need an operator that runs a subplan
-                    // per row of the FROM items before it (a dependent join); none
-                    // exists yet, so it is refused rather than read as a plain one.
-                    return Err(Error::not_supported("LATERAL subqueries in FROM are not supported").at(self.pos(f)));
-                }
+                // LATERAL after other FROM items is `bind_lateral`'s; first in its
+                // FROM clause there is nothing before it to read: a plain subquery.
+                let _ = lateral;
                 if alias.is_none() {
                     return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
                 }
@@ -1909,6 +2012,11 @@ pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             }
         }
     }
+}
+
+/// Whether a FROM item is `LATERAL (subquery)`.
+fn is_lateral_subquery(f: &ast::TableFactor) -> bool {
+    matches!(f, ast::TableFactor::Derived { lateral: true, .. })
 }
 
 fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Option<Expr>) -> (Plan, Scope) {

@@ -306,6 +306,55 @@ struct Pulled {
     preds: Vec<Expr>,
 }
 
+/// A LATERAL subquery in FROM as the right input of a join (the binder's
+/// `bind_lateral`): `plan` reads the FROM items before it (the join's `nleft`
+/// left columns) as parameters from `base`, standing for `correlated`. Its
+/// correlation is pulled up as for EXISTS (through filters, inner joins,
+/// projections and ORDER BY), giving the plan without it and the pulled conditions
+/// over the join's columns. `None` when it cannot be pulled up (a parameter under
+/// an aggregate, LIMIT, DISTINCT, a window, a set operation, in a select list, an
+/// outer join's condition or a nested subquery), so the caller refuses the query:
+/// no operator runs a subplan per left row. The rows are those of PostgreSQL's
+/// nested loop: each left row joined with the subquery's rows for it.
+///
+/// For an inner join (`inner`), a select list reading the left columns (`SELECT
+/// t.a + y …`) is lifted above the join: the third part is then the subquery's
+/// columns as expressions over the join's output (left columns, then the plan's),
+/// which the caller projects after the join.
+pub(crate) fn lateral_join_parts(
+    plan: Plan,
+    nleft: usize,
+    base: usize,
+    correlated: &[Expr],
+    inner: bool,
+) -> Option<(Plan, Vec<Expr>, Option<Vec<Expr>>)> {
+    fn has_distinct(p: &Plan) -> bool {
+        matches!(p.node, Node::Distinct { .. }) || p.children().iter().any(|c| has_distinct(c))
+    }
+    let mut plan = plan;
+    let mut top = None;
+    if inner
+        && let Node::Project { exprs, .. } = &plan.node
+        && exprs.iter().any(|e| uses_params(e, base))
+        && !exprs.iter().any(has_subquery)
+    {
+        let Node::Project { input, exprs } = plan.node else { unreachable!("matched above") };
+        top = Some(exprs);
+        plan = *input;
+    }
+    // Pulled through DISTINCT, a conjunct's columns would join the distinct ones.
+    if plan_uses_params(&plan, base) && has_distinct(&plan) {
+        return None;
+    }
+    let pulled = pull_up(plan, base)?;
+    if plan_uses_params(&pulled.plan, base) {
+        return None;
+    }
+    let on = pulled.preds.iter().map(|p| to_join(p, nleft, base, correlated)).collect();
+    let top = top.map(|exprs: Vec<Expr>| exprs.iter().map(|e| to_join(e, nleft, base, correlated)).collect());
+    Some((pulled.plan, on, top))
+}
+
 fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
     if !plan_uses_params(&plan, base) {
         return Some(Pulled { plan, preds: vec![] });
