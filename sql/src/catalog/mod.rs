@@ -297,6 +297,19 @@ pub struct Catalog {
     pub next_id: u32,
     /// First page of the catalog heap, once the first object was created.
     pub heap: Option<PageId>,
+    /// Names the schema this catalog holds (everything but `stats`): a number no
+    /// other schema of any database in the process was given ([`fresh_schema_gen`]),
+    /// set when the catalog is loaded and at every change of the schema, and kept
+    /// by a change of statistics alone. Two catalogs with the same number hold the
+    /// same tables, views and sequences, so a cached plan made under one may serve
+    /// the other when their statistics agree (`engine::plan_cache`). Not stored.
+    pub schema_gen: u64,
+}
+
+/// A schema generation no catalog was given before (see [`Catalog::schema_gen`]).
+pub fn fresh_schema_gen() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What kind of object a name denotes (tables, views and indexes share one namespace,
@@ -317,7 +330,7 @@ impl Catalog {
     }
 
     fn read<R: PageRead + ?Sized>(r: &R, root: u64) -> Result<Catalog> {
-        let mut catalog = Catalog::default();
+        let mut catalog = Catalog { schema_gen: fresh_schema_gen(), ..Catalog::default() };
         if root == 0 {
             return Ok(catalog);
         }

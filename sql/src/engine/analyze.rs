@@ -131,7 +131,7 @@ fn analyze_sampled(ctx: &mut Ctx<'_>, table: &TableDef, sample_rows: usize) -> R
     let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
     ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
     ctx.bee_cache.note_relation_size(table.id as u64, rows);
-    ctx.txn.catalog_mut().stats.insert(table.id, TableStats { rows, columns });
+    ctx.txn.stats_mut().insert(table.id, TableStats { rows, columns });
     Ok(())
 }
 

@@ -4,8 +4,9 @@
 //! TABLE adds one.
 //!
 //! A constraint is kept in the catalog as SQL text over the table's unqualified
-//! column names ([`CheckDef`]) and bound again for each statement that writes the
-//! table, as column DEFAULTs are.
+//! column names ([`CheckDef`]) and bound for each statement that writes the table,
+//! as column DEFAULTs are; a kept INSERT or UPDATE plan keeps its table's
+//! constraints bound with it (`plan_cache`), made again after a schema change.
 
 use std::ops::ControlFlow;
 

@@ -315,9 +315,10 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
     if let Some(cache) = ctx.plan_cache {
         let cached = CachedPlan {
             query: source,
-            param_types: binder.param_types.clone(),
+            param_types: binder.param_types.as_slice().into(),
             table: Some(plan.table.clone()),
             insert: Some(plan.clone()),
+            checks: None,
         };
         cache.put(ctx, &binder, cached);
     }
@@ -882,7 +883,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     if u.output.is_some() {
         return Err(Error::not_supported("UPDATE … OUTPUT is not supported (use RETURNING)"));
     }
-    let (table, bq, params) = match cached_write(ctx) {
+    let (table, bq, params, checks) = match cached_write(ctx) {
         Some(cached) => cached,
         None => {
             let (name, alias) = single_table(&u.table)?;
@@ -892,12 +893,17 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let table = binder.table(name)?;
             let always = identity_always(&catalog, &table);
             let plan = update_plan(&mut binder, &table, alias, u, &always)?;
-            plan_write(ctx, binder, table, plan)?
+            let checks = Arc::new(super::check::RowChecks::of(ctx, &table)?);
+            plan_write(ctx, binder, table, plan, Some(checks))?
         }
     };
     let n = table.columns.len();
     let rows = run(ctx, &bq, &params, None)?;
-    let checks = super::check::RowChecks::of(ctx, &table)?;
+    // Bound with the plan, under the same schema (a cached UPDATE always has them).
+    let checks = match checks {
+        Some(c) => c,
+        None => Arc::new(super::check::RowChecks::of(ctx, &table)?),
+    };
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let mut former = ctx.row_former(&table, rows.len())?;
     let w = ctx.txn.writer()?;
@@ -939,38 +945,45 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
 }
 
 
+/// A write's target table, the plan that reads its rows (with bees), the cast
+/// parameter values, and for an UPDATE the table's CHECK constraints, bound.
+type WritePlan = (Arc<TableDef>, Arc<BoundQuery>, Vec<Value>, Option<Arc<super::check::RowChecks>>);
+
 /// The cached plan of the running UPDATE or DELETE, with its bees and its cast
 /// parameter values, when the statement has one for the transaction's catalog.
-fn cached_write(ctx: &Ctx<'_>) -> Option<(Arc<TableDef>, Arc<BoundQuery>, Vec<Value>)> {
+fn cached_write(ctx: &Ctx<'_>) -> Option<WritePlan> {
     let plan = ctx.plan_cache?.get(ctx)?;
     let table = plan.table?;
     // An error here (a parameter that does not cast) is found again by binding.
     let params = cast_params(ctx.params, &plan.param_types).ok()?;
     let bq = ctx.plan_cache?.attach_bees(ctx, plan.query, &params).ok()?;
-    Some((table, bq, params))
+    Some((table, bq, params, plan.checks))
 }
 
 /// Optimizes the plan an UPDATE or DELETE reads its rows with, keeps it in the
-/// statement's plan cache, and attaches its bees.
+/// statement's plan cache (with an UPDATE's bound CHECK constraints), and attaches
+/// its bees.
 fn plan_write(
     ctx: &Ctx<'_>,
     mut binder: Binder<'_>,
     table: Arc<TableDef>,
     plan: Plan,
-) -> Result<(Arc<TableDef>, Arc<BoundQuery>, Vec<Value>)> {
+    checks: Option<Arc<super::check::RowChecks>>,
+) -> Result<WritePlan> {
     let params = cast_params(ctx.params, &binder.param_types)?;
     let generic = Arc::new(optimize_generic(ctx, plan, binder.take_subqueries()));
     if let Some(cache) = ctx.plan_cache {
         let cached = CachedPlan {
             query: generic.clone(),
-            param_types: binder.param_types.clone(),
+            param_types: binder.param_types.as_slice().into(),
             table: Some(table.clone()),
             insert: None,
+            checks: checks.clone(),
         };
         cache.put(ctx, &binder, cached);
     }
     let bq = with_bees(ctx, generic, &params)?;
-    Ok((table, bq, params))
+    Ok((table, bq, params, checks))
 }
 
 /// UPDATE's plan: the target rows with their new values, tuple ids and old values.
@@ -1066,7 +1079,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let [t] = from.as_slice() else {
         return Err(Error::not_supported("DELETE from several tables"));
     };
-    let (table, bq, params) = match cached_write(ctx) {
+    let (table, bq, params, _) = match cached_write(ctx) {
         Some(cached) => cached,
         None => {
             let (name, alias) = single_table(t)?;
@@ -1082,7 +1095,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             };
             let n = table.columns.len();
             let (plan, _) = with_returning_after(scan, n, n + 1, returning);
-            plan_write(ctx, binder, table, plan)?
+            plan_write(ctx, binder, table, plan, None)?
         }
     };
     let mut rows = run(ctx, &bq, &params, None)?;

@@ -332,10 +332,21 @@ impl Txn {
             .ok_or_else(|| Error::internal("write without the write transaction"))
     }
 
-    /// The catalog, for changing it.
+    /// The catalog, for changing its schema (a new schema generation: every cached
+    /// plan is made again under it).
     fn catalog_mut(&mut self) -> &mut Catalog {
         self.catalog_changed = true;
-        Arc::make_mut(&mut self.catalog)
+        let catalog = Arc::make_mut(&mut self.catalog);
+        catalog.schema_gen = crate::catalog::fresh_schema_gen();
+        catalog
+    }
+
+    /// The catalog's statistics, for changing them and nothing else: the schema
+    /// generation stays, so a cached plan reading other tables, or one the new
+    /// statistics would not change, is kept (`plan_cache`).
+    fn stats_mut(&mut self) -> &mut std::collections::BTreeMap<u32, crate::catalog::TableStats> {
+        self.catalog_changed = true;
+        &mut Arc::make_mut(&mut self.catalog).stats
     }
 
     fn commit(mut self, shared: &Shared) -> Result<()> {
@@ -467,7 +478,7 @@ impl Ctx<'_> {
         let rows = self.bee_cache.relation_size(table.id as u64);
         let known = self.txn.catalog.stats.get(&table.id).map(|s| s.rows);
         if known != Some(rows) {
-            self.txn.catalog_mut().stats.entry(table.id).or_default().rows = rows;
+            self.txn.stats_mut().entry(table.id).or_default().rows = rows;
         }
     }
 }

@@ -13,16 +13,26 @@
 //! scan expected to read a handful of tuples gets none) is kept with its bees
 //! attached too, so an execution neither copies the plan nor looks its bees up again.
 //!
-//! A cached plan is used only under the very catalog it was bound against (the same
-//! `Arc`, which the cache holds so it cannot be reused for another). Every schema
-//! change and every statistics change installs a new catalog when it commits (and a
-//! transaction that changes its own catalog gets a new copy at its first change), so
-//! a plan made before `DROP INDEX`, `ALTER TABLE`, `DROP TABLE` or `ANALYZE` is never
-//! used after it. Nor is a plan used under other optimizer switches than it was made
-//! under, or once a relation it reads has changed size by more than 2× (or become
-//! known) since: the join order and build sides were chosen for the old sizes. Plans
-//! that read something at bind time that a later execution must read again (the
-//! clock for `now()`, a system table's rows) are not cached.
+//! A cached plan is used only under the schema it was bound against: the catalog's
+//! schema generation (`Catalog::schema_gen`), which every schema change replaces
+//! (and a transaction that changes its own catalog gets a new one at each change),
+//! so a plan made before `DROP INDEX`, `ALTER TABLE` or `DROP TABLE` is never used
+//! after it. A change of statistics alone (`ANALYZE`, the automatic ANALYZE after
+//! writes, a row count stored by COPY) keeps the schema generation: a plan is made
+//! again only when the statistics of a relation it reads moved enough to change
+//! it ([`stats_moved`]: known or not, row count or a column's distinct count by more
+//! than 2×, a column's NULL or common-value fraction by more than 0.1, its
+//! correlation by more than 0.3), compared with the statistics it was made under —
+//! so small moves never add up unseen. That is the question PostgreSQL answers by
+//! invalidating every plan of a relation at each ANALYZE and DuckDB by rebinding on
+//! a changed catalog entry, asked per plan: the automatic ANALYZE that a growing
+//! `history` table triggers every 10% no longer makes the statements on other tables
+//! (or the INSERT into it, which reads none) plan again. Nor is a plan used under
+//! other optimizer switches than it was made under, or once a relation it reads has
+//! changed size (the live count the engine keeps between ANALYZEs) by more than 2×
+//! (or become known) since: the join order and build sides were chosen for the old
+//! sizes. Plans that read something at bind time that a later execution must read
+//! again (a system table's rows, application functions) are not cached.
 
 use std::sync::Arc;
 
@@ -32,7 +42,7 @@ use sqlparser::ast;
 use super::Ctx;
 use super::query;
 use crate::binder::Binder;
-use crate::catalog::{Catalog, TableDef};
+use crate::catalog::{Catalog, TableDef, TableStats};
 use crate::error::Result;
 use crate::plan::BoundQuery;
 use crate::types::{DataType, Value};
@@ -49,7 +59,11 @@ pub struct PlanCache {
 
 /// A cached plan with what it was made under.
 struct Slot {
-    catalog: Arc<Catalog>,
+    /// The catalog the plan was made under (its schema generation and statistics).
+    made: Arc<Catalog>,
+    /// The last catalog the plan was found valid under (`made` at first): the same
+    /// catalog again needs no new comparison of statistics.
+    checked: Arc<Catalog>,
     rules: crate::optimizer::Rules,
     /// The size of each relation the plan reads, as the optimizer saw it.
     sizes: Vec<(u64, u64)>,
@@ -91,6 +105,40 @@ fn size_moved(then: u64, now: u64) -> bool {
     }
 }
 
+/// Whether `then`, a relation's statistics a plan was made under, and `now`, its
+/// statistics since, differ enough that the optimizer might choose otherwise: known
+/// or not (with column statistics or not), the row count or a column's distinct
+/// count by more than 2×, a column's NULL fraction or the share of its common values
+/// by more than 0.1, its correlation with heap order by more than 0.3. Smaller moves
+/// change estimates by less than the optimizer's choices are sensitive to (its
+/// access and join choices compare costs that differ by far more), and a generic
+/// plan, whose parameters are estimated from distinct counts, does not read the
+/// common values or histogram bounds at all.
+pub(crate) fn stats_moved(then: Option<&TableStats>, now: Option<&TableStats>) -> bool {
+    let (then, now) = match (then, now) {
+        (None, None) => return false,
+        (Some(a), Some(b)) => (a, b),
+        _ => return true,
+    };
+    if std::ptr::eq(then, now) {
+        return false;
+    }
+    if size_moved(then.rows, now.rows) || then.columns.len() != now.columns.len() {
+        return true;
+    }
+    let ratio_moved = |a: f64, b: f64| {
+        let (a, b) = (a.max(1.0), b.max(1.0));
+        a > 2.0 * b || b > 2.0 * a
+    };
+    then.columns.iter().zip(&now.columns).any(|(a, b)| {
+        let common = |c: &crate::catalog::ColumnStats| c.mcv.iter().map(|m| m.1).sum::<f64>();
+        ratio_moved(a.distinct_in(then.rows as f64), b.distinct_in(now.rows as f64))
+            || (a.null_frac - b.null_frac).abs() > 0.1
+            || (common(a) - common(b)).abs() > 0.1
+            || (a.correlation - b.correlation).abs() > 0.3
+    })
+}
+
 /// The ids of the relations `bq` scans (plan and subplans). Iterative: a plan may be
 /// thousands of nodes deep.
 pub(super) fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
@@ -113,12 +161,16 @@ pub(super) fn scanned_tables(bq: &BoundQuery) -> Vec<u64> {
 pub struct CachedPlan {
     /// Optimized, without bees.
     pub query: Arc<BoundQuery>,
-    /// The types the binder inferred for the parameters.
-    pub param_types: Vec<Option<DataType>>,
+    /// The types the binder inferred for the parameters (shared: the plan is
+    /// cloned out of the cache at each execution).
+    pub param_types: Arc<[Option<DataType>]>,
     /// The table an INSERT, UPDATE or DELETE writes.
     pub table: Option<Arc<TableDef>>,
     /// An INSERT: the whole statement bound (its source is `query`).
     pub insert: Option<Arc<super::dml::InsertPlan>>,
+    /// An UPDATE: the table's CHECK constraints, bound once for every execution
+    /// (an INSERT keeps them in its `InsertPlan`).
+    pub checks: Option<Arc<super::check::RowChecks>>,
 }
 
 impl std::fmt::Debug for PlanCache {
@@ -133,12 +185,24 @@ impl PlanCache {
     /// session's optimizer rules, and no relation it reads changed size by more than
     /// [`size_moved`] allows.
     pub fn get(&self, ctx: &Ctx<'_>) -> Option<CachedPlan> {
-        let slot = self.slot.lock();
-        let slot = slot.as_ref()?;
-        let valid = Arc::ptr_eq(&slot.catalog, &ctx.txn.catalog)
-            && slot.rules == ctx.optimizer
+        let mut slot = self.slot.lock();
+        let slot = slot.as_mut()?;
+        let catalog = &ctx.txn.catalog;
+        let valid = slot.rules == ctx.optimizer
+            && (Arc::ptr_eq(&slot.checked, catalog)
+                || slot.made.schema_gen == catalog.schema_gen
+                    && !slot.sizes.iter().any(|&(id, _)| {
+                        let id = id as u32;
+                        stats_moved(slot.made.stats.get(&id), catalog.stats.get(&id))
+                    }))
             && !slot.sizes.iter().any(|&(id, then)| size_moved(then, ctx.bee_cache.relation_size(id)));
-        valid.then(|| slot.plan.clone())
+        if !valid {
+            return None;
+        }
+        if !Arc::ptr_eq(&slot.checked, catalog) {
+            slot.checked = catalog.clone();
+        }
+        Some(slot.plan.clone())
     }
 
     /// Keeps `plan`, made under the transaction's catalog, unless its binder read
@@ -151,7 +215,8 @@ impl PlanCache {
                 .collect();
             self.kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             *self.slot.lock() = Some(Slot {
-                catalog: ctx.txn.catalog.clone(),
+                made: ctx.txn.catalog.clone(),
+                checked: ctx.txn.catalog.clone(),
                 rules: ctx.optimizer,
                 sizes,
                 plan,
@@ -171,7 +236,7 @@ impl PlanCache {
                 binder.functions = Some(ctx.functions);
                 let plan = binder.bind_query(q)?;
                 let params = query::cast_params(ctx.params, &binder.param_types)?;
-                let param_types = binder.param_types.clone();
+                let param_types: Arc<[Option<DataType>]> = binder.param_types.as_slice().into();
                 let subqueries = binder.take_subqueries();
                 let bq = Arc::new(query::optimize_generic(ctx, plan, subqueries));
                 let cached = CachedPlan {
@@ -179,6 +244,7 @@ impl PlanCache {
                     param_types,
                     table: None,
                     insert: None,
+                    checks: None,
                 };
                 self.put(ctx, &binder, cached);
                 (bq, params)

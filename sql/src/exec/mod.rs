@@ -422,6 +422,19 @@ impl<'a> Exec<'a> {
 
     /// Evaluates a constant expression (no columns) to a value.
     pub(crate) fn eval_const(&self, expr: &Expr) -> Result<Value> {
+        // A literal or parameter already of the expression's type is the value
+        // itself (an index key, per lookup): no one-row vector made and read back.
+        let direct = match &expr.kind {
+            ExprKind::Literal(v) => Some(v),
+            ExprKind::Param(n) => self.params.get(*n),
+            _ => None,
+        };
+        if let Some(v) = direct
+            && !v.is_null()
+            && v.data_type() == Some(expr.ty)
+        {
+            return Ok(v.clone());
+        }
         let v = self.eval(expr, &Batch::empty_rows(1))?;
         Ok(v.value(0))
     }

@@ -9,12 +9,18 @@
 //! runs with its tuple-id and tuple buffers, no batch builder, no closures per
 //! operator. The key is evaluated and looked up exactly as an index scan does it
 //! (`scan::index_range`), the tuple is decoded by the generic decoder (the bees'
-//! twin) into one-row vectors, and the scan's whole filter and the projection are
+//! twin) into one-row vectors, and the scan's filter and the projection are
 //! evaluated by the executor's own evaluator (`Exec::pred`, `Exec::eval`) over them,
 //! so rows, value types and errors are the general path's. A unique index holds at
 //! most one entry for a key without NULLs (an equality with NULL finds nothing), but
 //! every entry the key finds is read, so the result would stay right even if it
-//! held more.
+//! held more. The filter's conjuncts are tested in order, as the evaluator's AND
+//! does, less the equalities the lookup itself guarantees ([`implied_by_key`]): a
+//! `key = $1` on a key column whose index key is exact (integers, dates, timestamps,
+//! booleans, decimals at the key scale, text and varchar compared byte for byte)
+//! holds for every tuple the lookup finds, so it is not evaluated again; on other
+//! types (floats, whose 0 and −0 or NaNs compare otherwise than their bytes,
+//! intervals, blank-padded characters) it is.
 //!
 //! The session setting `point_path = off` sends these plans through the operator
 //! tree too, so tests compare both paths (`sql/tests/point_path.rs`).
@@ -27,7 +33,7 @@ use super::tuple_codec::RowDecoder;
 use super::{Exec, ExecContext, StatementState, make_batch, tid_vector};
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
-use crate::expr::{Expr, ExprKind};
+use crate::expr::{CmpOp, Expr, ExprKind};
 use crate::plan::{Access, Node, Plan};
 use crate::types::Value;
 use crate::vector::Batch;
@@ -176,7 +182,7 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
         }
         let scanned = make_batch(cols, 1);
         if let Some(f) = p.filter
-            && ex.pred(f, &scanned)?.is_empty()
+            && !passes(p, &ex, f, &scanned)?
         {
             continue;
         }
@@ -185,4 +191,47 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
         }
     }
     Ok(())
+}
+
+/// Whether the one row of `scanned` passes `filter`, a conjunction tested conjunct by
+/// conjunct in order (stopping at the first that is not true, as the evaluator's AND
+/// does), skipping those the lookup guarantees.
+fn passes(p: &PointPlan<'_>, ex: &Exec<'_>, filter: &Expr, scanned: &Batch) -> Result<bool> {
+    match &filter.kind {
+        ExprKind::And(list) => {
+            for c in list {
+                if !passes(p, ex, c, scanned)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        _ if implied_by_key(p, filter) => Ok(true),
+        _ => Ok(!ex.pred(filter, scanned)?.is_empty()),
+    }
+}
+
+/// Whether conjunct `c` is an equality the unique-index lookup of `p` guarantees for
+/// every tuple it finds: `column = key` (either way round) where the column is the
+/// index's key column `k`, `key` is the lookup's `k`th key expression, both sides
+/// have the column's type, and that type's index key is exact — equal keys mean
+/// equal values under SQL's `=` (see the module's documentation).
+fn implied_by_key(p: &PointPlan<'_>, c: &Expr) -> bool {
+    let ExprKind::Compare { op: CmpOp::Eq, left, right } = &c.kind else { return false };
+    let (column, key) = match (&left.kind, &right.kind) {
+        (ExprKind::Column(i), _) => (*i, &**right),
+        (_, ExprKind::Column(i)) => (*i, &**left),
+        _ => return false,
+    };
+    let Some(&tcol) = p.columns.get(column) else { return false };
+    let Some(k) = p.table.indexes[p.index].columns.iter().position(|&ic| ic == tcol) else {
+        return false;
+    };
+    let ty = p.table.columns[tcol].ty;
+    use crate::types::DataType as T;
+    let exact = matches!(
+        ty,
+        T::Boolean | T::SmallInt | T::Integer | T::BigInt | T::Date | T::Timestamp | T::Decimal { .. } | T::Text | T::Varchar(_)
+    );
+    exact && left.ty == ty && right.ty == ty && p.eq.get(k) == Some(key)
 }

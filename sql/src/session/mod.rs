@@ -592,4 +592,81 @@ mod tests {
         assert_eq!(count(&mut c), 100);
         assert_eq!(q.plans_kept(), 3, "b grew 50×: planned again");
     }
+
+    /// A change of statistics alone (ANALYZE, the automatic ANALYZE after inserts)
+    /// makes a kept plan again only when the plan reads the analyzed table and its
+    /// statistics moved enough to change the plan.
+    #[test]
+    fn statistics_replan_only_the_plans_they_could_change() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch(
+            "CREATE TABLE a (id INTEGER PRIMARY KEY, v INTEGER); CREATE TABLE h (x INTEGER);
+             INSERT INTO a SELECT g, g FROM generate_series(1, 1000) g; INSERT INTO h VALUES (0)",
+        )
+        .unwrap();
+        let point = c.prepare("SELECT v FROM a WHERE id = $1").unwrap();
+        let scan = c.prepare("SELECT count(*) FROM a WHERE v = $1").unwrap();
+        let insert = c.prepare("INSERT INTO h VALUES ($1)").unwrap();
+        let run = |c: &mut Connection| {
+            assert_eq!(point.execute(c, &[Value::Integer(7)]).unwrap().rows[0].get::<i32>(0).unwrap(), 7);
+            scan.execute(c, &[Value::Integer(7)]).unwrap().rows[0].get::<i64>(0).unwrap()
+        };
+        assert_eq!(run(&mut c), 1);
+        let stats_of_h = |db: &Database| {
+            let cat = db.shared.catalog.lock().clone();
+            let id = cat.table("h").unwrap().id;
+            cat.stats.get(&id).map(|s| s.rows)
+        };
+        // h grows row by row from 1 to 401 rows, analyzed automatically on the way
+        // (each time its count moved by 50 + 10%): the plans on a are kept, and so is
+        // the INSERT's, which reads no table.
+        for i in 0..400 {
+            insert.execute(&mut c, &[Value::Integer(i)]).unwrap();
+        }
+        assert!(stats_of_h(&db).is_some_and(|rows| rows > 300), "h was analyzed: {:?}", stats_of_h(&db));
+        assert_eq!(run(&mut c), 1);
+        assert_eq!((point.plans_kept(), scan.plans_kept(), insert.plans_kept()), (1, 1, 1));
+        // ANALYZE of a that finds the same statistics keeps them too.
+        c.execute("ANALYZE a", &[]).unwrap();
+        assert_eq!(run(&mut c), 1);
+        assert_eq!((point.plans_kept(), scan.plans_kept()), (1, 1));
+        // Every v becomes 7 (1,000 distinct values → 1, the same row count): ANALYZE
+        // makes both plans on a again.
+        c.execute("UPDATE a SET v = 7", &[]).unwrap();
+        assert_eq!(run(&mut c), 1000, "the statistics are not read yet");
+        assert_eq!((point.plans_kept(), scan.plans_kept()), (1, 1));
+        c.execute("ANALYZE a", &[]).unwrap();
+        assert_eq!(run(&mut c), 1000);
+        assert_eq!((point.plans_kept(), scan.plans_kept()), (2, 2));
+        assert_eq!(insert.plans_kept(), 1);
+        // A schema change makes every plan again, as before.
+        c.execute("CREATE TABLE other (i INTEGER)", &[]).unwrap();
+        assert_eq!(run(&mut c), 1000);
+        insert.execute(&mut c, &[Value::Integer(1)]).unwrap();
+        assert_eq!((point.plans_kept(), scan.plans_kept(), insert.plans_kept()), (3, 3, 2));
+    }
+
+    /// A kept UPDATE keeps its CHECK constraints bound with its plan, and a
+    /// constraint added or dropped since is enforced or not at its next execution.
+    #[test]
+    fn a_kept_update_follows_its_check_constraints() {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER CHECK (v >= 0)); INSERT INTO t VALUES (1, 1)")
+            .unwrap();
+        let update = c.prepare("UPDATE t SET v = $1 WHERE id = 1").unwrap();
+        let set = |c: &mut Connection, v: i32| update.execute(c, &[Value::Integer(v)]).map_err(|e| e.sqlstate);
+        assert_eq!(set(&mut c, 5).map(|r| r.rows_affected), Ok(1));
+        assert_eq!(set(&mut c, -1).map(|r| r.rows_affected), Err("23514"));
+        assert_eq!(set(&mut c, 50).map(|r| r.rows_affected), Ok(1));
+        assert_eq!(update.plans_kept(), 1);
+        c.execute("ALTER TABLE t ADD CONSTRAINT small CHECK (v < 60)", &[]).unwrap();
+        assert_eq!(set(&mut c, 70).map(|r| r.rows_affected), Err("23514"));
+        assert_eq!(set(&mut c, -1).map(|r| r.rows_affected), Err("23514"));
+        assert_eq!(set(&mut c, 59).map(|r| r.rows_affected), Ok(1));
+        c.execute("ALTER TABLE t DROP CONSTRAINT small", &[]).unwrap();
+        assert_eq!(set(&mut c, 70).map(|r| r.rows_affected), Ok(1));
+        assert_eq!(update.plans_kept(), 3);
+    }
 }
