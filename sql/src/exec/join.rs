@@ -134,7 +134,6 @@ pub(super) fn join(
 pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>, out: Out) -> Result<Flow> {
     let left_id = id + 1;
     let right_id = left_id + node_count(s.left);
-    let left_types = s.left.types();
     let right_types = s.right.types();
     let out_types = plan.types();
     let want_matched = match s.kind {
@@ -142,50 +141,27 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let key_types: Vec<DataType> = s.left_keys.iter().map(|e| e.ty).collect();
-    let mut held = Build {
-        cols: left_types.iter().map(|t| Vector::new(*t, 0)).collect(),
-        len: 0,
-        map: Some(HashIndex { table: KeyTable::new(&key_types), row_ids: Vec::new(), starts: Vec::new(), rows: Vec::new() }),
-    };
-    let mut ids = Vec::new();
-    ex.node(s.left, left_id, None, &mut |b| {
-        let n = b.rows();
-        if n == 0 {
-            return Ok(Flow::Continue);
-        }
-        let b = super::dense(b, &left_types);
-        let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
-        let map = held.map.as_mut().expect("made above");
-        // NULL keys never match: such rows get no key id (an anti join still
-        // outputs them).
-        map.table.insert(&kv, n, true, &mut ids);
-        map.row_ids.extend_from_slice(&ids);
-        for (c, v) in held.cols.iter_mut().zip(&b.columns) {
-            c.extend(v);
-        }
-        held.len += n;
-        let bytes = map.table.heap_bytes()
-            + map.row_ids.capacity() * 4
-            + held.cols.iter().map(|c| c.heap_bytes()).sum::<usize>()
-            + held.len * 5;
-        ex.check_mem("Hash Join", bytes)?;
-        Ok(Flow::Continue)
-    })?;
+    let mut held = materialize(ex, s.left, left_id, s.left_keys, true, 1)?;
     if held.len == 0 {
         return Ok(Flow::Continue);
     }
-    let map = held.map.as_mut().expect("made above");
+    let map = held
+        .map
+        .as_mut()
+        .ok_or_else(|| crate::error::Error::internal("a join building on its left input without keys"))?;
     let nkeys = map.table.len();
-    // Without `on`, a key decides for all of its rows at once.
+    // Without `on`, a key decides for all of its rows at once, and the rows of a key
+    // are never listed (`row_ids` says each row's key); with `on`, each held row is
+    // decided by the pairs it forms, through the rows grouped by key.
     let mut key_matched = vec![false; if s.on.is_none() { nkeys } else { 0 }];
     let mut row_matched = vec![false; if s.on.is_some() { held.len } else { 0 }];
-    let row_ids = std::mem::take(&mut map.row_ids);
-    map.row_ids = row_ids.clone();
-    map.finish();
-    let map = held.map.as_ref().expect("made above");
-    // Rows (or keys) that can still match; a semi join is done when none can.
-    let mut open = if s.on.is_none() { nkeys } else { row_ids.iter().filter(|&&k| k != NO_ID).count() };
+    if s.on.is_some() {
+        map.finish();
+    }
+    let map = held.map.as_ref().expect("a join with keys");
+    // Rows (or keys) that can still match (rows with a NULL key never do); a semi
+    // join is done when none can.
+    let mut open = if s.on.is_none() { nkeys } else { map.rows.len() };
     let mut probe_ids = Vec::new();
     let mut scratch = ProbeScratch::default();
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
@@ -228,7 +204,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         })?;
     }
     let matched = |r: usize| match s.on {
-        None => row_ids[r] != NO_ID && key_matched[row_ids[r] as usize],
+        None => map.row_ids[r] != NO_ID && key_matched[map.row_ids[r] as usize],
         Some(_) => row_matched[r],
     };
     let rows: Vec<u32> = (0..held.len).filter(|&r| matched(r) == want_matched).map(|r| r as u32).collect();
@@ -281,17 +257,35 @@ fn mark_pairs(
     Ok(newly)
 }
 
-/// Runs the right input of join node `id` and materializes it.
+/// Runs the right input of join node `id` and materializes it, its rows grouped by key.
 pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build> {
     let right_id = id + 1 + node_count(s.left);
-    let right_types = s.right.types();
-    let keyed = !s.left_keys.is_empty();
-    let keys_only = s.keys_only();
-    let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
+    let mut build = materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers)?;
+    if let Some(map) = &mut build.map {
+        map.finish();
+    }
+    Ok(build)
+}
+
+/// Runs `input` (node `input_id`) and holds what a hash join needs of it: the key
+/// id of each row in a key table over `keys` (none without keys), and the rows
+/// themselves unless `keep_rows` is false. The key ids stay per row (`row_ids`;
+/// [`HashIndex::finish`] groups them by key). `workers` > 1 runs a pipeline input
+/// on that many threads.
+fn materialize(
+    ex: &Exec<'_>,
+    input: &Plan,
+    input_id: usize,
+    keys: &[Expr],
+    keep_rows: bool,
+    workers: usize,
+) -> Result<Build> {
+    let types = input.types();
+    let key_types: Vec<DataType> = keys.iter().map(|e| e.ty).collect();
     let mut build = Build {
-        cols: right_types.iter().map(|t| Vector::new(*t, 0)).collect(),
+        cols: types.iter().map(|t| Vector::new(*t, 0)).collect(),
         len: 0,
-        map: keyed.then(|| HashIndex {
+        map: (!keys.is_empty()).then(|| HashIndex {
             table: KeyTable::new(&key_types),
             row_ids: Vec::new(),
             starts: Vec::new(),
@@ -305,8 +299,7 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
             return Ok(());
         }
         if let Some(map) = &mut build.map {
-            let kv = s
-                .right_keys
+            let kv = keys
                 .iter()
                 .map(|e| ex.eval(e, &b))
                 .collect::<Result<Vec<_>>>()?;
@@ -314,8 +307,8 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
             map.table.insert(&kv, n, true, &mut ids);
             map.row_ids.extend_from_slice(&ids);
         }
-        if !keys_only {
-            let b = super::dense(b, &right_types);
+        if keep_rows {
+            let b = super::dense(b, &types);
             for (c, v) in build.cols.iter_mut().zip(&b.columns) {
                 c.extend(v);
             }
@@ -332,8 +325,8 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
     // A right input the optimizer gave several threads (a pipeline over a large
     // scan) is scanned and filtered by all of them, each holding what it produced;
     // the hash table is then filled from their batches here.
-    let parallel = (s.build_workers > 1)
-        .then(|| crate::plan::pipeline::pipeline(s.right, right_id))
+    let parallel = (workers > 1)
+        .then(|| crate::plan::pipeline::pipeline(input, input_id))
         .flatten();
     match parallel {
         Some(p) => {
@@ -341,13 +334,13 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
                 if b.rows() == 0 {
                     return Ok(());
                 }
-                let b = super::dense(b, &right_types);
+                let b = super::dense(b, &types);
                 held.1 += b.columns.iter().map(|c| c.heap_bytes()).sum::<usize>();
                 held.0.push(b);
                 ex.check_mem("Hash Join", held.1)
             };
             let make = || Ok((Vec::new(), 0));
-            let held = super::parallel::run_pipeline(ex, &p, s.right, right_id, s.build_workers, &make, &keep)?;
+            let held = super::parallel::run_pipeline(ex, &p, input, input_id, workers, &make, &keep)?;
             for (batches, _) in held {
                 for b in batches {
                     add(ex, b)?;
@@ -355,14 +348,11 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
             }
         }
         None => {
-            ex.node(s.right, right_id, None, &mut |b| {
+            ex.node(input, input_id, None, &mut |b| {
                 add(ex, b)?;
                 Ok(Flow::Continue)
             })?;
         }
-    }
-    if let Some(map) = &mut build.map {
-        map.finish();
     }
     Ok(build)
 }

@@ -26,6 +26,7 @@ use super::{Exec, ExecContext, Flow, StatementState};
 use crate::error::{Error, Result};
 use crate::plan::Node;
 use crate::plan::pipeline::Pipeline;
+use crate::types::Value;
 use crate::vector::Batch;
 
 /// Stack of each worker thread: as deep a plan as the calling thread's recursion
@@ -120,11 +121,20 @@ pub(super) fn run_pipeline<S: Send>(
     let morsels = Morsels::new(HeapFile::open(table.heap), ctx.reader);
     let worker = Worker { scan_id: p.scan_id, morsels: &morsels, builds: &builds };
     // What every thread's context is made of: only what threads may share (the
-    // sequences never reach a parallel pipeline: `Expr::has_side_effects`).
+    // sequences never reach a parallel pipeline: `Expr::has_side_effects`; the
+    // clock does, read here once).
     let (reader, params, subqueries, profile, interrupt) = (ctx.reader, ex.params, ctx.subqueries, ex.profile, ctx.interrupt);
     let memory_limit = ctx.memory_limit / threads;
+    let clock = match ctx.sequences {
+        Some(s) => match s.call(crate::expr::Func::Now, &[])? {
+            Value::Timestamp(t) => Some(WorkerClock(t)),
+            _ => None,
+        },
+        None => None,
+    };
     let drive = || -> Result<S> {
-        let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences: None };
+        let sequences = clock.as_ref().map(|c| c as &dyn super::Sequences);
+        let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences };
         // A pipeline holds no CTE scan (`plan/pipeline.rs`): its CTE map stays empty.
         let shared = StatementState::default();
         let wex = shared.exec(&ctx, profile, Some(&worker));
@@ -161,4 +171,19 @@ pub(super) fn run_pipeline<S: Send>(
         b.0.cache.note_relation_size(table.id as u64, morsels.tuples.load(Ordering::Relaxed));
     }
     results.into_iter().collect()
+}
+
+/// What a parallel pipeline's threads see of the session's functions: the clock
+/// (`now()`, `current_date`: the transaction's start, read once by the calling
+/// thread). Sequence functions never reach a worker (`Expr::has_side_effects`).
+struct WorkerClock(crate::types::Timestamp);
+
+impl super::Sequences for WorkerClock {
+    fn call(&self, func: crate::expr::Func, _args: &[Value]) -> Result<Value> {
+        match func {
+            crate::expr::Func::Now => Ok(Value::Timestamp(self.0)),
+            crate::expr::Func::CurrentDate => Ok(Value::Date(self.0.date())),
+            _ => Err(Error::internal("a sequence function in a parallel pipeline")),
+        }
+    }
 }

@@ -89,9 +89,8 @@ impl Builder<'_, '_> {
     /// the caller flushes once the latch is released ([`Self::full`]).
     fn add_run(&mut self, table: &TableDef, items: &[(TupleId, usize, usize)], buf: &[u8]) -> Result<()> {
         let Some(mut bee) = self.bee.take() else {
-            for &(tid, s, e) in items {
-                self.add(table, tid, &buf[s..e])?;
-            }
+            self.decoder.decode_run(self.ex.ctx.reader, table, items, buf, &mut self.cols)?;
+            self.tids.extend(items.iter().map(|&(tid, _, _)| tid));
             return Ok(());
         };
         let r = self.bee_run(&mut bee, table, items, buf);

@@ -307,6 +307,113 @@ impl RowDecoder {
     }
 }
 
+impl RowDecoder {
+    /// Appends the decoded columns of a run of tuples (`items` give each tuple's
+    /// bounds in `buf`, e.g. one page's) to `out`, as [`Self::decode_into`] would one
+    /// by one. The attributes of every tuple are located first; then each column is
+    /// appended over the whole run with one dispatch on its type, in a loop the
+    /// compiler specializes, instead of one dispatch per value — how a vectorized
+    /// engine's generic path turns rows into columns.
+    pub fn decode_run<R: PageRead + ?Sized, T>(
+        &self,
+        r: &R,
+        table: &TableDef,
+        items: &[(T, usize, usize)],
+        buf: &[u8],
+        out: &mut [Vector],
+    ) -> Result<()> {
+        let (n, k) = (items.len(), self.columns.len());
+        if n == 0 || k == 0 {
+            return Ok(());
+        }
+        // Column-major: the attribute of column `j` in tuple `i` is `attrs[j * n + i]`.
+        let mut attrs = vec![Attr::Null; n * k];
+        // Columns at fixed offsets are read where they lie; a variable-width one
+        // needs the walk over the attributes before it, done once per tuple for all.
+        let one_by_one = k <= 2 || self.columns.iter().all(|&c| c < table.layout.natts() && table.layout.fixed_offset(c).is_some());
+        let upto = self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts);
+        let mut row = vec![Attr::Null; if one_by_one { 0 } else { upto }];
+        for (i, &(_, s, e)) in items.iter().enumerate() {
+            let tuple = buf.get(s..e).ok_or_else(|| corrupt("tuple bounds"))?;
+            if one_by_one {
+                for (j, &c) in self.columns.iter().enumerate() {
+                    attrs[j * n + i] = table.layout.attribute(tuple, c)?;
+                }
+            } else {
+                table.layout.deform(tuple, &mut row)?;
+                for (j, &c) in self.columns.iter().enumerate() {
+                    attrs[j * n + i] = row[c];
+                }
+            }
+        }
+        let mut external = Vec::new();
+        for (j, col) in out.iter_mut().enumerate().take(k) {
+            let run = &attrs[j * n..(j + 1) * n];
+            let done = push_inline_run(col, run)?;
+            for &a in &run[done..] {
+                push_attr(col, attr_bytes(r, a, &mut external)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Appends the leading attributes of `run` that are stored inline and not NULL to
+/// `col` with one type dispatch; returns how many it appended (the rest go through
+/// [`push_attr`] one by one: NULLs, out-of-line values, types without a loop here).
+fn push_inline_run(col: &mut Vector, run: &[Attr<'_>]) -> Result<usize> {
+    let inline = run.iter().take_while(|a| matches!(a, Attr::Bytes(_))).count();
+    let bytes = || {
+        run[..inline].iter().map(|a| match a {
+            Attr::Bytes(b) => *b,
+            _ => unreachable!("counted as inline above"),
+        })
+    };
+    macro_rules! fixed_run {
+        ($v:expr, $t:ty) => {{
+            $v.reserve(inline);
+            for b in bytes() {
+                $v.push(<$t>::from_le_bytes(fixed(b)?));
+            }
+            inline
+        }};
+    }
+    let ty = col.ty;
+    let pushed = match &mut col.data {
+        Data::I16(v) => fixed_run!(v, i16),
+        Data::I32(v) => fixed_run!(v, i32),
+        Data::I64(v) => fixed_run!(v, i64),
+        Data::F32(v) => fixed_run!(v, f32),
+        Data::F64(v) => fixed_run!(v, f64),
+        Data::Str(v) => {
+            for b in bytes() {
+                v.push(utf8(b)?);
+            }
+            inline
+        }
+        // numeric(p, s) with p ≤ 18 is stored as an i128 at scale s: it fits an i64
+        // unless the stored value is damaged; from the first that does not, the
+        // values go one by one (which widens the vector or reports the damage).
+        Data::Dec64(v) if matches!(ty, DataType::Decimal { precision: Some(_), scale } if scale == v.scale) => {
+            v.values.reserve(inline);
+            let mut pushed = 0;
+            for b in bytes() {
+                match i64::try_from(i128::from_le_bytes(fixed(b)?)) {
+                    Ok(x) => v.values.push(x),
+                    Err(_) => break,
+                }
+                pushed += 1;
+            }
+            pushed
+        }
+        _ => 0,
+    };
+    if let Some(nulls) = &mut col.nulls {
+        nulls.resize(nulls.len() + pushed, false);
+    }
+    Ok(pushed)
+}
+
 /// Decodes a whole stored tuple into values (slow path: DML, index builds).
 pub fn decode_row<R: PageRead + ?Sized>(
     r: &R,

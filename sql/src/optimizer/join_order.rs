@@ -158,8 +158,12 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     leaf_order(full, &order, &mut leaves);
     let width = |r: usize| if r + 1 < n { starts[r + 1] - starts[r] } else { off - starts[r] };
     let mut map = vec![0usize; off];
+    // Where each relation's columns begin in the new layout (for a relation without
+    // columns, where they would: `map` has no entry for it).
+    let mut new_starts = vec![0usize; n];
     let mut pos = 0;
     for &r in &leaves {
+        new_starts[r] = pos;
         for k in 0..width(r) {
             map[starts[r] + k] = pos;
             pos += 1;
@@ -171,6 +175,7 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
         conds: conds.into_iter().map(|c| (c.rels, Some(c.expr))).collect(),
         local,
         starts: &starts,
+        new_starts: &new_starts,
         map: &map,
     };
     let tree = b.build(full);
@@ -219,15 +224,17 @@ struct Builder<'a> {
     /// Each relation's own conditions (original layout).
     local: Vec<Vec<Expr>>,
     starts: &'a [usize],
+    new_starts: &'a [usize],
     map: &'a [usize],
 }
 
 impl Builder<'_> {
-    /// The first new column of `set`'s subtree (its columns are contiguous).
+    /// The first new column of `set`'s subtree (its columns are contiguous; a
+    /// relation without columns, `SELECT FROM t`, starts where the next one does).
     fn offset(&self, set: RelSet) -> usize {
         let mut first = Vec::new();
         leaf_order(set, self.order, &mut first);
-        self.map[self.starts[first[0]]]
+        self.new_starts[first[0]]
     }
 
     fn build(&mut self, set: RelSet) -> Plan {

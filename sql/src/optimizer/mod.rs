@@ -3,6 +3,8 @@
 //! so its effect can be measured, as the bee switches do for bees.
 //!
 //! The passes, in order:
+//! 0. `simplify.rs` — constant subexpressions become literals, and a date compared
+//!    with a timestamp constant is compared as a date (no cast per row).
 //! 1. `join_order.rs` — a tree of inner joins is flattened into its relations and
 //!    conditions and rebuilt in the order of least estimated cost (dynamic programming
 //!    over subsets, greedy above [`join_order::DP_LIMIT`] relations), with the smaller
@@ -33,9 +35,9 @@
 //! (switch `optimizer_decorrelate`), so the joins it makes go through the join rules
 //! with the others; [`optimize_query`] runs it.
 //!
-//! Estimates use the relation sizes [`Stats`] provides; where it knows none, a
-//! default. Column statistics (distinct counts, histograms) are not kept yet, so
-//! selectivities are PostgreSQL's defaults for the case without statistics.
+//! Estimates use the relation sizes and column statistics (distinct counts, common
+//! values, histograms, NULL fractions) [`Stats`] provides; where it knows none,
+//! PostgreSQL's defaults for the case without statistics (`cardinality.rs`).
 
 pub mod access;
 pub mod cardinality;
@@ -50,6 +52,7 @@ pub mod physical;
 pub mod prune;
 pub mod pushdown;
 pub mod semi_pushdown;
+pub mod simplify;
 
 use crate::binder::query_util::for_each_child_mut;
 use crate::catalog::TableDef;
@@ -90,6 +93,9 @@ pub struct Rules {
     /// its left input onto the input it reads, where it filters more rows than those
     /// joins would discard ([`semi_pushdown`]).
     pub semi_pushdown: bool,
+    /// `optimizer_simplify`: constant subexpressions folded into literals, dates
+    /// compared as dates ([`simplify`]).
+    pub simplify: bool,
     /// `enable_seqscan`, `enable_indexscan`, `enable_hashjoin`, `enable_nestloop`:
     /// physical choices forced, as PostgreSQL's settings force them ([`methods`]).
     pub methods: methods::Methods,
@@ -127,6 +133,7 @@ impl Default for Rules {
             column_pruning: true,
             magic_set: true,
             semi_pushdown: true,
+            simplify: true,
             methods: methods::Methods::default(),
             threads: default_threads(),
             parallel_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
@@ -186,6 +193,7 @@ pub fn optimize_query(
 /// optimized separately, by [`optimize_query`]).
 pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let rules = &methods::effective(rules);
+    let plan = if rules.simplify { simplify::simplify_plan(plan) } else { plan };
     let plan = if rules.join_order {
         join_order::reorder_joins(plan, stats)
     } else {

@@ -504,11 +504,12 @@ impl Plan {
     }
 
     /// Calls `f` on every expression of this node and of its inputs (the top-level
-    /// expressions; `f` descends into them itself).
+    /// expressions; `f` descends into them itself). Plans as deep as the input makes
+    /// them (a chain of 5,000 joins) are walked on a guarded stack.
     pub fn for_each_expr_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         self.for_each_own_expr_mut(f);
         for c in self.children_mut() {
-            c.for_each_expr_mut(f);
+            crate::stack::guarded(|| c.for_each_expr_mut(f));
         }
     }
 
