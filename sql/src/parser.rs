@@ -421,7 +421,15 @@ fn alter_sequence(parser: &mut Parser) -> Result<Option<Statement>, ParserError>
             return parser.expected_ref("an ALTER SEQUENCE option", parser.peek_token_ref()).map(|_: ()| None);
         }
     }
-    Ok(Some(Statement::OptimizeTable {
+    Ok(Some(carried_alter_sequence(name, if_exists, options)))
+}
+
+/// The statement that carries an ALTER SEQUENCE (or an identity column's RESTART)
+/// past sqlparser, which cannot read it: [`Statement::OptimizeTable`] with
+/// `has_table_keyword: true` (CLUSTER's is false), the options as `zorder` and IF
+/// EXISTS as `include_final`.
+fn carried_alter_sequence(name: sqlparser::ast::ObjectName, if_exists: bool, options: Vec<sqlparser::ast::Expr>) -> Statement {
+    Statement::OptimizeTable {
         name,
         has_table_keyword: true,
         on_cluster: None,
@@ -430,7 +438,7 @@ fn alter_sequence(parser: &mut Parser) -> Result<Option<Statement>, ParserError>
         deduplicate: None,
         predicate: None,
         zorder: Some(options),
-    }))
+    }
 }
 
 /// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c RESTART [[WITH] n]` alone (an
@@ -462,16 +470,7 @@ fn alter_column_restart(parser: &mut Parser) -> Result<Statement, ParserError> {
         None => Expr::Tuple(vec![word("restart")]),
     };
     let column = Expr::Tuple(vec![word("column"), Expr::value(Value::SingleQuotedString(column.value.clone()))]);
-    Ok(Statement::OptimizeTable {
-        name,
-        has_table_keyword: true,
-        on_cluster: None,
-        partition: None,
-        include_final: if_exists,
-        deduplicate: None,
-        predicate: None,
-        zorder: Some(vec![column, restart]),
-    })
+    Ok(carried_alter_sequence(name, if_exists, vec![column, restart]))
 }
 
 /// One `ALTER SEQUENCE` option as [`alter_sequence`] carries it: the option's word
