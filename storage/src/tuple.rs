@@ -624,13 +624,44 @@ impl TupleLayout {
     /// Decodes attribute `i` alone: a fixed attribute with one load, a variable one by
     /// skipping the variable attributes before it. `i` must be below `natts()`.
     pub fn attribute<'t>(&self, tuple: &'t [u8], i: usize) -> Result<Attr<'t>> {
+        self.check_attr(i)?;
+        let (lay, has_nulls) = self.stored_layout(tuple)?;
+        lay.attribute_in(tuple, has_nulls, i)
+    }
+
+    /// Decodes the attributes `cols` (each below `natts()`) into `out` (as long as
+    /// `cols`), as [`Self::attribute`] would one by one, reading the tuple's header
+    /// once: what a column-at-a-time decoder wants for a few columns of each tuple.
+    pub fn attributes<'t>(&self, tuple: &'t [u8], cols: &[usize], out: &mut [Attr<'t>]) -> Result<()> {
+        if out.len() != cols.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} attributes asked for with room for {}",
+                cols.len(),
+                out.len()
+            )));
+        }
+        let (lay, has_nulls) = self.stored_layout(tuple)?;
+        for (slot, &i) in out.iter_mut().zip(cols) {
+            self.check_attr(i)?;
+            *slot = lay.attribute_in(tuple, has_nulls, i)?;
+        }
+        Ok(())
+    }
+
+    fn check_attr(&self, i: usize) -> Result<()> {
         if i >= self.natts() {
             return Err(Error::InvalidArgument(format!(
                 "attribute {i} of a {}-attribute layout",
                 self.natts()
             )));
         }
-        let (lay, has_nulls) = self.stored_layout(tuple)?;
+        Ok(())
+    }
+
+    /// Attribute `i` of `tuple`, whose stored layout is `self` (a prefix of the
+    /// relation's, from [`Self::stored_layout`]); NULL past the stored attributes.
+    fn attribute_in<'t>(&self, tuple: &'t [u8], has_nulls: bool, i: usize) -> Result<Attr<'t>> {
+        let lay = self;
         if i >= lay.natts() {
             return Ok(Attr::Null);
         }
@@ -885,6 +916,15 @@ mod tests {
             let one = layout.attribute(tuple, i).unwrap();
             assert_eq!(one, *got, "attribute({i}) disagrees with deform");
         }
+        // Several at once, in any order and repeated, agree with one by one.
+        let cols: Vec<usize> = (0..n).rev().chain(0..n.min(2)).collect();
+        let mut picked = vec![Attr::Null; cols.len()];
+        layout.attributes(tuple, &cols, &mut picked).unwrap();
+        for (&c, got) in cols.iter().zip(&picked) {
+            assert_eq!(*got, out[c], "attributes() disagrees with deform at {c}");
+        }
+        assert!(layout.attributes(tuple, &[n], &mut [Attr::Null]).is_err());
+        assert!(layout.attributes(tuple, &cols, &mut []).is_err() || cols.is_empty());
         // A prefix deform agrees with the full one.
         let k = n / 2;
         let mut part = vec![Attr::Null; k];
@@ -1249,6 +1289,13 @@ mod tests {
                     if full.is_ok() {
                         assert_eq!(one.unwrap(), *a);
                     }
+                }
+                let cols: Vec<usize> = (0..n).rev().collect();
+                let mut picked = vec![Attr::Null; n];
+                let all = layout.attributes(&t, &cols, &mut picked);
+                if full.is_ok() {
+                    assert!(all.is_ok(), "attributes() rejects what deform accepts");
+                    assert!(cols.iter().zip(&picked).all(|(&c, a)| *a == out[c]));
                 }
                 let k = rng.random_range(0..=n);
                 let _ = layout.deform(&t, &mut out[..k]);

@@ -280,8 +280,10 @@ impl RowDecoder {
     ) -> Result<()> {
         let mut buf = Vec::new();
         if self.columns.len() <= 2 {
-            for (k, &c) in self.columns.iter().enumerate() {
-                let a = table.layout.attribute(tuple, c)?;
+            let mut picked = [Attr::Null; 2];
+            let picked = &mut picked[..self.columns.len()];
+            table.layout.attributes(tuple, &self.columns, picked)?;
+            for (k, &a) in picked.iter().enumerate() {
                 let b = attr_bytes(r, a, &mut buf)?;
                 push_attr(&mut out[k], b)?;
             }
@@ -332,12 +334,13 @@ impl RowDecoder {
         // needs the walk over the attributes before it, done once per tuple for all.
         let one_by_one = k <= 2 || self.columns.iter().all(|&c| c < table.layout.natts() && table.layout.fixed_offset(c).is_some());
         let upto = self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts);
-        let mut row = vec![Attr::Null; if one_by_one { 0 } else { upto }];
+        let mut row = vec![Attr::Null; if one_by_one { k } else { upto }];
         for (i, &(_, s, e)) in items.iter().enumerate() {
             let tuple = buf.get(s..e).ok_or_else(|| corrupt("tuple bounds"))?;
             if one_by_one {
-                for (j, &c) in self.columns.iter().enumerate() {
-                    attrs[j * n + i] = table.layout.attribute(tuple, c)?;
+                table.layout.attributes(tuple, &self.columns, &mut row)?;
+                for (j, &a) in row.iter().enumerate() {
+                    attrs[j * n + i] = a;
                 }
             } else {
                 table.layout.deform(tuple, &mut row)?;
