@@ -254,20 +254,50 @@ pub struct RowDecoder {
     pub columns: Vec<usize>,
     pub types: Vec<DataType>,
     natts: usize,
+    /// Whether the columns are read one by one ([`TupleLayout::attributes`]): when
+    /// they are few, or all at fixed offsets, where they are read where they lie;
+    /// otherwise one deform up to the last column finds them all in one walk over
+    /// the variable-width attributes.
+    ///
+    /// [`TupleLayout::attributes`]: beedb_storage::tuple::TupleLayout::attributes
+    by_attribute: bool,
 }
 
 impl RowDecoder {
     pub fn new(table: &TableDef, columns: &[usize]) -> RowDecoder {
+        let layout = &table.layout;
         RowDecoder {
             columns: columns.to_vec(),
             types: columns.iter().map(|&c| table.columns[c].ty).collect(),
             natts: table.columns.len(),
+            by_attribute: columns.len() <= 2
+                || columns.iter().all(|&c| c < layout.natts() && layout.fixed_offset(c).is_some()),
         }
     }
 
     /// Empty output vectors with room for `cap` rows.
     pub fn new_vectors(&self, cap: usize) -> Vec<Vector> {
         self.types.iter().map(|t| Vector::new(*t, cap)).collect()
+    }
+
+    /// How many attributes a deform must produce to reach the last column (0 when
+    /// the columns are read one by one): the size of [`Self::locate`]'s `row`.
+    fn deform_len(&self) -> usize {
+        if self.by_attribute { 0 } else { self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts) }
+    }
+
+    /// The attributes of `tuple` for the decoder's columns, in output order, into
+    /// `picked` (one per column); `row` holds [`Self::deform_len`] attributes.
+    fn locate<'t>(&self, table: &TableDef, tuple: &'t [u8], row: &mut [Attr<'t>], picked: &mut [Attr<'t>]) -> Result<()> {
+        if self.by_attribute {
+            table.layout.attributes(tuple, &self.columns, picked)?;
+            return Ok(());
+        }
+        table.layout.deform(tuple, row)?;
+        for (p, &c) in picked.iter_mut().zip(&self.columns) {
+            *p = row[c];
+        }
+        Ok(())
     }
 
     /// Appends the decoded columns of `tuple` to `out` (one vector per column).
@@ -278,32 +308,26 @@ impl RowDecoder {
         tuple: &[u8],
         out: &mut [Vector],
     ) -> Result<()> {
-        let mut buf = Vec::new();
-        if self.columns.len() <= 2 {
-            let mut picked = [Attr::Null; 2];
-            let picked = &mut picked[..self.columns.len()];
-            table.layout.attributes(tuple, &self.columns, picked)?;
-            for (k, &a) in picked.iter().enumerate() {
-                let b = attr_bytes(r, a, &mut buf)?;
-                push_attr(&mut out[k], b)?;
-            }
-            return Ok(());
-        }
-        // Decode attributes up to the last one needed, into a stack buffer when the
-        // relation is not wide (no allocation per tuple).
-        let upto = self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts);
-        let mut stack = [Attr::Null; 32];
-        let mut heap = Vec::new();
-        let attrs: &mut [Attr<'_>] = if upto <= stack.len() {
-            &mut stack[..upto]
+        // On the stack when the relation is not wide (no allocation per tuple).
+        let (mut row_stack, mut picked_stack) = ([Attr::Null; 32], [Attr::Null; 32]);
+        let (mut row_heap, mut picked_heap) = (Vec::new(), Vec::new());
+        let (rows, k) = (self.deform_len(), self.columns.len());
+        let row: &mut [Attr<'_>] = if rows <= 32 {
+            &mut row_stack[..rows]
         } else {
-            heap.resize(upto, Attr::Null);
-            &mut heap
+            row_heap.resize(rows, Attr::Null);
+            &mut row_heap
         };
-        table.layout.deform(tuple, attrs)?;
-        for (k, &c) in self.columns.iter().enumerate() {
-            let b = attr_bytes(r, attrs[c], &mut buf)?;
-            push_attr(&mut out[k], b)?;
+        let picked: &mut [Attr<'_>] = if k <= 32 {
+            &mut picked_stack[..k]
+        } else {
+            picked_heap.resize(k, Attr::Null);
+            &mut picked_heap
+        };
+        self.locate(table, tuple, row, picked)?;
+        let mut buf = Vec::new();
+        for (col, &a) in out.iter_mut().zip(picked.iter()) {
+            push_attr(col, attr_bytes(r, a, &mut buf)?)?;
         }
         Ok(())
     }
@@ -330,23 +354,13 @@ impl RowDecoder {
         }
         // Column-major: the attribute of column `j` in tuple `i` is `attrs[j * n + i]`.
         let mut attrs = vec![Attr::Null; n * k];
-        // Columns at fixed offsets are read where they lie; a variable-width one
-        // needs the walk over the attributes before it, done once per tuple for all.
-        let one_by_one = k <= 2 || self.columns.iter().all(|&c| c < table.layout.natts() && table.layout.fixed_offset(c).is_some());
-        let upto = self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts);
-        let mut row = vec![Attr::Null; if one_by_one { k } else { upto }];
+        let mut row = vec![Attr::Null; self.deform_len()];
+        let mut picked = vec![Attr::Null; k];
         for (i, &(_, s, e)) in items.iter().enumerate() {
             let tuple = buf.get(s..e).ok_or_else(|| corrupt("tuple bounds"))?;
-            if one_by_one {
-                table.layout.attributes(tuple, &self.columns, &mut row)?;
-                for (j, &a) in row.iter().enumerate() {
-                    attrs[j * n + i] = a;
-                }
-            } else {
-                table.layout.deform(tuple, &mut row)?;
-                for (j, &c) in self.columns.iter().enumerate() {
-                    attrs[j * n + i] = row[c];
-                }
+            self.locate(table, tuple, &mut row, &mut picked)?;
+            for (j, &a) in picked.iter().enumerate() {
+                attrs[j * n + i] = a;
             }
         }
         let mut external = Vec::new();

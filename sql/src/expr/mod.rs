@@ -316,11 +316,17 @@ impl Expr {
 
     /// Whether the expression is a constant (no columns, parameters or subqueries).
     pub fn is_constant(&self) -> bool {
+        !self.varies_itself() && self.children().iter().all(|c| c.is_constant())
+    }
+
+    /// Whether this node, apart from its operands, can give different values for
+    /// the same operands: a column, a parameter, a subquery, a sequence, the clock,
+    /// or an application function (which may not be pure: a counter, a clock).
+    pub fn varies_itself(&self) -> bool {
         match &self.kind {
-            // An application function may not be pure (a counter, a clock).
-            ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => false,
-            ExprKind::Func { func, .. } if func.is_sequence() || func.is_clock() => false,
-            _ => self.children().iter().all(|c| c.is_constant()),
+            ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => true,
+            ExprKind::Func { func, .. } => func.is_sequence() || func.is_clock(),
+            _ => false,
         }
     }
 }

@@ -36,13 +36,7 @@ pub fn simplify_plan(mut plan: Plan) -> Plan {
 pub fn simplify(e: &mut Expr) -> bool {
     let mut children_constant = true;
     for_each_child_mut(e, &mut |c| children_constant &= deep(|| simplify(c)));
-    let constant = children_constant
-        && match &e.kind {
-            ExprKind::Column(_) | ExprKind::Param(_) | ExprKind::Subquery(_) | ExprKind::Udf { .. } => false,
-            ExprKind::Func { func, .. } => !(func.is_sequence() || func.is_clock()),
-            _ => true,
-        };
-    if constant {
+    if children_constant && !e.varies_itself() {
         if !matches!(e.kind, ExprKind::Literal(_)) {
             let ctx = EvalContext { params: &[], subqueries: &NoSubqueries };
             if let Ok(v) = eval_row(e, &[], &ctx) {
