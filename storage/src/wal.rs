@@ -14,7 +14,7 @@
 //! | offset | size | field                                                     |
 //! |-------:|-----:|-----------------------------------------------------------|
 //! | 0      | 8    | magic `BeeDBWAL`                                          |
-//! | 8      | 4    | WAL format version                                        |
+//! | 8      | 4    | WAL format version (2; 1 is still read, see below)        |
 //! | 12     | 4    | page size                                                 |
 //! | 16     | 8    | database id (must match the database header's)            |
 //! | 24     | 8    | salt of the current generation                            |
@@ -23,13 +23,28 @@
 //! | 44     | 20   | zero                                                      |
 //!
 //! Frames start at byte 512 (the header has the first sector), each on a 512-byte
-//! boundary: a 64-byte frame header, then the page image with its longest run of zero
-//! bytes (the free space of a slotted page) left out, zero-padded to the next boundary.
-//! Leaving the hole out cuts the bytes logged per commit by about half for pages that
-//! are half full, and the bytes logged are what a WAL sync pays for. The frame with LSN
+//! boundary: a 64-byte frame header, then the page image with its *hole* left out,
+//! zero-padded to the next boundary. The hole is the part of the page its layout
+//! declares unused, read from the page's header (`hole_of`): the free gap between the
+//! slot array and the data of a heap page or B+tree node, the rest of an overflow page
+//! after its data, of a free page after its link, of page 0 after the WAL path. Leaving
+//! it out cuts the bytes logged per commit by about half for pages that are half full,
+//! and the bytes logged are what a WAL sync pays for; what lies in the gap (the bytes of
+//! a removed tuple, say) is never read, and comes back as zeros. The frame with LSN
 //! `base + i` is the `i`-th frame. A frame is valid when it carries the header's salt,
-//! its LSN is next in sequence, and its header checksum and the rebuilt page's own
-//! checksum both verify.
+//! its LSN is next in sequence, its checksum verifies, and the rebuilt page carries the
+//! frame's page id, a known kind and a format version this build reads.
+//!
+//! The frame checksum covers the frame header and the bytes stored, not the hole, and
+//! it is all that vouches for a page image in the WAL: a commit does not stamp the
+//! page's own checksum (`crate::page`), which the checkpoint that writes the page into
+//! the database file does. Under format 1 (before 2026-11-27) every frame held a sealed
+//! page (its own checksum stamped over all its bytes, hole included) and the frame
+//! checksum covered the header and that page checksum; the hole was the page's longest
+//! run of zero bytes, found by scanning it. Both cost a pass over every byte of every
+//! page of every commit. A WAL of format 1 is still recovered and read (frames checked
+//! the old way); frames of the two formats never share a generation: a store that
+//! opens one for writing checkpoints it and starts a format-2 generation first.
 //!
 //! | offset | size | field                                                              |
 //! |-------:|-----:|--------------------------------------------------------------------|
@@ -43,7 +58,7 @@
 //! | 40     | 8    | database id                                                        |
 //! | 48     | 8    | salt of the generation                                             |
 //! | 56     | 4    | hole length in bytes                                               |
-//! | 60     | 4    | CRC-32 of bytes 0..60 and the image's page checksum (bytes 0..4)   |
+//! | 60     | 4    | CRC-32 of bytes 0..60 and the stored page bytes (below)            |
 //! | 64     | …    | page bytes `0..hole_offset`, then `hole_offset+hole_length..`      |
 //!
 //! ## Recovery
@@ -60,7 +75,7 @@
 //! [`Error::CorruptWal`] instead of silently dropping committed transactions. (Damage to
 //! the very last synced batch cannot be told from a torn write; it is treated as one.)
 //! Frames are found on 512-byte boundaries, so the search does not need the damaged
-//! frame's length.
+//! frame's length; a candidate is read whole and must verify.
 //!
 //! ## Reset
 //! When every frame is in the database file and no reader needs one, [`Wal::reset`]
