@@ -629,6 +629,26 @@ impl TupleLayout {
         lay.attribute_in(tuple, has_nulls, i)
     }
 
+    /// Attribute `i`'s bytes read at its fixed offset, when `tuple` is plain: stored
+    /// with every attribute of this layout, no NULL among them, no tuple bee.
+    /// `None` for any other tuple and for a variable attribute: the caller reads those
+    /// through [`Self::attribute`], which checks what this skips. One header load and
+    /// one bounds check: what a scan that tests one column of every tuple wants.
+    #[inline]
+    pub fn plain_fixed<'t>(&self, tuple: &'t [u8], i: usize) -> Option<&'t [u8]> {
+        let a = self.attrs.get(i)?;
+        let h = tuple.first_chunk::<TUPLE_HEADER_SIZE>()?;
+        if a.width == 0
+            || h[FLAGS_OFFSET] != 0
+            || h[BEE_ID_OFFSET] != 0
+            || u16::from_le_bytes([h[NATTS_OFFSET], h[NATTS_OFFSET + 1]]) as usize != self.natts()
+        {
+            return None;
+        }
+        let at = a.offset as usize;
+        tuple.get(at..at + a.width as usize)
+    }
+
     /// Decodes the attributes `cols` (each below `natts()`) into `out` (as long as
     /// `cols`), as [`Self::attribute`] would one by one, reading the tuple's header
     /// once: what a column-at-a-time decoder wants for a few columns of each tuple.
@@ -915,7 +935,15 @@ mod tests {
             assert!(want.matches(got), "attr {i}: want {want:?}, got {got:?}");
             let one = layout.attribute(tuple, i).unwrap();
             assert_eq!(one, *got, "attribute({i}) disagrees with deform");
+            // The fast read answers for a fixed attribute of a plain tuple, and then as
+            // the decoder does.
+            let plain = !read_header(tuple).unwrap().has_nulls() && row.len() == n;
+            match layout.plain_fixed(tuple, i) {
+                Some(b) => assert_eq!(Attr::Bytes(b), *got, "plain_fixed({i}) disagrees with deform"),
+                None => assert!(!plain || layout.fixed_offset(i).is_none(), "plain_fixed({i}) declined a plain tuple"),
+            }
         }
+        assert_eq!(layout.plain_fixed(tuple, n), None);
         // Several at once, in any order and repeated, agree with one by one.
         let cols: Vec<usize> = (0..n).rev().chain(0..n.min(2)).collect();
         let mut picked = vec![Attr::Null; cols.len()];
@@ -1288,6 +1316,11 @@ mod tests {
                     let one = layout.attribute(&t, i);
                     if full.is_ok() {
                         assert_eq!(one.unwrap(), *a);
+                    }
+                    // What the fast read returns is what the decoder reads, whenever
+                    // the decoder accepts the tuple at all.
+                    if let (Some(b), Ok(one)) = (layout.plain_fixed(&t, i), layout.attribute(&t, i)) {
+                        assert_eq!(Attr::Bytes(b), one);
                     }
                 }
                 let cols: Vec<usize> = (0..n).rev().collect();

@@ -3,6 +3,7 @@
 //! side instead, [`left_build`]), and nested loops when there are no keys. Both check the residual
 //! condition `on` on the combined rows of candidate pairs, in batches.
 
+use super::key_filter::ScanKeyFilter;
 use super::key_table::{KeyTable, NO_ID, ProbeScratch};
 use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
 use crate::error::Result;
@@ -20,6 +21,9 @@ pub(super) struct JoinSpec<'p> {
     pub right_keys: &'p [Expr],
     /// Threads that run the right input while it is built (`Plan::workers`).
     pub build_workers: usize,
+    /// Whether the probe side's scans test the build's keys
+    /// (`JoinMethod::Hash { key_filter }`, [`super::key_filter`]).
+    pub key_filter: bool,
 }
 
 /// One probe (left) batch being joined, with what every step of joining it needs, so
@@ -46,6 +50,8 @@ pub(super) struct Build {
     len: usize,
     /// Key → rows (None when joining without keys: every row is a candidate).
     map: Option<HashIndex>,
+    /// What the probe side's scans test before decoding a tuple ([`super::key_filter`]).
+    key_filters: Vec<ScanKeyFilter>,
 }
 
 /// The build rows by key: the distinct keys in a [`KeyTable`], and the rows of key `id`
@@ -92,10 +98,11 @@ impl HashIndex {
 impl<'p> JoinSpec<'p> {
     /// The join of node `plan`, if it is one.
     pub(super) fn of(plan: &'p Plan) -> Option<JoinSpec<'p>> {
-        let crate::plan::Node::Join { left, right, kind, on, left_keys, right_keys, .. } = &plan.node else {
+        let crate::plan::Node::Join { left, right, kind, on, left_keys, right_keys, method } = &plan.node else {
             return None;
         };
-        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers })
+        let key_filter = matches!(method, crate::plan::JoinMethod::Hash { key_filter: true, .. });
+        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers, key_filter })
     }
 
     /// A semi, anti or mark join on keys alone needs only whether a key is present:
@@ -116,10 +123,10 @@ pub(super) fn join(
 ) -> Result<Flow> {
     // The threads of a parallel pipeline probe the build made before they started.
     if let Some(build) = ex.prebuilt(id) {
-        return probe(ex, plan, id, &s, build, out);
+        return ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, build, out));
     }
     let build = build(ex, &s, id)?;
-    probe(ex, plan, id, &s, &build, out)
+    ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, &build, out))
 }
 
 /// A semi or anti join that builds its hash table on the left input
@@ -263,6 +270,9 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
     let mut build = materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers)?;
     if let Some(map) = &mut build.map {
         map.finish();
+        build.key_filters = super::key_filter::for_join(s, id, map.table.keys());
+        let bytes: usize = build.key_filters.iter().map(|f| f.filter.heap_bytes()).sum();
+        ex.check_mem("Hash Join", bytes + map.table.heap_bytes())?;
     }
     Ok(build)
 }
@@ -291,6 +301,7 @@ fn materialize(
             starts: Vec::new(),
             rows: Vec::new(),
         }),
+        key_filters: Vec::new(),
     };
     let mut ids = Vec::new();
     let mut add = |ex: &Exec<'_>, b: Batch| -> Result<()> {
@@ -672,7 +683,7 @@ pub(super) fn index_nested_loop(
         let b = super::dense(b, &left_types);
         let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
         let mut p = Probe::new(ex, &s, &b, &out_types, emits_pairs, &mut *out);
-        let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None };
+        let mut build = Build { cols: decoder.new_vectors(BATCH_SIZE), len: 0, map: None, key_filters: Vec::new() };
         // (left row, fetched row) for the rows fetched since the last flush.
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
         'rows: for l in 0..n {

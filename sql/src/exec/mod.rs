@@ -20,6 +20,7 @@ pub mod dml;
 mod external_sort;
 pub mod interrupt;
 mod join;
+mod key_filter;
 pub mod key_table;
 pub mod keys;
 mod parallel;
@@ -209,6 +210,7 @@ impl StatementState {
             ctes: &self.ctes,
             profile,
             worker,
+            key_filters: RefCell::new(Vec::new()),
         }
     }
 }
@@ -227,6 +229,10 @@ pub(crate) struct Exec<'a> {
     profile: Option<&'a Profile>,
     /// Set when this executor is one of the threads of a parallel pipeline.
     worker: Option<&'a parallel::Worker<'a>>,
+    /// The join key filters of the joins whose probe side runs now, for the scans
+    /// they name ([`key_filter`]). Per executor: a subquery's plan numbers its nodes
+    /// anew.
+    key_filters: RefCell<Vec<key_filter::ScanKeyFilter>>,
 }
 
 impl SubqueryRunner for Exec<'_> {
@@ -267,6 +273,7 @@ impl SubqueryRunner for Exec<'_> {
             ctes: self.ctes,
             profile: None,
             worker: None,
+            key_filters: RefCell::new(Vec::new()),
         };
         let result = match kind {
             SubqueryKind::Exists => {
@@ -439,6 +446,19 @@ impl<'a> Exec<'a> {
         Ok(v.value(0))
     }
 
+    /// Runs `f` with `filters` registered for the scans they name (the probe side of
+    /// the join that made them), and unregisters them after.
+    fn with_key_filters<R>(&self, filters: &[key_filter::ScanKeyFilter], f: impl FnOnce() -> R) -> R {
+        if filters.is_empty() {
+            return f();
+        }
+        let before = self.key_filters.borrow().len();
+        self.key_filters.borrow_mut().extend_from_slice(filters);
+        let r = f();
+        self.key_filters.borrow_mut().truncate(before);
+        r
+    }
+
     pub(crate) fn mem_error(&self, op: &str) -> Error {
         memory_limit_error(op, self.ctx.memory_limit)
     }
@@ -551,7 +571,7 @@ impl<'a> Exec<'a> {
             } => {
                 // A join builds on its right input, except semi and anti joins the
                 // optimizer gave `build: Left` (their right input is the larger).
-                let build_left = matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left });
+                let build_left = matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left, .. });
                 if build_left && !matches!(kind, crate::plan::JoinKind::Semi | crate::plan::JoinKind::Anti) {
                     return Err(crate::error::Error::not_supported(
                         "a hash join building on its left input is supported for semi and anti joins only",
@@ -565,6 +585,7 @@ impl<'a> Exec<'a> {
                     left_keys,
                     right_keys,
                     build_workers: plan.workers,
+                    key_filter: matches!(method, crate::plan::JoinMethod::Hash { key_filter: true, .. }),
                 };
                 match method {
                     crate::plan::JoinMethod::IndexNestedLoop { index } => {

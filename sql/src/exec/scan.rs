@@ -284,6 +284,9 @@ pub(super) fn table_scan(
             // batch is pushed early when the next page might not fit; a page with more
             // tuples than any before it may still overfill it a little.
             let mut most_on_a_page = 0;
+            // Tuples whose join key the build above does not hold are dropped before
+            // they are decoded (`key_filter`), until the test stops paying.
+            let mut key_test = super::key_filter::ScanKeyTest::for_scan(ex, id);
             loop {
                 if b.make_room(most_on_a_page, out)? == Flow::Stop {
                     return Ok(Flow::Stop);
@@ -301,6 +304,16 @@ pub(super) fn table_scan(
                         items.push((TupleId { page, slot }, off, off + len));
                     })?;
                     most_on_a_page = most_on_a_page.max(items.len());
+                    if let Some(t) = &mut key_test {
+                        let before = items.len();
+                        if !t.retain(table, &mut items, &g) {
+                            key_test = None;
+                        }
+                        // The relation's size counts the tuples dropped here too.
+                        if let Some(bee) = &mut b.bee {
+                            bee.tuples += (before - items.len()) as u64;
+                        }
+                    }
                     b.add_run(table, &items, &g)?;
                 }
                 if b.full() && b.flush(out)? == Flow::Stop {

@@ -99,7 +99,7 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], stats: &dyn Stats) -> f
                     };
                     index_nested_loop(l, r, row_cost, rows)
                 }
-                JoinMethod::Hash { build } => {
+                JoinMethod::Hash { build, .. } => {
                     let (probe, built) = match build {
                         crate::plan::JoinSide::Right => (l, r),
                         crate::plan::JoinSide::Left => (r, l),

@@ -27,7 +27,10 @@
 //! 7. `physical.rs` — every join gets its method (hash or nested loop); a join whose
 //!    left input is the smaller swaps its inputs, so the smaller is built; every node gets its estimates
 //!    (`cardinality.rs` for rows, `cost.rs` for cost), which EXPLAIN prints.
-//! 8. `parallel.rs` — an aggregate whose input is a pipeline over a large heap scan
+//! 8. `join_filter.rs` — a hash join that drops its probe rows without a match, whose
+//!    integer probe key is a column of a heap scan below it, is marked: the executor
+//!    has that scan skip the tuples whose key the build does not hold.
+//! 9. `parallel.rs` — an aggregate whose input is a pipeline over a large heap scan
 //!    gets `threads` workers (setting `threads`), each driving the pipeline over its
 //!    own pages.
 //!
@@ -53,6 +56,7 @@ pub mod prune;
 pub mod pushdown;
 pub mod semi_pushdown;
 pub mod simplify;
+pub mod join_filter;
 
 use crate::binder::query_util::for_each_child_mut;
 use crate::catalog::TableDef;
@@ -96,6 +100,10 @@ pub struct Rules {
     /// `optimizer_simplify`: constant subexpressions folded into literals, dates
     /// compared as dates ([`simplify`]).
     pub simplify: bool,
+    /// `optimizer_join_filter`: a hash join that drops its probe rows without a match
+    /// has the heap scan its integer probe key comes from test that key against the
+    /// build's keys before decoding the rest of the row ([`join_filter`]).
+    pub join_filter: bool,
     /// `enable_seqscan`, `enable_indexscan`, `enable_hashjoin`, `enable_nestloop`:
     /// physical choices forced, as PostgreSQL's settings force them ([`methods`]).
     pub methods: methods::Methods,
@@ -134,6 +142,7 @@ impl Default for Rules {
             magic_set: true,
             semi_pushdown: true,
             simplify: true,
+            join_filter: true,
             methods: methods::Methods::default(),
             threads: default_threads(),
             parallel_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
@@ -222,6 +231,7 @@ pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     };
     let plan = if rules.column_pruning { prune::prune_columns(plan) } else { plan };
     let plan = physical::finish(plan, rules, stats);
+    let plan = join_filter::mark(plan, rules.join_filter);
     parallel::plan_workers(plan, rules, stats)
 }
 

@@ -36,7 +36,7 @@ pub fn plan_workers(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     }
     // A hash join whose build input is such a pipeline: the threads scan and filter
     // it, the calling thread fills the hash table.
-    if let Node::Join { right, method: JoinMethod::Hash { build: JoinSide::Right }, .. } = &plan.node
+    if let Node::Join { right, method: JoinMethod::Hash { build: JoinSide::Right, .. }, .. } = &plan.node
         && let Some(p) = pipeline(right, 0)
         && large(p.scan, rules, stats)
     {

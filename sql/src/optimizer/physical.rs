@@ -71,7 +71,7 @@ fn set_method(mut plan: Plan) -> Plan {
         *method = if left_keys.is_empty() {
             JoinMethod::NestedLoop
         } else {
-            JoinMethod::Hash { build: JoinSide::Right }
+            JoinMethod::Hash { build: JoinSide::Right, key_filter: false }
         };
     }
     plan
@@ -180,10 +180,10 @@ const LEFT_BUILD_RATIO: f64 = 2.0;
 /// instead ([`JoinSide::Left`]).
 fn smaller_on_right(mut plan: Plan, stats: &dyn Stats) -> Plan {
     if let Node::Join { left, right, kind: JoinKind::Semi | JoinKind::Anti, method, .. } = &mut plan.node
-        && *method == (JoinMethod::Hash { build: JoinSide::Right })
+        && matches!(method, JoinMethod::Hash { build: JoinSide::Right, .. })
         && cardinality::rows(left, stats) * LEFT_BUILD_RATIO < cardinality::rows(right, stats)
     {
-        *method = JoinMethod::Hash { build: JoinSide::Left };
+        *method = JoinMethod::Hash { build: JoinSide::Left, key_filter: false };
         return plan;
     }
     let swap = match &plan.node {

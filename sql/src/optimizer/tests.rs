@@ -57,7 +57,7 @@ fn survives(make: fn() -> Plan) {
     std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
-            for rules in [Rules::default(), Rules { decorrelate: false, join_order: false, filter_pushdown: false, index_access: false, index_order: false, index_join: false, build_side: false, column_pruning: false, magic_set: false, semi_pushdown: false, simplify: false, methods: crate::optimizer::methods::Methods { seqscan: false, indexscan: false, hashjoin: false, nestloop: false }, threads: 1, parallel_min_rows: 0 }] {
+            for rules in [Rules::default(), Rules { decorrelate: false, join_order: false, filter_pushdown: false, index_access: false, index_order: false, index_join: false, build_side: false, column_pruning: false, magic_set: false, semi_pushdown: false, simplify: false, join_filter: false, methods: crate::optimizer::methods::Methods { seqscan: false, indexscan: false, hashjoin: false, nestloop: false }, threads: 1, parallel_min_rows: 0 }] {
                 let plan = optimize(make(), &rules, &NoStats);
                 assert!(plan.est.is_some());
                 assert!(!explain::explain(&plan, None).is_empty());

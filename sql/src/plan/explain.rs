@@ -271,8 +271,16 @@ fn describe(plan: &Plan) -> String {
                     super::JoinMethod::IndexNestedLoop { .. } => {
                         format!("Index Nested Loop ({k})  keys: {}", keys.join(", "))
                     }
-                    super::JoinMethod::Hash { build: super::JoinSide::Left } => {
+                    super::JoinMethod::Hash { build: super::JoinSide::Left, .. } => {
                         format!("Hash Join ({k})  keys: {}  build: left", keys.join(", "))
+                    }
+                    super::JoinMethod::Hash { key_filter: true, .. } => {
+                        // The scan columns that test the build's keys (`key_source`).
+                        let filtered: Vec<String> = super::key_source::filterable_keys(left, left_keys, right_keys)
+                            .iter()
+                            .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
+                            .collect();
+                        format!("Hash Join ({k})  keys: {}  key filter: {}", keys.join(", "), filtered.join(", "))
                     }
                     _ => format!("Hash Join ({k})  keys: {}", keys.join(", ")),
                 }

@@ -5,6 +5,7 @@
 //! the columns of its input by position (for joins: left columns, then right).
 
 pub mod explain;
+pub mod key_source;
 pub mod pipeline;
 
 use std::sync::Arc;
@@ -327,7 +328,13 @@ pub enum JoinMethod {
     /// for semi and anti joins whose right input is much the larger (the executor
     /// holds and marks the left rows, `exec::join::left_build`, and refuses it for
     /// other kinds).
-    Hash { build: JoinSide },
+    ///
+    /// With `key_filter` (rule `optimizer_join_filter`, for a join that builds on its
+    /// right input and drops the probe rows without a match), the executor hands the
+    /// build's keys to the heap scans its probe keys come from
+    /// ([`key_source::key_source`]): such a scan tests each tuple's key column before
+    /// it decodes the rest (`exec::key_filter`).
+    Hash { build: JoinSide, key_filter: bool },
     /// For each left row, the right input's table is looked up through its index
     /// `index`: `right_keys` are columns of the right [`Node::TableScan`] that are the
     /// index's leading columns, in index order, and `left_keys` give their values.

@@ -55,7 +55,7 @@ pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
                     return None;
                 }
                 match method {
-                    JoinMethod::Hash { build: super::JoinSide::Right } | JoinMethod::NestedLoop => {
+                    JoinMethod::Hash { build: super::JoinSide::Right, .. } | JoinMethod::NestedLoop => {
                         builds.push((node_id, node));
                     }
                     JoinMethod::IndexNestedLoop { .. } => {
@@ -65,7 +65,7 @@ pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
                             return None;
                         }
                     }
-                    JoinMethod::Hash { build: super::JoinSide::Left } => return None,
+                    JoinMethod::Hash { build: super::JoinSide::Left, .. } => return None,
                 }
                 (node, node_id) = (left, node_id + 1);
             }

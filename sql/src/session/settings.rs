@@ -24,6 +24,7 @@
 //! | `optimizer_semi_pushdown` | `on`, `off`: semi and anti joins move below the inner joins of their left input where they filter more | `on` |
 //! | `optimizer_magic_set` | `on`, `off`: an aggregate joined on a grouping column first keeps only the keys a selective other side can match | `on` |
 //! | `optimizer_simplify` | `on`, `off`: constant subexpressions become literals; a date compared with a timestamp constant is compared as a date | `on` |
+//! | `optimizer_join_filter` | `on`, `off`: a hash join that drops probe rows without a match has the scan of its integer probe key skip the tuples whose key is not among the build's, before decoding them | `on` |
 //! | `enable_seqscan` | `on`, `off`: off, a filtered scan reads through a usable index whatever it costs | `on` |
 //! | `enable_indexscan` | `on`, `off`: off, no plan reads an index | `on` |
 //! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
@@ -119,6 +120,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_magic_set",
     "optimizer_semi_pushdown",
     "optimizer_simplify",
+    "optimizer_join_filter",
     "enable_seqscan",
     "enable_indexscan",
     "enable_hashjoin",
@@ -227,6 +229,7 @@ impl Settings {
             "optimizer_magic_set" => self.optimizer.magic_set = parse_switch(name, value)?,
             "optimizer_semi_pushdown" => self.optimizer.semi_pushdown = parse_switch(name, value)?,
             "optimizer_simplify" => self.optimizer.simplify = parse_switch(name, value)?,
+            "optimizer_join_filter" => self.optimizer.join_filter = parse_switch(name, value)?,
             "enable_seqscan" => self.optimizer.methods.seqscan = parse_switch(name, value)?,
             "enable_indexscan" => self.optimizer.methods.indexscan = parse_switch(name, value)?,
             "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
@@ -255,7 +258,7 @@ impl Settings {
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
             | "optimizer_column_pruning" => "on",
-            "optimizer_decorrelate" | "optimizer_magic_set" | "optimizer_semi_pushdown" | "optimizer_simplify" => "on",
+            "optimizer_decorrelate" | "optimizer_magic_set" | "optimizer_semi_pushdown" | "optimizer_simplify" | "optimizer_join_filter" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
             "point_path" => "on",
             "threads" => {
@@ -306,6 +309,7 @@ impl Settings {
             "optimizer_magic_set" => show_switch(self.optimizer.magic_set),
             "optimizer_semi_pushdown" => show_switch(self.optimizer.semi_pushdown),
             "optimizer_simplify" => show_switch(self.optimizer.simplify),
+            "optimizer_join_filter" => show_switch(self.optimizer.join_filter),
             "enable_seqscan" => show_switch(self.optimizer.methods.seqscan),
             "enable_indexscan" => show_switch(self.optimizer.methods.indexscan),
             "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
