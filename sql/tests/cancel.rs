@@ -136,3 +136,27 @@ fn an_endless_recursive_cte_is_cancelled() {
         .unwrap();
     assert_eq!(r.rows[0].0[0], Value::BigInt(15));
 }
+
+/// CREATE INDEX over a large table checks for a cancel while it reads the heap and
+/// while it inserts the sorted entries: a cancel request and `statement_timeout`
+/// stop it with 57014, and no index is left behind.
+#[test]
+fn create_index_on_a_large_table_is_cancelled() {
+    let mut conn = setup();
+    // 200,000 rows (big × t × t), keys of 40 bytes.
+    conn.execute(
+        "CREATE TABLE wide AS SELECT repeat('k', 36) || CAST(x.a * 100 + y.a * 10 + z.a AS text) AS k FROM big x, t y, t z",
+        &[],
+    )
+    .unwrap();
+    let e = run_cancelled(&mut conn, "CREATE INDEX wide_k ON wide (k)");
+    assert_eq!((e.kind, e.sqlstate), (ErrorKind::Canceled, "57014"), "{e}");
+    conn.execute("SET statement_timeout = '5ms'", &[]).unwrap();
+    let e = conn.execute("CREATE INDEX wide_k ON wide (k)", &[]).expect_err("timed out");
+    assert_eq!(e.message, "canceling statement due to statement timeout");
+    conn.execute("SET statement_timeout = 0", &[]).unwrap();
+    // Neither attempt left an index behind: the name is free and the build completes.
+    conn.execute("CREATE INDEX wide_k ON wide (k)", &[]).unwrap();
+    let r = conn.query("SELECT count(*) FROM wide WHERE k = repeat('k', 36) || '999'", &[]).unwrap();
+    assert_eq!(r.rows[0].0[0], Value::BigInt(200));
+}

@@ -237,6 +237,48 @@ fn insert_reading_its_own_table_counts_against_memory_limit() {
     }
 }
 
+/// An UPDATE or DELETE finds every row it writes before writing the first (its scan
+/// sees the statement's own changes): those rows, and the tuple ids a FROM or USING
+/// join deduplicates, count against `memory_limit`.
+#[test]
+fn update_and_delete_count_their_rows_against_memory_limit() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    wide_table(&mut c, 5); // 100,000 rows, over 10 MB of strings
+    c.execute_batch("SET memory_limit = '4MB'").unwrap();
+    for (sql, what) in [
+        ("UPDATE w SET s = s || 'y'", "UPDATE"),
+        ("DELETE FROM w", "DELETE"),
+        ("DELETE FROM w WHERE s LIKE 'x%' RETURNING s", "DELETE"),
+    ] {
+        let Err(e) = c.execute(sql, &[]) else { panic!("{sql}: not stopped by the limit") };
+        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{sql}: {e}");
+        assert!(e.message.contains(what), "{e}");
+    }
+    // Nothing was written by the failed statements.
+    let r = c.query("SELECT count(*), count(*) FILTER (WHERE s LIKE '%y') FROM w", &[]).unwrap();
+    assert_eq!((r.rows[0].get::<i64>(0).unwrap(), r.rows[0].get::<i64>(1).unwrap()), (100_000, 0));
+    // A narrow UPDATE … FROM (each target row met twice) holds 16 bytes a row, and
+    // its set of target tuple ids counts too.
+    c.execute_batch("CREATE TABLE n (i INTEGER); INSERT INTO n SELECT d0.i + 10 * d1.i + 100 * d2.i + 1000 * d3.i + 10000 * d4.i FROM d AS d0, d AS d1, d AS d2, d AS d3, d AS d4")
+        .unwrap();
+    c.execute_batch("SET memory_limit = '2MB'").unwrap();
+    let Err(e) = c.execute("UPDATE n SET i = n.i + 1 FROM d WHERE d.i < 2", &[]) else { panic!("not stopped by the limit") };
+    assert_eq!(e.sqlstate, "53200", "{e}");
+    // Under the limit the same statements answer.
+    c.execute_batch("SET memory_limit = '256MB'").unwrap();
+    assert_eq!(c.execute("UPDATE n SET i = n.i + 1 FROM d WHERE d.i < 2", &[]).unwrap().rows_affected, 100_000);
+    assert_eq!(c.execute("UPDATE w SET s = s || 'y'", &[]).unwrap().rows_affected, 100_000);
+    let r = c.query("DELETE FROM w WHERE s LIKE '%7y' RETURNING s", &[]).unwrap();
+    assert_eq!(r.rows.len(), 10_000);
+    assert_eq!(c.execute("DELETE FROM w", &[]).unwrap().rows_affected, 90_000);
+    let r = c.query("SELECT min(i), max(i), count(*) FROM n", &[]).unwrap();
+    assert_eq!(
+        (r.rows[0].get::<i64>(0).unwrap(), r.rows[0].get::<i64>(1).unwrap(), r.rows[0].get::<i64>(2).unwrap()),
+        (1, 100_000, 100_000)
+    );
+}
+
 /// A statement's syntax tree is held whole, at about 100 bytes per byte of SQL: a
 /// `VALUES` list of 1M rows (28 MB of text) took 2.6 GB to parse (issue 16). SQL whose
 /// parse would pass `memory_limit` is refused before it is parsed, with 53200;

@@ -56,6 +56,9 @@ struct Frame {
 /// A bound CTE: its plan and column names.
 #[derive(Clone)]
 struct CteDef {
+    /// The CTE's bound plan, the only copy until its WITH settles: a reference
+    /// (`Node::CteScan`) holds a placeholder meanwhile (`cte_placeholder`), so a chain
+    /// of n CTEs holds n plans, not n²/2 copies.
     plan: Plan,
     /// Names its references (`Node::CteScan`) until the WITH's query is bound, when
     /// the CTE is materialized or its references inlined (`query.rs`,
@@ -110,6 +113,10 @@ pub struct Binder<'a> {
     next_work_table: usize,
     /// Next id for a CTE (`CteDef::id`).
     next_cte: usize,
+    /// The CTEs bound so far that call a volatile function, themselves or through
+    /// the CTEs they read (a reason to materialize them): a reference is a placeholder until
+    /// the WITH settles, so a CTE reading one learns it here.
+    volatile_ctes: std::collections::HashSet<crate::plan::CteId>,
     /// The references to recursive CTEs bound so far: working table and position.
     recursive_refs: Vec<(crate::plan::WorkTableId, Option<usize>)>,
     /// Names of the views being expanded, outermost first.
@@ -151,6 +158,7 @@ impl<'a> Binder<'a> {
             next_question: 0,
             next_work_table: 0,
             next_cte: 0,
+            volatile_ctes: Default::default(),
             recursive_refs: Vec::new(),
             views: Vec::new(),
             agg: None,

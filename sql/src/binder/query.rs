@@ -91,6 +91,9 @@ impl Binder<'_> {
                 let correlated = plan_reads_params(&plan, self.param_count);
                 let id = crate::plan::CteId(self.next_cte);
                 self.next_cte += 1;
+                if plan_is_volatile(&plan) || reads_cte(&plan, &self.volatile_ctes) {
+                    self.volatile_ctes.insert(id);
+                }
                 let def = CteDef {
                     plan,
                     id,
@@ -110,7 +113,7 @@ impl Binder<'_> {
         if pushed {
             let defs = self.ctes.pop().expect("pushed");
             let mut plan = r?;
-            self.settle_ctes(&defs, &mut plan, first_subquery);
+            self.settle_ctes(defs, &mut plan, first_subquery);
             return Ok(plan);
         }
         r
@@ -120,28 +123,61 @@ impl Binder<'_> {
     /// materialized, as PostgreSQL 12+ does: one referenced more than once or
     /// calling a volatile function (a sequence, an application function), unless
     /// `NOT MATERIALIZED`, and any `MATERIALIZED` one; a correlated CTE never is.
-    /// The references (`Node::CteScan`) of the others, in `plan` and in the
-    /// subqueries bound since `first_subquery`, become the CTE's plan itself, so
-    /// filters push into it as into a derived table.
-    fn settle_ctes(&mut self, defs: &HashMap<String, CteDef>, plan: &mut Plan, first_subquery: usize) {
-        let inline: Vec<crate::plan::CteId> = defs
-            .values()
-            .filter(|d| {
-                let materialize = match d.materialized {
-                    Some(forced) => forced,
-                    None => d.refs.get() > 1 || plan_is_volatile(&d.plan),
-                };
-                d.correlated || !materialize
-            })
-            .map(|d| d.id)
-            .collect();
-        if inline.is_empty() {
+    /// Then it puts each CTE's plan at its references (`Node::CteScan` placeholders
+    /// until now), in `plan`, in the subqueries bound since `first_subquery` and in
+    /// the plans of the other CTEs of the list: a materialized CTE's reference holds
+    /// the plan, an inlined one's becomes the plan itself, so filters push into it as
+    /// into a derived table. The plans are moved, not copied, where a CTE is read
+    /// once, so a chain of CTEs each reading the one before settles in linear time
+    /// and memory; the CTEs nothing reads are dropped (they never run).
+    fn settle_ctes(&mut self, defs: HashMap<String, CteDef>, plan: &mut Plan, first_subquery: usize) {
+        use crate::plan::CteId;
+        if defs.is_empty() {
             return;
         }
-        inline_ctes(plan, &inline);
-        for s in &mut self.subqueries[first_subquery..] {
-            inline_ctes(&mut s.plan, &inline);
+        let mut defs: Vec<CteDef> = defs.into_values().collect();
+        // A CTE's plan reads only CTEs bound before it (ids are given in binding order).
+        defs.sort_by_key(|d| d.id.0);
+        let mut settled: HashMap<CteId, Settled> = defs
+            .iter()
+            .filter(|d| !d.correlated)
+            .map(|d| {
+                let materialize = match d.materialized {
+                    Some(forced) => forced,
+                    None => d.refs.get() > 1 || self.volatile_ctes.contains(&d.id),
+                };
+                (d.id, Settled { inline: !materialize, uses: 0, plan: None })
+            })
+            .collect();
+        if settled.is_empty() {
+            return;
         }
+        // The placeholders each CTE's plan must fill: in the query and its subqueries,
+        // then in the plans of the CTEs that are read themselves (latest first, so a
+        // CTE's count is complete before the CTEs it reads are counted).
+        count_cte_scans(plan, &mut settled);
+        for s in &self.subqueries[first_subquery..] {
+            count_cte_scans(&s.plan, &mut settled);
+        }
+        for d in defs.iter().rev() {
+            if settled.get(&d.id).is_some_and(|s| s.uses > 0) {
+                count_cte_scans(&d.plan, &mut settled);
+            }
+        }
+        for d in defs {
+            let Some(s) = settled.get(&d.id) else { continue };
+            if s.uses == 0 {
+                continue;
+            }
+            let mut p = d.plan;
+            fill_cte_scans(&mut p, &mut settled);
+            settled.get_mut(&d.id).expect("counted").plan = Some(p);
+        }
+        fill_cte_scans(plan, &mut settled);
+        for s in &mut self.subqueries[first_subquery..] {
+            fill_cte_scans(&mut s.plan, &mut settled);
+        }
+        debug_assert!(settled.values().all(|s| s.uses == 0 && s.plan.is_none()), "a CTE placeholder left unfilled");
     }
 
     fn bind_query_body(&mut self, q: &ast::Query) -> Result<Plan> {
@@ -1208,21 +1244,24 @@ impl Binder<'_> {
             if let Some(recursion) = cte.recursion.clone() {
                 return self.recursive_reference(n, recursion, cte.level, at).map(|p| (p, short));
             }
-            let (mut plan, level) = (cte.plan.clone(), cte.level);
             cte.refs.set(cte.refs.get() + 1);
-            let (id, correlated) = (cte.id, cte.correlated);
-            if level + 1 < self.frames.len() {
-                // Referenced from a deeper level: the CTE's correlated parameters are
-                // its own level's; pass them down as this level's.
-                let pc = self.param_count;
-                plan.for_each_expr_mut(&mut |e| self.lift_params(e, level, pc));
-            }
-            if correlated {
+            let (id, level) = (cte.id, cte.level);
+            if cte.correlated {
+                // Inlined at every reference, as bound: a copy of the plan.
+                let mut plan = cte.plan.clone();
+                if level + 1 < self.frames.len() {
+                    // Referenced from a deeper level: the CTE's correlated parameters
+                    // are its own level's; pass them down as this level's.
+                    let pc = self.param_count;
+                    plan.for_each_expr_mut(&mut |e| self.lift_params(e, level, pc));
+                }
                 return Ok((plan, short));
             }
-            // A reader of the CTE until its WITH decides whether it is materialized.
-            let schema = plan.schema.clone();
-            let scan = Node::CteScan { cte: id, name: short.clone(), plan: Box::new(plan) };
+            // A reader of the CTE until its WITH decides whether it is materialized
+            // (and puts the CTE's plan here: `settle_ctes`). The plan reads no outer
+            // column, so there is nothing to pass down from a deeper level.
+            let schema = cte.plan.schema.clone();
+            let scan = Node::CteScan { cte: id, name: short.clone(), plan: Box::new(cte_placeholder(schema.clone())) };
             return Ok((Plan::new(scan, schema), short));
         }
         if let Some(t) = self.catalog.table(n) {
@@ -2216,17 +2255,70 @@ fn plan_is_volatile(plan: &Plan) -> bool {
     found
 }
 
-/// Replaces every `Node::CteScan` of the CTEs `inline` in `plan` by the CTE's plan.
-fn inline_ctes(plan: &mut Plan, inline: &[crate::plan::CteId]) {
+/// What `settle_ctes` knows of one CTE of the WITH it settles.
+struct Settled {
+    /// Inlined: each reference becomes the plan itself.
+    inline: bool,
+    /// The placeholders still to fill.
+    uses: usize,
+    /// The CTE's plan, its own references filled, until the last use takes it.
+    plan: Option<Plan>,
+}
+
+/// The plan a `Node::CteScan` holds until its CTE's WITH settles: no rows, with the
+/// CTE's columns, and `workers` 0, which no real plan has.
+fn cte_placeholder(schema: Vec<crate::plan::OutputColumn>) -> Plan {
+    let mut p = Plan::new(Node::Values { rows: Vec::new() }, schema);
+    p.workers = 0;
+    p
+}
+
+/// Whether `plan` holds a `Node::CteScan` of one of `ctes`.
+fn reads_cte(plan: &Plan, ctes: &std::collections::HashSet<crate::plan::CteId>) -> bool {
+    crate::stack::guarded(|| match &plan.node {
+        Node::CteScan { cte, .. } if ctes.contains(cte) => true,
+        _ => plan.children().into_iter().any(|c| reads_cte(c, ctes)),
+    })
+}
+
+/// Counts the placeholders of the CTEs `settled` in `plan` (an inner WITH's CTE
+/// plans, settled before, are searched too: they may read an outer CTE).
+fn count_cte_scans(plan: &Plan, settled: &mut HashMap<crate::plan::CteId, Settled>) {
     crate::stack::guarded(|| {
-        for c in plan.children_mut() {
-            inline_ctes(c, inline);
-        }
-        if let Node::CteScan { cte, plan: inner, .. } = &mut plan.node
-            && inline.contains(cte)
+        if let Node::CteScan { cte, .. } = &plan.node
+            && let Some(s) = settled.get_mut(cte)
         {
-            let inner = std::mem::replace(&mut **inner, Plan::one_row());
-            plan.node = inner.node;
+            s.uses += 1;
+            return;
+        }
+        for c in plan.children() {
+            count_cte_scans(c, settled);
+        }
+    })
+}
+
+/// Puts the plans of the CTEs `settled` at their placeholders in `plan`: moved at a
+/// CTE's last use, copied before it; an inlined CTE's `Node::CteScan` becomes the
+/// plan's node (keeping the reference's schema). The plans put in are complete and
+/// not searched again.
+fn fill_cte_scans(plan: &mut Plan, settled: &mut HashMap<crate::plan::CteId, Settled>) {
+    crate::stack::guarded(|| {
+        if let Node::CteScan { cte, plan: inner, .. } = &mut plan.node
+            && let Some(s) = settled.get_mut(cte)
+        {
+            debug_assert_eq!(inner.workers, 0, "a CTE's placeholder");
+            s.uses -= 1;
+            let p = if s.uses == 0 { s.plan.take() } else { s.plan.clone() };
+            let p = p.expect("a CTE's plan is settled before the plans that read it");
+            if s.inline {
+                plan.node = p.node;
+            } else {
+                **inner = p;
+            }
+            return;
+        }
+        for c in plan.children_mut() {
+            fill_cte_scans(c, settled);
         }
     })
 }

@@ -336,7 +336,7 @@ pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResu
     let mut t2 = (*table).clone();
     t2.indexes.push(index);
     let pos = t2.indexes.len() - 1;
-    xdml::create_index_entries(w, &t2, pos, ctx.memory_limit)?;
+    xdml::create_index_entries(w, &t2, pos, ctx.memory_limit, &ctx.interrupt)?;
     let t2 = Arc::new(t2);
     ctx.txn.catalog_mut().tables.insert(tname, t2.clone());
     super::analyze::analyze_if_stale(ctx, &t2)?;

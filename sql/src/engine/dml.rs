@@ -480,17 +480,7 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
         put(row)?;
     } else if *reads_target {
         let bq = with_source_bees(ctx, plan, &params)?;
-        let mut held = Vec::new();
-        let mut bytes = 0usize;
-        stream(ctx, &bq, &params, &mut |b| {
-            let b = b.compact();
-            bytes += b.heap_bytes() + b.columns.len() * std::mem::size_of::<crate::vector::Vector>();
-            if bytes > ctx.memory_limit {
-                return Err(crate::exec::memory_limit_error("INSERT reading its own target table", ctx.memory_limit));
-            }
-            held.push(b);
-            Ok(true)
-        })?;
+        let (held, _) = held_rows(ctx, &bq, &params, "INSERT reading its own target table")?;
         for b in held {
             for k in 0..b.rows() {
                 put(b.row_values(k))?;
@@ -513,6 +503,41 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = returned_columns.map(|c| (c, returned));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
+}
+
+/// The rows a write computes before it writes any: compact batches, counted against
+/// `memory_limit` (53200 beyond, naming `what`), and their number. Reads go through
+/// the write transaction, which sees the statement's own changes, so a statement
+/// that reads its target table holds what it read before it writes (the Halloween
+/// problem: an updated row would be met again further on in the scan).
+fn held_rows(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], what: &str) -> Result<(Vec<crate::vector::Batch>, usize)> {
+    let mut held = Vec::new();
+    let (mut bytes, mut rows) = (0usize, 0usize);
+    stream(ctx, bq, params, &mut |b| {
+        let b = b.compact();
+        bytes += b.heap_bytes() + b.columns.len() * std::mem::size_of::<crate::vector::Vector>();
+        if bytes > ctx.memory_limit {
+            return Err(crate::exec::memory_limit_error(what, ctx.memory_limit));
+        }
+        rows += b.rows();
+        held.push(b);
+        Ok(true)
+    })?;
+    Ok((held, rows))
+}
+
+/// Adds one tuple id to `seen` (an UPDATE … FROM or DELETE … USING meets a target
+/// row once per row it joins), counting the set against `memory_limit`; whether it
+/// was new.
+fn first_time(ctx: &Ctx<'_>, seen: &mut HashSet<i64>, t: i64, what: &str) -> Result<bool> {
+    if !seen.insert(t) {
+        return Ok(false);
+    }
+    // A hash set's entry: the value and a control byte, at most 8/7 full.
+    if seen.capacity() * (std::mem::size_of::<i64>() + 1) > ctx.memory_limit {
+        return Err(crate::exec::memory_limit_error(what, ctx.memory_limit));
+    }
+    Ok(true)
 }
 
 /// An INSERT's source plan with the session's bees attached (through the plan
@@ -898,47 +923,49 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
         }
     };
     let n = table.columns.len();
-    let rows = run(ctx, &bq, &params, None)?;
+    // Every row is computed before the first is written (see `held_rows`).
+    let (held, rows) = held_rows(ctx, &bq, &params, "UPDATE (the rows it changes)")?;
     // Bound with the plan, under the same schema (a cached UPDATE always has them).
     let checks = match checks {
         Some(c) => c,
         None => Arc::new(super::check::RowChecks::of(ctx, &table)?),
     };
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
-    let mut former = ctx.row_former(&table, rows.len())?;
+    let mut former = ctx.row_former(&table, rows)?;
     let w = ctx.txn.writer()?;
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
     let returning_at = 2 * n + 1;
-    let mut staged = Vec::with_capacity(rows.len());
     let mut returned = Vec::new();
     // With FROM a target row may join several rows; as in PostgreSQL it is updated
     // once, with the first.
     let mut seen: HashSet<i64> = HashSet::new();
-    for mut row in rows {
-        let Value::BigInt(t) = row[n] else {
-            return Err(Error::internal("UPDATE lost a tuple id"));
-        };
-        if u.from.is_some() && !seen.insert(t) {
-            continue;
-        }
-        returned.push(row.split_off(returning_at));
-        // The values move into the staged change (a row's text is not copied).
-        let old = row.split_off(n + 1);
-        row.truncate(n);
-        staged.push((i64_to_tid(t), row, old));
-    }
-    let count = staged.len();
+    let mut count = 0;
     // Uniqueness is checked row by row, as PostgreSQL does.
-    for (i, (tid, new, old)) in staged.iter().enumerate() {
+    for (i, (b, k)) in held.iter().flat_map(|b| (0..b.rows()).map(move |k| (b, k))).enumerate() {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
+        let mut row = b.row_values(k);
+        let Value::BigInt(t) = row[n] else {
+            return Err(Error::internal("UPDATE lost a tuple id"));
+        };
+        if u.from.is_some() && !first_time(ctx, &mut seen, t, "UPDATE … FROM (the rows it changed)")? {
+            continue;
+        }
+        if u.returning.is_some() {
+            returned.push(row.split_off(returning_at));
+        }
+        let old = row.split_off(n + 1);
+        row.truncate(n);
+        let new = row;
         checks
-            .verify(ctx, &table, new)
-            .and_then(|()| xdml::update_row_with(w, &table, *tid, old, new, former.as_mut()))
-            .map_err(|e| with_constraint_detail(e, &table, new))?;
-        foreign_keys.updated(old, new);
+            .verify(ctx, &table, &new)
+            .and_then(|()| xdml::update_row_with(w, &table, i64_to_tid(t), &old, &new, former.as_mut()))
+            .map_err(|e| with_constraint_detail(e, &table, &new))?;
+        foreign_keys.updated(&old, &new);
+        count += 1;
     }
+    drop(held);
     foreign_keys.finish(ctx)?;
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
@@ -1098,34 +1125,39 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             plan_write(ctx, binder, table, plan, None)?
         }
     };
-    let mut rows = run(ctx, &bq, &params, None)?;
+    // Every row is found before the first is deleted (see `held_rows`).
+    let (held, _) = held_rows(ctx, &bq, &params, "DELETE (the rows it removes)")?;
     let n = table.columns.len();
-    if d.using.is_some() {
-        // A target row joining several USING rows is deleted (and returned) once.
-        let mut seen: HashSet<i64> = HashSet::new();
-        rows.retain(|row| !matches!(row[n], Value::BigInt(t) if !seen.insert(t)));
-    }
+    // A target row joining several USING rows is deleted (and returned) once.
+    let mut seen: HashSet<i64> = HashSet::new();
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let w = ctx.txn.writer()?;
-    for (i, row) in rows.iter().enumerate() {
+    let mut count = 0;
+    // Each row: the deleted values, the tuple id, then what RETURNING computes.
+    let mut returned = Vec::new();
+    for (i, (b, k)) in held.iter().flat_map(|b| (0..b.rows()).map(move |k| (b, k))).enumerate() {
         if i % CHECK_EVERY == 0 {
             ctx.interrupt.check()?;
         }
+        let mut row = b.row_values(k);
         let Value::BigInt(t) = row[n] else {
             return Err(Error::internal("DELETE lost a tuple id"));
         };
+        if d.using.is_some() && !first_time(ctx, &mut seen, t, "DELETE … USING (the rows it removed)")? {
+            continue;
+        }
         xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
         foreign_keys.deleted(&row[..n]);
+        count += 1;
+        if d.returning.is_some() {
+            returned.push(row.split_off(n + 1));
+        }
     }
+    drop(held);
     foreign_keys.finish(ctx)?;
-    ctx.note_deletes(&table, rows.len());
+    ctx.note_deletes(&table, count);
     super::analyze::analyze_if_stale(ctx, &table)?;
-    let count = rows.len();
-    // Each row: the deleted values, the tuple id, then what RETURNING computes.
-    let returned = d
-        .returning
-        .as_ref()
-        .map(|_| (bq.plan.schema[n + 1..].to_vec(), rows.into_iter().map(|mut r| r.split_off(n + 1)).collect()));
+    let returned = d.returning.as_ref().map(|_| (bq.plan.schema[n + 1..].to_vec(), returned));
     Ok(written(format!("DELETE {count}"), count, returned))
 }
 

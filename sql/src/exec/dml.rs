@@ -235,7 +235,16 @@ fn same_key_values(table: &TableDef, idx: &IndexDef, old: &[Value], new: &[Value
 /// temporary file, see [`super::external_sort`]), then inserted in key order: each
 /// goes to the rightmost leaf, which splits as bulk loading would, and equal keys
 /// arrive side by side, so uniqueness needs no lookups.
-pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize, memory_limit: usize) -> Result<()> {
+///
+/// `interrupt` is checked at every heap page read and every [`INDEX_CHECK_EVERY`]
+/// entries inserted, so a cancel or `statement_timeout` stops a long build (57014).
+pub fn create_index_entries(
+    w: &WriteTxn,
+    table: &TableDef,
+    index: usize,
+    memory_limit: usize,
+    interrupt: &super::interrupt::Interrupt,
+) -> Result<()> {
     let idx = table
         .indexes
         .get(index)
@@ -244,6 +253,7 @@ pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize, memory
     let heap = HeapFile::open(table.heap);
     let mut tuples: Vec<(TupleId, Vec<u8>)> = Vec::new();
     for g in heap.pages(w) {
+        interrupt.check()?;
         // Copy the page's tuples out so no latch is held while their values (some of
         // them out of line, on other pages) are read.
         tuples.clear();
@@ -262,7 +272,12 @@ pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize, memory
     let mut entries = sorter.finish()?;
     let tree = BTree::open(idx.root);
     let mut previous_key: Option<Vec<u8>> = None;
+    let mut inserted = 0usize;
     while let Some((key, tid)) = entries.next_entry()? {
+        if inserted % INDEX_CHECK_EVERY == 0 {
+            interrupt.check()?;
+        }
+        inserted += 1;
         if idx.unique && previous_key.as_ref() == Some(&key) {
             // Equal keys: a duplicate unless the key has a NULL (then both rows have it).
             let tid = TupleId::from_bytes(&tid).ok_or_else(|| Error::internal("malformed tuple id"))?;
@@ -278,6 +293,9 @@ pub fn create_index_entries(w: &WriteTxn, table: &TableDef, index: usize, memory
     }
     Ok(())
 }
+
+/// How many entries `create_index_entries` inserts between two cancel checks.
+pub const INDEX_CHECK_EVERY: usize = 1024;
 
 /// CREATE UNIQUE INDEX's error for the key of `row`, found more than once.
 fn duplicate_in_new_index(table: &TableDef, idx: &IndexDef, row: &[Value]) -> Error {

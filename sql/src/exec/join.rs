@@ -157,6 +157,13 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         .as_mut()
         .ok_or_else(|| crate::error::Error::internal("a join building on its left input without keys"))?;
     let nkeys = map.table.len();
+    // The right rows whose key no held row has mark nothing: the scans they come
+    // from drop them before decoding them.
+    let key_filters = if s.key_filter {
+        super::key_filter::for_input(s.right, right_id, s.right_keys, s.left_keys, map.table.keys())
+    } else {
+        Vec::new()
+    };
     // Without `on`, a key decides for all of its rows at once, and the rows of a key
     // are never listed (`row_ids` says each row's key); with `on`, each held row is
     // decided by the pairs it forms, through the rows grouped by key.
@@ -173,7 +180,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
     let mut scratch = ProbeScratch::default();
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
     if open > 0 {
-        ex.node(s.right, right_id, None, &mut |b| {
+        ex.with_key_filters(&key_filters, || ex.node(s.right, right_id, None, &mut |b| {
             let n = b.rows();
             if n == 0 {
                 return Ok(Flow::Continue);
@@ -208,7 +215,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
                 }
             }
             Ok(if open == 0 && want_matched { Flow::Stop } else { Flow::Continue })
-        })?;
+        }))?;
     }
     let matched = |r: usize| match s.on {
         None => map.row_ids[r] != NO_ID && key_matched[map.row_ids[r] as usize],
@@ -270,7 +277,9 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
     let mut build = materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers)?;
     if let Some(map) = &mut build.map {
         map.finish();
-        build.key_filters = super::key_filter::for_join(s, id, map.table.keys());
+        if s.key_filter {
+            build.key_filters = super::key_filter::for_input(s.left, id + 1, s.left_keys, s.right_keys, map.table.keys());
+        }
         let bytes: usize = build.key_filters.iter().map(|f| f.filter.heap_bytes()).sum();
         ex.check_mem("Hash Join", bytes + map.table.heap_bytes())?;
     }

@@ -12,8 +12,9 @@
 //!   a hashed bitmap (one hash, 16 bits per key, about 6% false positives) when it is
 //!   not. It may let through keys the build lacks (the join drops those), never the
 //!   reverse.
-//! - The join ([`super::join::join`]) registers its filters with the executor for the
-//!   time its probe side runs ([`super::Exec::with_key_filters`]); a scan takes those
+//! - The join ([`super::join::join`], or [`super::join::left_build`] for the right input
+//!   a semi or anti join streams past the left rows it holds) registers its filters
+//!   with the executor for the time that input runs ([`super::Exec::with_key_filters`]); a scan takes those
 //!   for its own node id when it starts ([`ScanKeyTest::for_scan`]). The filters are
 //!   made once per build, so the threads of a parallel pipeline share them.
 //! - A scan stops testing when the test proves not to pay: after
@@ -27,7 +28,6 @@ use std::sync::Arc;
 use beedb_storage::TupleId;
 use beedb_storage::tuple::Attr;
 
-use super::join::JoinSpec;
 use crate::catalog::TableDef;
 use crate::plan::key_source::filterable_keys;
 use crate::vector::{Data, Vector};
@@ -121,18 +121,24 @@ pub(crate) struct ScanKeyFilter {
     pub filter: Arc<KeyFilter>,
 }
 
-/// The filters join node `id` (spec `s`, marked `key_filter`) hands its probe side,
-/// from its build's distinct keys `keys` (one vector per key, as `s.right_keys`).
-pub(super) fn for_join(s: &JoinSpec<'_>, id: usize, keys: &[Vector]) -> Vec<ScanKeyFilter> {
-    if !s.key_filter {
-        return Vec::new();
-    }
-    let left_id = id + 1;
-    filterable_keys(s.left, s.left_keys, s.right_keys)
+/// The filters a join marked `key_filter` hands the input it streams: `input` (node
+/// `input_id`, joined on `input_keys`) against the keys the join holds of its other
+/// input, `other_keys`, whose distinct values are `keys` (one vector per key). The
+/// probe (left) input of a join building on its right; the right input of a semi or
+/// anti join holding its left (`join::left_build`), whose right rows only mark held
+/// rows with equal keys.
+pub(super) fn for_input(
+    input: &crate::plan::Plan,
+    input_id: usize,
+    input_keys: &[crate::expr::Expr],
+    other_keys: &[crate::expr::Expr],
+    keys: &[Vector],
+) -> Vec<ScanKeyFilter> {
+    filterable_keys(input, input_keys, other_keys)
         .into_iter()
         .filter_map(|(k, src)| {
             let filter = KeyFilter::of(keys.get(k)?)?;
-            Some(ScanKeyFilter { scan_id: left_id + src.offset, column: src.column, filter: Arc::new(filter) })
+            Some(ScanKeyFilter { scan_id: input_id + src.offset, column: src.column, filter: Arc::new(filter) })
         })
         .collect()
 }

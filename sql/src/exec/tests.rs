@@ -1231,7 +1231,7 @@ fn create_index_entries_checks_uniqueness() {
         root: create_btree(&w).unwrap(),
         clustered: false,
     });
-    create_index_entries(&w, &def, 0, 1 << 20).unwrap();
+    create_index_entries(&w, &def, 0, 1 << 20, &crate::exec::interrupt::Interrupt::never()).unwrap();
     let t = Arc::new(def.clone());
     assert_eq!(
         rows(&w, &index_scan(&t, 0, vec![lit(2)], None, None)).len(),
@@ -1245,7 +1245,7 @@ fn create_index_entries_checks_uniqueness() {
         root: create_btree(&w).unwrap(),
         clustered: false,
     });
-    let e = create_index_entries(&w, &def, 1, 1 << 20).unwrap_err();
+    let e = create_index_entries(&w, &def, 1, 1 << 20, &crate::exec::interrupt::Interrupt::never()).unwrap_err();
     assert_eq!(e.sqlstate, "23505");
     assert!(
         e.message

@@ -271,18 +271,27 @@ fn describe(plan: &Plan) -> String {
                     super::JoinMethod::IndexNestedLoop { .. } => {
                         format!("Index Nested Loop ({k})  keys: {}", keys.join(", "))
                     }
-                    super::JoinMethod::Hash { build: super::JoinSide::Left, .. } => {
-                        format!("Hash Join ({k})  keys: {}  build: left", keys.join(", "))
+                    super::JoinMethod::Hash { build, key_filter } => {
+                        let mut s = format!("Hash Join ({k})  keys: {}", keys.join(", "));
+                        if *build == super::JoinSide::Left {
+                            s.push_str("  build: left");
+                        }
+                        if *key_filter {
+                            // The scan columns of the streamed input that test the
+                            // held keys (`key_source`).
+                            let sources = match build {
+                                super::JoinSide::Right => super::key_source::filterable_keys(left, left_keys, right_keys),
+                                super::JoinSide::Left => super::key_source::filterable_keys(right, right_keys, left_keys),
+                            };
+                            let named: Vec<String> = sources
+                                .iter()
+                                .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
+                                .collect();
+                            s.push_str(&format!("  key filter: {}", named.join(", ")));
+                        }
+                        s
                     }
-                    super::JoinMethod::Hash { key_filter: true, .. } => {
-                        // The scan columns that test the build's keys (`key_source`).
-                        let filtered: Vec<String> = super::key_source::filterable_keys(left, left_keys, right_keys)
-                            .iter()
-                            .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
-                            .collect();
-                        format!("Hash Join ({k})  keys: {}  key filter: {}", keys.join(", "), filtered.join(", "))
-                    }
-                    _ => format!("Hash Join ({k})  keys: {}", keys.join(", ")),
+                    super::JoinMethod::NestedLoop => format!("Nested Loop ({k})"),
                 }
             };
             if let Some(on) = on {
