@@ -101,6 +101,19 @@ pub fn set_root(page: &mut [u8], slot: usize, v: u64) {
     write_u64(page, ROOTS_OFFSET + 8 * slot, v)
 }
 
+/// The unused rest of page 0 after the header fields and the WAL path, as (offset,
+/// length), if the recorded path fits: the WAL leaves it out of the page's frame.
+pub(crate) fn free_gap(page: &[u8]) -> Option<(usize, usize)> {
+    let len = u16::from_le_bytes([page[WAL_PATH_LEN_OFFSET], page[WAL_PATH_LEN_OFFSET + 1]]);
+    let end = WAL_PATH_OFFSET + len as usize;
+    (end <= page.len()).then(|| (end, page.len() - end))
+}
+
+/// The unused rest of a free page after its next-page link, as (offset, length).
+pub(crate) fn free_page_gap(page: &[u8]) -> (usize, usize) {
+    (FREE_NEXT_OFFSET + 4, page.len() - FREE_NEXT_OFFSET - 4)
+}
+
 /// The WAL path stamped into the database file's copy of page 0, if any.
 pub fn wal_path(page: &[u8]) -> Option<&[u8]> {
     let len = u16::from_le_bytes([page[WAL_PATH_LEN_OFFSET], page[WAL_PATH_LEN_OFFSET + 1]]);

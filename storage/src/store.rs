@@ -609,10 +609,11 @@ impl Store {
                     .db_file
                     .read_exact_at(&mut buf, p as u64 * inner.page_size as u64)
                     .map_err(|e| Error::io(format!("reading page {page}"), e))?;
+                verify_page(&buf, page)?;
             } else {
-                inner.wal.read_page(v, &mut buf)?;
+                // Verified against its frame's checksum.
+                inner.wal.read_page(page, v, &mut buf)?;
             }
-            verify_page(&buf, page)?;
             kinds[buf[8] as usize & 7] += 1;
         }
         // The free list: every entry a Free page, no cycle, and the count as recorded.
@@ -715,10 +716,12 @@ impl StoreCore {
                         Error::io(format!("reading page {page}"), e)
                     }
                 })?;
+                verify_page(buf, page)
             } else {
-                self.wal.read_page(v, buf)?;
+                // Verified against its frame's checksum (a WAL image's own checksum
+                // field is stamped only when a checkpoint writes it to the file).
+                self.wal.read_page(page, v, buf)
             }
-            verify_page(buf, page)
         })
     }
 
@@ -793,25 +796,23 @@ impl StoreCore {
         let mut written = Vec::new();
         {
             let _generation = self.wal.pin_generation();
+            // Committed versions are shared and immutable, so each is stamped with its
+            // checksum in this copy on its way to the file (commits do not seal pages).
+            let mut copy = vec![0u8; self.page_size];
             for (page, lsn) in self.wal.newest_versions(safe) {
                 if lsn.0 <= backfilled {
                     continue;
                 }
                 let frame = self.load_version(page, lsn)?;
-                let image = frame.read();
-                let stamped;
-                let image: &[u8] = if page == PageId::HEADER {
+                copy.copy_from_slice(&frame.read());
+                drop(frame);
+                if page == PageId::HEADER {
                     // The file's copy of page 0 keeps naming this WAL (see `find_wal`).
-                    let mut copy = image.to_vec();
                     header::set_wal_path(&mut copy, self.wal_path.as_os_str().as_encoded_bytes());
-                    seal_page(&mut copy);
-                    stamped = copy;
-                    &stamped
-                } else {
-                    &image
-                };
+                }
+                seal_page(&mut copy);
                 self.db_file
-                    .write_at(image, page.0 as u64 * self.page_size as u64)
+                    .write_at(&copy, page.0 as u64 * self.page_size as u64)
                     .map_err(|e| Error::io(format!("checkpointing page {page}"), e))?;
                 written.push(page);
             }
@@ -1234,14 +1235,13 @@ impl WriteTxn {
         ids.truncate(max / 2);
         for p in ids {
             if let Some(frame) = st.dirty.remove(&p) {
-                let mut buf = match Arc::try_unwrap(frame) {
+                let buf = match Arc::try_unwrap(frame) {
                     Ok(lock) => lock.into_inner(),
                     Err(frame) => {
                         st.dirty.insert(p, frame);
                         continue;
                     }
                 };
-                seal_page(&mut buf);
                 victims.push((p, buf));
             }
         }
@@ -1367,9 +1367,6 @@ impl WriteTxn {
                 }
             },
         };
-        for (_, buf) in pages.iter_mut() {
-            seal_page(buf);
-        }
         let writes: Vec<FrameWrite<'_>> = pages
             .iter()
             .map(|(p, b)| FrameWrite { page: *p, image: b })

@@ -457,6 +457,15 @@ impl<'a> NodeRef<'a> {
     }
 }
 
+/// The free gap between the slot array and the cell content area as (offset, length),
+/// when the node header describes it consistently (`None` otherwise). The WAL leaves it
+/// out of the page's frame (`crate::wal`); nothing reads it.
+pub(crate) fn free_gap(buf: &[u8]) -> Option<(usize, usize)> {
+    let start = SLOT_ARRAY_OFF + SLOT_SIZE * read_u16(buf, COUNT_OFF) as usize;
+    let content = read_u32(buf, CONTENT_OFF) as usize;
+    (start <= content && content <= buf.len()).then(|| (start, content - start))
+}
+
 /// Formats `buf` as an empty node of `level` (a leaf at level 0) with root `flags`.
 pub fn init_node(buf: &mut [u8], id: PageId, level: u8, flags: u16) {
     let kind = if level == 0 {

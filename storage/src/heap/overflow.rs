@@ -32,6 +32,13 @@ pub const fn capacity(page_size: usize) -> usize {
     page_size - DATA_OFFSET
 }
 
+/// The bytes after the page's data as (offset, length), if `data_len` fits the page:
+/// the WAL leaves them out of the page's frame (`crate::wal`).
+pub(crate) fn free_gap(page: &[u8]) -> Option<(usize, usize)> {
+    let n = read_u32(page, DATA_LEN_OFFSET) as usize;
+    (n <= capacity(page.len())).then(|| (DATA_OFFSET + n, page.len() - DATA_OFFSET - n))
+}
+
 /// Writes `data` to a new chain and returns its first page (`PageId::NONE` for an
 /// empty value, which needs no page).
 pub fn write_chain<W: PageWrite + ?Sized>(w: &W, data: &[u8]) -> Result<PageId> {

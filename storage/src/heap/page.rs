@@ -142,6 +142,15 @@ fn header(page: &[u8], id: PageId) -> Result<Header> {
     Ok(h)
 }
 
+/// The free space between the slot array and the tuple data as (offset, length), when
+/// the header describes it consistently (`None` otherwise). The WAL leaves it out of the
+/// page's frame (`crate::wal`): what lies there is never read, so a replayed page holds
+/// zeros where the page it logged may have held the bytes of a removed tuple.
+pub(crate) fn free_gap(page: &[u8]) -> Option<(usize, usize)> {
+    let h = header(page, PageId(read_u32(page, 4))).ok()?;
+    Some((h.free_start(), h.free_end - h.free_start()))
+}
+
 /// Checks a slot entry against the page; returns `(offset, len)`, len 0 if unused.
 #[inline]
 fn checked_slot(page: &[u8], id: PageId, h: Header, i: usize) -> Result<(usize, usize)> {
