@@ -100,6 +100,9 @@ pub struct NodeProfile {
     /// Time spent in the node *and its inputs* (as PostgreSQL reports it), excluding
     /// the time its consumers spent on its output.
     pub time: Duration,
+    /// Tuples a scan dropped because a join's key filter said their key cannot match
+    /// (`key_filter`), before decoding them.
+    pub key_filtered: u64,
 }
 
 /// Per-node counters of one execution, keyed by the node's pre-order index in the
@@ -123,6 +126,11 @@ impl Profile {
     fn record(&self, id: usize, rows: u64, batches: u64, time: Duration) {
         self.record_loops(id, rows, 1, time);
         self.nodes.lock().entry(id).or_default().batches += batches;
+    }
+
+    /// Tuples scan `id` dropped by join key filters.
+    fn record_key_filtered(&self, id: usize, tuples: u64) {
+        self.nodes.lock().entry(id).or_default().key_filtered += tuples;
     }
 
     /// Counters of a node run `loops` times by its parent (an index nested-loop

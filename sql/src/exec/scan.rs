@@ -287,6 +287,7 @@ pub(super) fn table_scan(
             // Tuples whose join key the build above does not hold are dropped before
             // they are decoded (`key_filter`), until the test stops paying.
             let mut key_test = super::key_filter::ScanKeyTest::for_scan(ex, id);
+            let mut key_filtered = 0u64;
             loop {
                 if b.make_room(most_on_a_page, out)? == Flow::Stop {
                     return Ok(Flow::Stop);
@@ -313,12 +314,18 @@ pub(super) fn table_scan(
                         if let Some(bee) = &mut b.bee {
                             bee.tuples += (before - items.len()) as u64;
                         }
+                        key_filtered += (before - items.len()) as u64;
                     }
                     b.add_run(table, &items, &g)?;
                 }
                 if b.full() && b.flush(out)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
+            }
+            if key_filtered > 0
+                && let Some(p) = ex.profile
+            {
+                p.record_key_filtered(id, key_filtered);
             }
             if let Some(bee) = &b.bee {
                 match morsels {

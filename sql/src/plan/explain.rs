@@ -7,7 +7,8 @@ use crate::expr::{Expr, ExprKind};
 
 /// The lines of the plan tree. Node ids are pre-order indexes, as the executor's
 /// [`Profile`] keys them; with a profile each line ends with
-/// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs).
+/// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs), and for a
+/// scan that join key filters thinned, `(removed by key filter: N)`.
 pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
     explain_with(plan, profile, &Options::default())
 }
@@ -87,12 +88,17 @@ fn walk(
     }
     if let Some(p) = profile {
         match p.node(my_id) {
-            Some(n) => line.push_str(&format!(
-                "  (actual rows={} loops={} time={:.3} ms)",
-                n.rows,
-                n.loops,
-                n.time.as_secs_f64() * 1000.0
-            )),
+            Some(n) => {
+                line.push_str(&format!(
+                    "  (actual rows={} loops={} time={:.3} ms)",
+                    n.rows,
+                    n.loops,
+                    n.time.as_secs_f64() * 1000.0
+                ));
+                if n.key_filtered > 0 {
+                    line.push_str(&format!("  (removed by key filter: {})", n.key_filtered));
+                }
+            }
             None => line.push_str("  (never executed)"),
         }
     }

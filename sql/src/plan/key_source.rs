@@ -95,10 +95,22 @@ fn integer_kind(ty: &crate::types::DataType) -> Option<u8> {
     }
 }
 
+/// Bytes of an integer type (0 for any other).
+fn integer_width(ty: &crate::types::DataType) -> u8 {
+    use crate::types::DataType;
+    match ty {
+        DataType::SmallInt => 2,
+        DataType::Integer => 4,
+        DataType::BigInt => 8,
+        _ => 0,
+    }
+}
+
 /// The key pairs of a hash join with left input `left` whose probe key is a stored
 /// integer column of a heap scan under `left`, with that column: what the executor's
 /// key filter can test (`exec::key_filter` holds integer keys only). Each entry is
-/// (the key's index in `left_keys`, its source).
+/// (the key's index in `left_keys`, its source). A key may be the column itself or
+/// the column widened to a larger integer type.
 pub fn filterable_keys<'p>(
     left: &'p Plan,
     left_keys: &[crate::expr::Expr],
@@ -106,9 +118,25 @@ pub fn filterable_keys<'p>(
 ) -> Vec<(usize, KeySource<'p>)> {
     let mut out = Vec::new();
     for (k, (l, r)) in left_keys.iter().zip(right_keys).enumerate() {
-        let ExprKind::Column(c) = l.kind else { continue };
         let Some(kind) = integer_kind(&l.ty) else { continue };
-        if integer_kind(&r.ty) != Some(kind) || left.schema.get(c).is_none_or(|s| s.ty != l.ty) {
+        // The key is a column, or an integer column widened (a smallint joined with
+        // an integer): the same value either way. A narrowing cast could fail on a
+        // row the filter would drop first, so it gets no filter.
+        let c = match &l.kind {
+            ExprKind::Column(c) if left.schema.get(*c).is_some_and(|s| s.ty == l.ty) => *c,
+            ExprKind::Cast { expr, .. } => match expr.kind {
+                ExprKind::Column(c)
+                    if left.schema.get(c).is_some_and(|s| s.ty == expr.ty)
+                        && integer_kind(&expr.ty) == Some(0)
+                        && integer_width(&expr.ty) <= integer_width(&l.ty) =>
+                {
+                    c
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if integer_kind(&r.ty) != Some(kind) {
             continue;
         }
         if let Some(src) = key_source(left, c)
