@@ -8,6 +8,15 @@ fn rows(c: &mut beedb_sql::Connection, sql: &str) -> Vec<Vec<Value>> {
     c.query(sql, &[]).unwrap().rows.into_iter().map(|r| r.0).collect()
 }
 
+/// An EXPLAIN's lines, one per row.
+fn plan(c: &mut beedb_sql::Connection, sql: &str) -> String {
+    rows(c, sql)
+        .into_iter()
+        .map(|r| r[0].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn copy_text_and_csv() {
     let dir = tempfile::tempdir().unwrap();
@@ -66,13 +75,6 @@ fn explain_shows_access_paths_and_analyze_counts_rows() {
          INSERT INTO b VALUES (1, 10), (1, 11), (3, 30);",
     )
     .unwrap();
-    let plan = |c: &mut beedb_sql::Connection, sql: &str| -> String {
-        rows(c, sql)
-            .into_iter()
-            .map(|r| r[0].to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     let p = plan(&mut c, "EXPLAIN SELECT v FROM a WHERE id = 2");
     assert!(p.contains("Index Scan"), "{p}");
     let p = plan(&mut c, "EXPLAIN SELECT v, w FROM a JOIN b ON a.id = b.a_id");
@@ -159,15 +161,12 @@ fn explain_analyze_counts_the_tuples_a_key_filter_dropped() {
          SET threads = 1",
     )
     .unwrap();
-    let text = |c: &mut beedb_sql::Connection, sql: &str| -> String {
-        rows(c, sql).iter().map(|r| format!("{:?}\n", r[0])).collect()
-    };
-    let p = text(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
+    let p = plan(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
     let scan = p.lines().find(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
     assert!(p.contains("key filter: probe.k"), "{p}");
     assert!(scan.contains("actual rows=30 ") && scan.contains("(removed by key filter: 4970)"), "{p}");
     c.execute_batch("SET optimizer_join_filter = off").unwrap();
-    let p = text(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
+    let p = plan(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
     let scan = p.lines().find(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
     assert!(scan.contains("actual rows=5000 ") && !scan.contains("removed by key filter"), "{p}");
 }
