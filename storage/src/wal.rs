@@ -104,6 +104,11 @@ pub const FRAME_HEADER_BYTES: usize = 64;
 const WAL_MAGIC: &[u8; 8] = b"BeeDBWAL";
 /// The format this build writes (see the module documentation).
 pub const WAL_FORMAT_VERSION: u32 = 2;
+
+/// The largest first LSN a WAL header may name: far beyond any count of frames a
+/// database can write (one per page write), far enough below `u64::MAX` that no sum
+/// of LSNs and frame counts overflows.
+const MAX_BASE_LSN: u64 = u64::MAX / 4;
 /// The first format, still read (a WAL left by an older build is recovered, then the
 /// next generation is written in the current format).
 const WAL_FORMAT_V1: u32 = 1;
@@ -319,9 +324,15 @@ impl Wal {
         };
         let (salt, base, format) = if header_ok {
             let version = read_u32(&header, 8);
-            if version > WAL_FORMAT_VERSION || version < WAL_FORMAT_V1 {
+            if version > WAL_FORMAT_VERSION {
                 return Err(Error::InvalidArgument(format!(
                     "WAL {} has format version {version}, newer than this build's {WAL_FORMAT_VERSION}",
+                    path.display()
+                )));
+            }
+            if version < WAL_FORMAT_V1 {
+                return Err(Error::InvalidArgument(format!(
+                    "WAL {} has format version {version}, which no build writes",
                     path.display()
                 )));
             }
@@ -335,7 +346,19 @@ impl Wal {
                     ),
                 });
             }
-            (read_u64(&header, 24), Lsn(read_u64(&header, 32)), version)
+            // LSN 0 names the database file's version of a page, and LSNs count
+            // frames one by one from 1: a base outside that range (a header whose
+            // checksum matches by accident or by design) would make the frame
+            // arithmetic wrap.
+            let base = read_u64(&header, 32);
+            if base == 0 || base > MAX_BASE_LSN {
+                return Err(Error::CorruptWal {
+                    frame: 0,
+                    page: PageId(0),
+                    detail: format!("WAL {} has a first LSN out of range ({base})", path.display()),
+                });
+            }
+            (read_u64(&header, 24), Lsn(base), version)
         } else if len > (WAL_HEADER_BYTES + FRAME_HEADER_BYTES) as u64 {
             // The header is written and synced before any frame; frames after a bad
             // header mean the header was damaged later.
@@ -1113,6 +1136,24 @@ mod tests {
         append_one(&wal, 1, 1, &pages[0]);
         let (_, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
         assert_eq!(rec.committed_txns, 1);
+    }
+
+    #[test]
+    fn a_header_with_a_first_lsn_out_of_range_is_refused() {
+        for base in [0, MAX_BASE_LSN + 1, u64::MAX] {
+            let fs = MemFileSystem::new();
+            let path = Path::new("w");
+            format_1_wal(&fs, path, &[]);
+            let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+            let mut h = [0u8; WAL_HEADER_BYTES];
+            f.read_exact_at(&mut h, 0).unwrap();
+            h[32..40].copy_from_slice(&base.to_le_bytes());
+            let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
+            write_u32(&mut h, HEADER_CRC_OFFSET, sum);
+            f.write_at(&h, 0).unwrap();
+            let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
+            assert!(err.to_string().contains("first LSN out of range"), "{base}: {err}");
+        }
     }
 
     #[test]
