@@ -900,6 +900,17 @@ mod tests {
         let mut p = vec![0u8; PS];
         crate::btree::node::init_node(&mut p, PageId(2), 0, 0);
         assert_eq!(hole_of(&p), (36, PS - 36));
+        // A leaf with two cells; then its content start moved above one of them, so
+        // a cell would lie in the gap: the node is logged whole.
+        for (i, key) in [b"a".as_slice(), b"bb"].into_iter().enumerate() {
+            assert!(crate::btree::node::insert_leaf_entry(&mut p, PageId(2), i, key, b"v").unwrap());
+        }
+        let (start, len) = hole_of(&p);
+        assert_eq!(start, 36 + 2 * 2);
+        let content = start + len;
+        assert!(content < PS);
+        write_u32(&mut p, PAGE_HEADER_SIZE + 4, content as u32 + 1);
+        assert_eq!(hole_of(&p), (0, 0), "a cell below the content start");
         let mut p = vec![0u8; PS];
         format_page(&mut p, PageId(3), PageKind::Overflow);
         write_u32(&mut p, crate::heap::overflow::DATA_LEN_OFFSET, 100);

@@ -460,10 +460,20 @@ impl<'a> NodeRef<'a> {
 /// The free gap between the slot array and the cell content area as (offset, length),
 /// when the node header describes it consistently (`None` otherwise). The WAL leaves it
 /// out of the page's frame (`crate::wal`); nothing reads it.
+///
+/// Cell reads do not check that a cell lies at or above the content start, so a
+/// header whose content start were too high (a bug, a flipped bit in memory) would
+/// put live cells in the gap, and the WAL would bring them back as zeros: a node any
+/// of whose slots points into the gap has no gap (it is logged whole).
 pub(crate) fn free_gap(buf: &[u8]) -> Option<(usize, usize)> {
-    let start = SLOT_ARRAY_OFF + SLOT_SIZE * read_u16(buf, COUNT_OFF) as usize;
+    let count = read_u16(buf, COUNT_OFF) as usize;
+    let start = SLOT_ARRAY_OFF + SLOT_SIZE * count;
     let content = read_u32(buf, CONTENT_OFF) as usize;
-    (start <= content && content <= buf.len()).then(|| (start, content - start))
+    if start > content || content > buf.len() {
+        return None;
+    }
+    let cells_above = (0..count).all(|i| read_u16(buf, SLOT_ARRAY_OFF + SLOT_SIZE * i) as usize >= content);
+    cells_above.then(|| (start, content - start))
 }
 
 /// Formats `buf` as an empty node of `level` (a leaf at level 0) with root `flags`.
