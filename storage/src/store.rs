@@ -796,16 +796,17 @@ impl StoreCore {
         let mut written = Vec::new();
         {
             let _generation = self.wal.pin_generation();
-            // Committed versions are shared and immutable, so each is stamped with its
-            // checksum in this copy on its way to the file (commits do not seal pages).
+            // Each version is read from its WAL frame, not from the pool, and checked
+            // against the frame's checksum before it is stamped with its own checksum
+            // on its way to the file (commits do not seal pages): a pooled copy is
+            // never verified after its commit, and sealing it would give a copy
+            // damaged in memory a valid checksum in the file.
             let mut copy = vec![0u8; self.page_size];
             for (page, lsn) in self.wal.newest_versions(safe) {
                 if lsn.0 <= backfilled {
                     continue;
                 }
-                let frame = self.load_version(page, lsn)?;
-                copy.copy_from_slice(&frame.read());
-                drop(frame);
+                self.wal.read_page(page, lsn, &mut copy)?;
                 if page == PageId::HEADER {
                     // The file's copy of page 0 keeps naming this WAL (see `find_wal`).
                     header::set_wal_path(&mut copy, self.wal_path.as_os_str().as_encoded_bytes());
@@ -1547,5 +1548,40 @@ impl PageWrite for WriteTxn {
         let count = header::free_count(&hdr);
         header::set_free_count(&mut hdr, count + 1);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{PageRead, PageWrite};
+    use crate::page::{PAGE_HEADER_SIZE, PageKind, format_page, read_u64, write_u64};
+
+    /// A checkpoint writes each page as its WAL frame holds it, checked against the
+    /// frame's checksum, not the pool's copy: a pooled copy damaged in memory after its
+    /// commit would otherwise be sealed into the database file with a valid checksum.
+    #[test]
+    fn a_checkpoint_writes_the_logged_page_not_a_pooled_copy() {
+        let fs = MemFileSystem::new();
+        let options = StoreOptions { page_size: 4096, background_checkpoint: false, ..StoreOptions::default() };
+        let (store, _) = Store::open_with(&fs, Path::new("db"), options.clone()).unwrap();
+        let w = store.begin_write().unwrap();
+        let id = {
+            let mut g = w.allocate_page().unwrap();
+            let id = g.id();
+            format_page(&mut g, id, PageKind::Heap);
+            write_u64(&mut g, PAGE_HEADER_SIZE, 77);
+            id
+        };
+        w.commit().unwrap();
+        let lsn = store.inner.wal.version_for(id, Lsn(u64::MAX / 8));
+        assert_ne!(lsn, Lsn::IN_DATABASE_FILE);
+        let pooled = store.inner.pool.get((id, lsn)).expect("the committed version is in the pool");
+        pooled.write()[PAGE_HEADER_SIZE] ^= 0xFF;
+        drop(pooled);
+        store.checkpoint().unwrap();
+        store.close().unwrap();
+        let (store, _) = Store::open_with(&fs, Path::new("db"), options).unwrap();
+        assert_eq!(read_u64(&store.begin_read().read_page(id).unwrap(), PAGE_HEADER_SIZE), 77);
     }
 }
