@@ -1149,19 +1149,25 @@ mod tests {
         assert_eq!(rec.committed_txns, 1);
     }
 
+    /// A format-1 WAL with no frames at `path`, its header then edited by `edit` and
+    /// checksummed again (a header that is well formed but says something wrong).
+    fn wal_with_header(fs: &MemFileSystem, path: &Path, edit: impl FnOnce(&mut [u8])) {
+        format_1_wal(fs, path, &[]);
+        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+        let mut h = [0u8; WAL_HEADER_BYTES];
+        f.read_exact_at(&mut h, 0).unwrap();
+        edit(&mut h);
+        let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
+        write_u32(&mut h, HEADER_CRC_OFFSET, sum);
+        f.write_at(&h, 0).unwrap();
+    }
+
     #[test]
     fn a_header_with_a_first_lsn_out_of_range_is_refused() {
         for base in [0, MAX_BASE_LSN + 1, u64::MAX] {
             let fs = MemFileSystem::new();
             let path = Path::new("w");
-            format_1_wal(&fs, path, &[]);
-            let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
-            let mut h = [0u8; WAL_HEADER_BYTES];
-            f.read_exact_at(&mut h, 0).unwrap();
-            h[32..40].copy_from_slice(&base.to_le_bytes());
-            let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
-            write_u32(&mut h, HEADER_CRC_OFFSET, sum);
-            f.write_at(&h, 0).unwrap();
+            wal_with_header(&fs, path, |h| h[32..40].copy_from_slice(&base.to_le_bytes()));
             let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
             assert!(err.to_string().contains("first LSN out of range"), "{base}: {err}");
         }
@@ -1171,15 +1177,12 @@ mod tests {
     fn a_newer_format_is_refused() {
         let fs = MemFileSystem::new();
         let path = Path::new("w");
-        format_1_wal(&fs, path, &[]);
-        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
-        let mut h = [0u8; WAL_HEADER_BYTES];
-        f.read_exact_at(&mut h, 0).unwrap();
-        write_u32(&mut h, 8, WAL_FORMAT_VERSION + 1);
-        let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
-        write_u32(&mut h, HEADER_CRC_OFFSET, sum);
-        f.write_at(&h, 0).unwrap();
+        wal_with_header(&fs, path, |h| write_u32(h, 8, WAL_FORMAT_VERSION + 1));
         let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
         assert!(err.to_string().contains("newer than this build"), "{err}");
+        let fs = MemFileSystem::new();
+        wal_with_header(&fs, path, |h| write_u32(h, 8, 0));
+        let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
+        assert!(err.to_string().contains("which no build writes"), "{err}");
     }
 }
