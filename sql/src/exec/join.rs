@@ -95,6 +95,14 @@ impl HashIndex {
     }
 }
 
+impl Build {
+    /// Bytes the build holds: its rows, key table and per-row key ids.
+    fn heap_bytes(&self) -> usize {
+        let keys = self.map.as_ref().map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
+        keys + self.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + self.len * 5
+    }
+}
+
 impl<'p> JoinSpec<'p> {
     /// The join of node `plan`, if it is one.
     pub(super) fn of(plan: &'p Plan) -> Option<JoinSpec<'p>> {
@@ -280,8 +288,10 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
         if s.key_filter {
             build.key_filters = super::key_filter::for_input(s.left, id + 1, s.left_keys, s.right_keys, map.table.keys());
         }
-        let bytes: usize = build.key_filters.iter().map(|f| f.filter.heap_bytes()).sum();
-        ex.check_mem("Hash Join", bytes + map.table.heap_bytes())?;
+    }
+    if !build.key_filters.is_empty() {
+        let filters: usize = build.key_filters.iter().map(|f| f.filter.heap_bytes()).sum();
+        ex.check_mem("Hash Join", build.heap_bytes() + filters)?;
     }
     Ok(build)
 }
@@ -334,13 +344,7 @@ fn materialize(
             }
         }
         build.len += n;
-        let key_bytes = build
-            .map
-            .as_ref()
-            .map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
-        let bytes =
-            key_bytes + build.cols.iter().map(|c| c.heap_bytes()).sum::<usize>() + build.len * 5;
-        ex.check_mem("Hash Join", bytes)
+        ex.check_mem("Hash Join", build.heap_bytes())
     };
     // A right input the optimizer gave several threads (a pipeline over a large
     // scan) is scanned and filtered by all of them, each holding what it produced;

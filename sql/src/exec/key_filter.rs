@@ -61,17 +61,17 @@ impl KeyFilter {
     /// if the column is an integer kind. An empty key set gives a filter that passes
     /// nothing.
     pub fn of(keys: &Vector) -> Option<KeyFilter> {
+        let present = |i: usize| !keys.is_null(i);
         let values: Vec<i64> = match &keys.data {
-            Data::I16(v) => v.iter().map(|&x| x as i64).collect(),
-            Data::I32(v) => v.iter().map(|&x| x as i64).collect(),
-            Data::I64(v) => v.clone(),
+            Data::I16(v) => v.iter().enumerate().filter(|&(i, _)| present(i)).map(|(_, &x)| x as i64).collect(),
+            Data::I32(v) => v.iter().enumerate().filter(|&(i, _)| present(i)).map(|(_, &x)| x as i64).collect(),
+            Data::I64(v) => v.iter().enumerate().filter(|&(i, _)| present(i)).map(|(_, &x)| x).collect(),
             _ => return None,
         };
-        let present = || values.iter().enumerate().filter(|&(i, _)| !keys.is_null(i)).map(|(_, &x)| x);
-        let (Some(min), Some(max)) = (present().min(), present().max()) else {
+        let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
             return Some(KeyFilter { min: 1, max: 0, bits: Vec::new(), hashed: None });
         };
-        let n = present().count() as u64;
+        let n = values.len() as u64;
         let span = (max as i128 - min as i128 + 1) as u128;
         let (nbits, hashed) = if span <= (n.saturating_mul(DENSE_SPREAD)).min(MAX_BITS) as u128 {
             (span as u64, None)
@@ -80,7 +80,7 @@ impl KeyFilter {
             (nbits, Some(64 - nbits.trailing_zeros()))
         };
         let mut f = KeyFilter { min, max, bits: vec![0; nbits.div_ceil(64) as usize], hashed };
-        for x in present() {
+        for &x in &values {
             let b = f.bit(x);
             f.bits[b / 64] |= 1 << (b % 64);
         }

@@ -568,15 +568,7 @@ impl<'a> Exec<'a> {
                     Batch::new(cols, n)
                 })
             }),
-            Node::Join {
-                left,
-                right,
-                kind,
-                on,
-                left_keys,
-                right_keys,
-                method,
-            } => {
+            Node::Join { kind, method, .. } => {
                 // A join builds on its right input, except semi and anti joins the
                 // optimizer gave `build: Left` (their right input is the larger).
                 let build_left = matches!(method, crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Left, .. });
@@ -585,16 +577,7 @@ impl<'a> Exec<'a> {
                         "a hash join building on its left input is supported for semi and anti joins only",
                     ));
                 }
-                let spec = join::JoinSpec {
-                    left,
-                    right,
-                    kind: *kind,
-                    on: on.as_ref(),
-                    left_keys,
-                    right_keys,
-                    build_workers: plan.workers,
-                    key_filter: matches!(method, crate::plan::JoinMethod::Hash { key_filter: true, .. }),
-                };
+                let spec = join::JoinSpec::of(plan).ok_or_else(|| Error::internal("a join node without its join"))?;
                 match method {
                     crate::plan::JoinMethod::IndexNestedLoop { index } => {
                         join::index_nested_loop(self, plan, id, spec, *index, out)
