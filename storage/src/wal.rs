@@ -95,15 +95,17 @@ use crate::error::{Error, Result};
 use crate::file::{FileSystem, OpenOptions, StorageFile};
 use crate::ids::{Lsn, PageId, TxnId};
 use crate::page::{
-    PAGE_HEADER_SIZE, PageKind, page_kind, read_u32, read_u64, verify_page, verify_page_fields,
-    write_u32, write_u64,
+    PAGE_HEADER_SIZE, PageKind, page_kind, read_u16, read_u32, read_u64, verify_page,
+    verify_page_fields, write_u16, write_u32, write_u64,
 };
 
 pub const WAL_HEADER_BYTES: usize = 64;
 pub const FRAME_HEADER_BYTES: usize = 64;
 const WAL_MAGIC: &[u8; 8] = b"BeeDBWAL";
 /// The format this build writes (see the module documentation).
-pub const WAL_FORMAT_VERSION: u32 = 2;
+pub const WAL_FORMAT_VERSION: u32 = 3;
+/// The format before delta frames (full images only), still read.
+const WAL_FORMAT_V2: u32 = 2;
 
 /// The largest first LSN a WAL header may name: far beyond any count of frames a
 /// database can write (one per page write), far enough below `u64::MAX` that no sum
@@ -113,6 +115,19 @@ const MAX_BASE_LSN: u64 = u64::MAX / 4;
 /// next generation is written in the current format).
 const WAL_FORMAT_V1: u32 = 1;
 const FLAG_COMMIT: u32 = 1;
+/// A delta frame (format 3): the body holds byte ranges to apply to an earlier frame.
+const FLAG_DELTA: u32 = 2;
+/// Bytes of a delta frame's body before its ranges: base LSN (8), body length (4),
+/// chain depth (2), range count (2).
+const DELTA_HEADER_BYTES: usize = 16;
+/// Bytes before each range's data: offset (4), length (4).
+const RANGE_HEADER_BYTES: usize = 8;
+/// A page's frames after its last full image are at most this many deltas, so a read
+/// of a WAL version replays at most this many frames over one full image.
+pub const MAX_DELTA_CHAIN: u16 = 16;
+/// Equal bytes between two changed ranges shorter than this are logged with them (a
+/// range header costs 8 bytes).
+const RANGE_MERGE_GAP: usize = 16;
 const HEADER_CRC_OFFSET: usize = 40;
 const FRAME_CRC_OFFSET: usize = 60;
 /// Frames start on 512-byte (sector) boundaries; the WAL header has the first sector.
@@ -154,6 +169,153 @@ struct FrameInfo {
     flags: u32,
     page_count: u32,
     stride: u64,
+    /// For a delta frame: its base frame, chain depth and body length.
+    delta: Option<(Lsn, u16, u32)>,
+}
+
+/// What the WAL index knows of each frame of the generation.
+#[derive(Clone, Copy, Debug)]
+struct FrameMeta {
+    /// Where the frame starts in the file.
+    offset: u64,
+    /// The frame a delta applies to; [`Lsn::IN_DATABASE_FILE`] for a full image.
+    base: Lsn,
+    /// Deltas from the last full image to this frame (0 for a full image).
+    depth: u16,
+    /// Body bytes of those deltas (0 for a full image).
+    chain_bytes: u32,
+}
+
+impl FrameMeta {
+    fn full(offset: u64) -> FrameMeta {
+        FrameMeta {
+            offset,
+            base: Lsn::IN_DATABASE_FILE,
+            depth: 0,
+            chain_bytes: 0,
+        }
+    }
+}
+
+/// Appends to `out` the byte ranges of `new[start..end]` that differ from `base` (or,
+/// with `base` `None`, from zeros), merging ranges closer than [`RANGE_MERGE_GAP`].
+/// Equal 256-byte blocks are skipped with one `memcmp`; a differing block is looked at
+/// 16 bytes at a time, and each differing 16 bytes at byte level for its ends.
+fn diff_span(new: &[u8], base: Option<&[u8]>, start: usize, end: usize, out: &mut Vec<(u32, u32)>) {
+    const BLOCK: usize = 256;
+    const CHUNK: usize = 16;
+    let differs = |i: usize| match base {
+        Some(b) => new[i] != b[i],
+        None => new[i] != 0,
+    };
+    let mut at = start;
+    while at < end {
+        let block_end = (at + BLOCK).min(end);
+        let same = match base {
+            Some(b) => new[at..block_end] == b[at..block_end],
+            None => new[at..block_end].iter().fold(0u8, |a, &x| a | x) == 0,
+        };
+        if !same {
+            let mut c = at;
+            while c < block_end {
+                let c_end = (c + CHUNK).min(block_end);
+                let chunk_same = match base {
+                    Some(b) => new[c..c_end] == b[c..c_end],
+                    None => new[c..c_end].iter().all(|&x| x == 0),
+                };
+                if !chunk_same {
+                    let lo = (c..c_end).find(|&i| differs(i)).unwrap_or(c);
+                    let hi = (lo..c_end).rev().find(|&i| differs(i)).map_or(c_end, |i| i + 1);
+                    match out.last_mut() {
+                        Some(last) if (last.0 + last.1) as usize + RANGE_MERGE_GAP >= lo => {
+                            last.1 = hi as u32 - last.0;
+                        }
+                        _ => out.push((lo as u32, (hi - lo) as u32)),
+                    }
+                }
+                c = c_end;
+            }
+        }
+        at = block_end;
+    }
+}
+
+/// The ranges of `new` (outside its hole `new_hole`) that differ from `base` as the WAL
+/// holds it (its hole `base_hole` read as zeros, whatever the copy in memory has
+/// there), into `out`; the delta body's length, or `None` past `limit` bytes.
+fn diff_ranges(
+    new: &[u8],
+    new_hole: (usize, usize),
+    base: &[u8],
+    base_hole: (usize, usize),
+    limit: usize,
+    out: &mut Vec<(u32, u32)>,
+) -> Option<usize> {
+    out.clear();
+    let ps = new.len();
+    let (bh_start, bh_end) = (base_hole.0, base_hole.0 + base_hole.1);
+    // The spans of `new` to compare: before and after its hole.
+    let spans = if new_hole.1 == 0 {
+        [(0, ps), (ps, ps)]
+    } else {
+        [(0, new_hole.0), (new_hole.0 + new_hole.1, ps)]
+    };
+    for (s, e) in spans {
+        if base_hole.1 == 0 {
+            diff_span(new, Some(base), s, e, out);
+        } else {
+            // Where the base had its hole, the WAL's copy holds zeros.
+            let (a, b) = (bh_start.clamp(s, e), bh_end.clamp(s, e));
+            diff_span(new, Some(base), s, a, out);
+            diff_span(new, None, a, b, out);
+            diff_span(new, Some(base), b, e, out);
+        }
+        let bytes = DELTA_HEADER_BYTES + out.iter().map(|r| RANGE_HEADER_BYTES + r.1 as usize).sum::<usize>();
+        if bytes > limit {
+            return None;
+        }
+    }
+    let bytes = DELTA_HEADER_BYTES + out.iter().map(|r| RANGE_HEADER_BYTES + r.1 as usize).sum::<usize>();
+    (bytes <= limit && out.len() <= usize::from(u16::MAX)).then_some(bytes)
+}
+
+/// Checks the structure of a delta frame's `body` (read whole, its checksum already
+/// verified): the length it records, ranges inside a page of `page_size` bytes, in
+/// ascending order and not overlapping, filling the body exactly.
+fn delta_body_ok(body: &[u8], page_size: usize) -> bool {
+    if body.len() < DELTA_HEADER_BYTES || read_u32(body, 8) as usize != body.len() {
+        return false;
+    }
+    let count = read_u16(body, 14) as usize;
+    let mut at = DELTA_HEADER_BYTES;
+    let mut prev_end = 0usize;
+    for _ in 0..count {
+        if at + RANGE_HEADER_BYTES > body.len() {
+            return false;
+        }
+        let (off, len) = (read_u32(body, at) as usize, read_u32(body, at + 4) as usize);
+        at += RANGE_HEADER_BYTES;
+        if off < prev_end || len == 0 || off + len > page_size || at + len > body.len() {
+            return false;
+        }
+        prev_end = off + len;
+        at += len;
+    }
+    at == body.len()
+}
+
+/// Applies a delta frame's `body` (checked by [`delta_body_ok`]) to `image`, the page
+/// as of its base frame, then zeroes the new image's hole `(hole_off, hole_len)`.
+fn apply_delta(body: &[u8], image: &mut [u8], hole_off: usize, hole_len: usize) {
+    let count = read_u16(body, 14) as usize;
+    let mut at = DELTA_HEADER_BYTES;
+    for _ in 0..count {
+        let (off, len) = (read_u32(body, at) as usize, read_u32(body, at + 4) as usize);
+        at += RANGE_HEADER_BYTES;
+        image[off..off + len].copy_from_slice(&body[at..at + len]);
+        at += len;
+    }
+    image[hole_off..hole_off + hole_len].fill(0);
 }
 /// The default of `StoreOptions::wal_size_limit`: at a reset, a WAL grown larger than
 /// this (by a big transaction) is truncated back; smaller ones keep their size,
@@ -229,6 +391,11 @@ pub struct FrameWrite<'a> {
     pub page: PageId,
     /// The page image (its own checksum field is not stamped: see [`crate::page`]).
     pub image: &'a [u8],
+    /// The page's newest committed version, when the caller has its image at hand:
+    /// its frame's LSN and the image (as committed; what its hole holds does not
+    /// matter). The frame is then a delta against it when that is clearly smaller and
+    /// the version is a frame of the current generation (see [`Wal::append`]).
+    pub base: Option<(Lsn, &'a [u8])>,
 }
 
 /// What recovery found.
@@ -244,6 +411,8 @@ pub struct RecoveredLog {
     pub uncommitted_frames: u64,
     /// Frame-sized slots in the file, valid or not.
     pub frames_in_file: u64,
+    /// Valid delta frames found (committed or not).
+    pub delta_frames: u64,
 }
 
 /// Committed frames by page, for snapshot lookups.
@@ -253,8 +422,9 @@ struct WalIndex {
     base: Lsn,
     /// Committed frame LSNs of each page, ascending.
     versions: HashMap<PageId, Vec<Lsn>>,
-    /// File offset of every frame of the generation (committed or not), by LSN − base.
-    offsets: Vec<u64>,
+    /// Every frame of the generation (committed or not), by LSN − base: where it is,
+    /// and for a delta, the frame it applies to.
+    frames: Vec<FrameMeta>,
     /// Format of the generation's frames: the header's version.
     format: u32,
 }
@@ -272,6 +442,8 @@ struct AppendState {
     format: u32,
     /// Reused for every append, so a commit allocates no frame buffer.
     buffer: Vec<u8>,
+    /// Reused for the changed ranges of each delta frame.
+    ranges: Vec<(u32, u32)>,
 }
 
 pub struct Wal {
@@ -291,6 +463,10 @@ pub struct Wal {
     /// exclusively by [`Wal::reset`], so a reset never moves a frame under a reader.
     generation: RwLock<()>,
     pub syncs: AtomicU64,
+    /// Delta frames appended since open.
+    pub delta_frames: AtomicU64,
+    /// Bytes appended since open (frames with their headers and padding).
+    pub bytes_appended: AtomicU64,
 }
 
 impl Wal {
@@ -382,7 +558,7 @@ impl Wal {
             index: RwLock::new(WalIndex {
                 base,
                 versions: HashMap::default(),
-                offsets: Vec::new(),
+                frames: Vec::new(),
                 format,
             }),
             append: Mutex::new(AppendState {
@@ -391,12 +567,15 @@ impl Wal {
                 next_offset: FIRST_FRAME_OFFSET,
                 format,
                 buffer: Vec::new(),
+                ranges: Vec::new(),
             }),
             written: AtomicU64::new(base.0.saturating_sub(1)),
             durable: AtomicU64::new(base.0.saturating_sub(1)),
             sync_lock: Mutex::new(()),
             generation: RwLock::new(()),
             syncs: AtomicU64::new(0),
+            delta_frames: AtomicU64::new(0),
+            bytes_appended: AtomicU64::new(0),
         };
         let recovered = wal.recover(len)?;
         if format != WAL_FORMAT_VERSION && !read_only && wal.frame_count() == 0 {
@@ -407,8 +586,10 @@ impl Wal {
         Ok((wal, recovered))
     }
 
-    /// Reads and checks the frame at `off` into `image` (the whole page, its hole filled
-    /// with zeros). `None` if there is no valid frame of this generation there.
+    /// Reads and checks the frame at `off`: a full image is rebuilt in `image` (its hole
+    /// filled with zeros); a delta's body is read into `body` and its checksum and ranges
+    /// checked (applying it needs its base, which recovery checks apart). `None` if there
+    /// is no valid frame of this generation there.
     fn read_frame_at(
         &self,
         off: u64,
@@ -416,6 +597,7 @@ impl Wal {
         salt: u64,
         format: u32,
         image: &mut [u8],
+        body: &mut Vec<u8>,
     ) -> Result<Option<FrameInfo>> {
         let mut h = [0u8; FRAME_HEADER_BYTES];
         if off + FRAME_HEADER_BYTES as u64 > len {
@@ -434,24 +616,63 @@ impl Wal {
         if read_u64(&h, 48) != salt || read_u64(&h, 40) != self.database_id || !sane_hole {
             return Ok(None);
         }
-        let stored = self.page_size - hole_len;
-        let body = off + FRAME_HEADER_BYTES as u64;
-        if body + stored as u64 > len {
-            return Ok(None);
-        }
-        self.read_stored(body, hole_off, hole_len, image)?;
         let page = PageId(read_u32(&h, 16));
-        if check_frame(format, &h, image, page).is_err() {
-            return Ok(None);
-        }
-        Ok(Some(FrameInfo {
+        let info = |stride, delta| FrameInfo {
             lsn: Lsn(read_u64(&h, 0)),
             txn: TxnId(read_u64(&h, 8)),
             page,
             flags: read_u32(&h, 20),
             page_count: read_u32(&h, 24),
-            stride: frame_stride(stored),
-        }))
+            stride,
+            delta,
+        };
+        if read_u32(&h, 20) & FLAG_DELTA != 0 {
+            // Deltas exist from format 3 on.
+            if format <= WAL_FORMAT_V2 || !self.read_delta_body(&h, off, len, body)? {
+                return Ok(None);
+            }
+            let (base, depth) = (Lsn(read_u64(body, 0)), read_u16(body, 12));
+            if base.0 >= read_u64(&h, 0) || depth == 0 || depth > MAX_DELTA_CHAIN {
+                return Ok(None);
+            }
+            return Ok(Some(info(frame_stride(body.len()), Some((base, depth, body.len() as u32)))));
+        }
+        let stored = self.page_size - hole_len;
+        let at = off + FRAME_HEADER_BYTES as u64;
+        if at + stored as u64 > len {
+            return Ok(None);
+        }
+        self.read_stored(at, hole_off, hole_len, image)?;
+        if check_frame(format, &h, image, page).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(info(frame_stride(stored), None)))
+    }
+
+    /// Reads the body of the delta frame whose header `h` is at `off` (in a file of
+    /// `len` bytes) into `body`, and checks it: the frame checksum (over the header and
+    /// the body) and the body's structure. False when either fails.
+    fn read_delta_body(&self, h: &[u8], off: u64, len: u64, body: &mut Vec<u8>) -> Result<bool> {
+        let at = off + FRAME_HEADER_BYTES as u64;
+        let mut dh = [0u8; DELTA_HEADER_BYTES];
+        if at + DELTA_HEADER_BYTES as u64 > len {
+            return Ok(false);
+        }
+        self.file
+            .read_exact_at(&mut dh, at)
+            .map_err(|e| Error::io("reading a WAL frame", e))?;
+        let n = read_u32(&dh, 8) as usize;
+        // A delta is never larger than the page it changes (`Wal::append` logs the
+        // page whole instead), so a length beyond that is damage, not a frame.
+        if n < DELTA_HEADER_BYTES || n > DELTA_HEADER_BYTES + 2 * self.page_size || at + n as u64 > len {
+            return Ok(false);
+        }
+        body.resize(n, 0);
+        self.file
+            .read_exact_at(body, at)
+            .map_err(|e| Error::io("reading a WAL frame", e))?;
+        Ok(read_u32(h, FRAME_CRC_OFFSET) == frame_checksum(h, body, 0, 0)
+            && delta_body_ok(body, self.page_size))
     }
 
     /// Reads a frame body stored at `body` with the hole `(hole_off, hole_len)` left
@@ -492,6 +713,7 @@ impl Wal {
         const CHUNK: u64 = 1 << 20;
         let mut chunk = vec![0u8; CHUNK as usize];
         let mut image = vec![0u8; self.page_size];
+        let mut body = Vec::new();
         let mut at = stop + FRAME_ALIGN;
         while at + FRAME_HEADER_BYTES as u64 <= len {
             let n = (len - at).min(CHUNK) as usize;
@@ -506,7 +728,7 @@ impl Wal {
                     && read_u64(h, 0) > expected.0
                     && read_u64(h, 32) >= expected.0
                     && self
-                        .read_frame_at(at + k as u64, len, salt, format, &mut image)?
+                        .read_frame_at(at + k as u64, len, salt, format, &mut image, &mut body)?
                         .is_some()
                 {
                     return Ok(Some(at + k as u64));
@@ -524,8 +746,9 @@ impl Wal {
             ..RecoveredLog::default()
         };
         let mut image = vec![0u8; self.page_size];
+        let mut body = Vec::new();
         let mut committed: HashMap<PageId, Vec<Lsn>> = HashMap::default();
-        let mut offsets: Vec<u64> = Vec::new();
+        let mut frames: Vec<FrameMeta> = Vec::new();
         let mut pending: Vec<(PageId, Lsn)> = Vec::new();
         let mut pending_txn: Option<TxnId> = None;
         let (base, format) = {
@@ -534,11 +757,32 @@ impl Wal {
         };
         let salt = self.append.lock().salt;
         let mut off = FIRST_FRAME_OFFSET;
-        while let Some(f) = self.read_frame_at(off, len, salt, format, &mut image)? {
-            if f.lsn.0 != base.0 + offsets.len() as u64 {
+        while let Some(f) = self.read_frame_at(off, len, salt, format, &mut image, &mut body)? {
+            if f.lsn.0 != base.0 + frames.len() as u64 {
                 break;
             }
-            offsets.push(off);
+            let meta = match f.delta {
+                None => FrameMeta::full(off),
+                Some((b, depth, n)) => {
+                    // A delta applies to its page's newest committed frame when its
+                    // transaction began, a frame of this generation, one step further
+                    // down a bounded chain. Anything else is damage (or a bug): the log
+                    // ends here, as at a frame that fails its checksum.
+                    let newest = committed.get(&f.page).and_then(|v| v.last()).copied();
+                    let bm = b.0.checked_sub(base.0).and_then(|i| frames.get(i as usize)).copied();
+                    match bm {
+                        Some(bm) if newest == Some(b) && depth == bm.depth + 1 => FrameMeta {
+                            offset: off,
+                            base: b,
+                            depth,
+                            chain_bytes: bm.chain_bytes + n,
+                        },
+                        _ => break,
+                    }
+                }
+            };
+            out.delta_frames += u64::from(f.delta.is_some());
+            frames.push(meta);
             off += f.stride;
             out.max_txn = out.max_txn.max(f.txn);
             if pending_txn != Some(f.txn) {
@@ -556,7 +800,7 @@ impl Wal {
             }
         }
         out.uncommitted_frames += pending.len() as u64;
-        let valid = offsets.len() as u64;
+        let valid = frames.len() as u64;
         out.frames_in_file = out.frames_in_file.max(valid);
 
         // Corruption check: does a later frame vouch that the bad one was durable?
@@ -581,7 +825,7 @@ impl Wal {
         {
             let mut index = self.index.write();
             index.versions = committed;
-            index.offsets = offsets;
+            index.frames = frames;
         }
         {
             let mut append = self.append.lock();
@@ -617,47 +861,95 @@ impl Wal {
     }
 
     /// Reads the image of `page` in frame `lsn` into `buf` and verifies it: the frame's
-    /// checksum, and the page id, kind and version the image carries.
+    /// checksum, and the page id, kind and version the image carries. A delta frame is
+    /// applied to its base, down to the page's last full image (at most
+    /// [`MAX_DELTA_CHAIN`] deltas), each frame checked against its checksum.
     pub fn read_page(&self, page: PageId, lsn: Lsn, buf: &mut [u8]) -> Result<()> {
-        let (base, off, format) = {
+        // The frames to read, newest first: `lsn`, its base, …, the full image.
+        let mut chain: Vec<(Lsn, u64)> = Vec::new();
+        let (base, format) = {
             let index = self.index.read();
-            let off = lsn
-                .0
-                .checked_sub(index.base.0)
-                .and_then(|i| index.offsets.get(i as usize).copied());
-            (index.base, off, index.format)
+            let mut at = lsn;
+            loop {
+                let meta = at
+                    .0
+                    .checked_sub(index.base.0)
+                    .and_then(|i| index.frames.get(i as usize).copied());
+                let Some(meta) = meta else {
+                    return Err(Error::CorruptWal {
+                        frame: 0,
+                        page: PageId(0),
+                        detail: format!("no frame with LSN {at} in the WAL (first is {})", index.base),
+                    });
+                };
+                chain.push((at, meta.offset));
+                if meta.base == Lsn::IN_DATABASE_FILE {
+                    break;
+                }
+                at = meta.base;
+            }
+            (index.base, index.format)
         };
-        let Some(off) = off else {
-            return Err(Error::CorruptWal {
-                frame: 0,
-                page: PageId(0),
-                detail: format!("no frame with LSN {lsn} in the WAL (first is {base})"),
-            });
+        let bad_header = |l: Lsn, off: u64, h: &[u8]| Error::CorruptWal {
+            frame: l.0 - base.0,
+            page: PageId(read_u32(h, 16)),
+            detail: format!("the frame header at byte {off} does not hold page {page} at LSN {l}"),
         };
         let mut h = [0u8; FRAME_HEADER_BYTES];
+        let (full_lsn, off) = *chain.last().expect("a chain has its full image");
         self.file
             .read_exact_at(&mut h, off)
-            .map_err(|e| Error::io(format!("reading WAL frame {lsn}"), e))?;
+            .map_err(|e| Error::io(format!("reading WAL frame {full_lsn}"), e))?;
         let (hole_off, hole_len) = (read_u32(&h, 28) as usize, read_u32(&h, 56) as usize);
-        if read_u64(&h, 0) != lsn.0
+        if read_u64(&h, 0) != full_lsn.0
             || read_u32(&h, 16) != page.0
+            || read_u32(&h, 20) & FLAG_DELTA != 0
             || hole_off + hole_len > self.page_size
         {
-            return Err(Error::CorruptWal {
-                frame: lsn.0 - base.0,
-                page: PageId(read_u32(&h, 16)),
-                detail: format!(
-                    "the frame header at byte {off} does not hold page {page} at LSN {lsn}"
-                ),
-            });
+            return Err(bad_header(full_lsn, off, &h));
         }
         self.read_stored(off + FRAME_HEADER_BYTES as u64, hole_off, hole_len, buf)?;
-        check_frame(format, &h, buf, page)
+        check_frame(format, &h, buf, page)?;
+        if chain.len() == 1 {
+            return Ok(());
+        }
+        let mut body = Vec::new();
+        for k in (0..chain.len() - 1).rev() {
+            let (l, off) = chain[k];
+            self.file
+                .read_exact_at(&mut h, off)
+                .map_err(|e| Error::io(format!("reading WAL frame {l}"), e))?;
+            let (hole_off, hole_len) = (read_u32(&h, 28) as usize, read_u32(&h, 56) as usize);
+            if read_u64(&h, 0) != l.0
+                || read_u32(&h, 16) != page.0
+                || read_u32(&h, 20) & FLAG_DELTA == 0
+                || hole_off + hole_len > self.page_size
+            {
+                return Err(bad_header(l, off, &h));
+            }
+            if !self.read_delta_body(&h, off, u64::MAX, &mut body)? || read_u64(&body, 0) != chain[k + 1].0.0 {
+                return Err(Error::corrupt(
+                    page,
+                    format!("WAL delta frame {l} fails its checksum or does not apply to frame {}", chain[k + 1].0),
+                ));
+            }
+            apply_delta(&body, buf, hole_off, hole_len);
+        }
+        verify_page_fields(buf, page)
     }
 
     /// Appends frames for `pages` as transaction `txn`; if `commit` is `Some(n)`, the
     /// last frame is the COMMIT frame and records a database size of `n` pages. Returns
     /// the LSN of each frame. Does not sync and does not publish.
+    ///
+    /// A page given with its `base` (its newest committed version and that version's
+    /// image) is logged as a delta against it — the byte ranges that differ, outside the
+    /// page's hole — when the base is a frame of this generation, its chain holds fewer
+    /// than [`MAX_DELTA_CHAIN`] deltas whose bodies and this one's stay within a page,
+    /// and the delta is at most half the bytes a full frame would store. Otherwise, and
+    /// for the first frame of a page in a generation (its base is then the database
+    /// file's copy), the frame is a full image, so replay never starts from a page that
+    /// a crash may have torn in the database file.
     pub fn append(
         &self,
         txn: TxnId,
@@ -677,37 +969,85 @@ impl Wal {
         let durable = self.durable.load(Ordering::Acquire);
         // Built by appending into a reused buffer, not zero-filled: once per commit.
         let mut buf = std::mem::take(&mut append.buffer);
+        let mut ranges = std::mem::take(&mut append.ranges);
         buf.clear();
         let mut lsns = Vec::with_capacity(pages.len());
-        let mut offsets = Vec::with_capacity(pages.len());
+        let mut metas = Vec::with_capacity(pages.len());
+        let mut deltas = 0u64;
         let start = append.next_offset;
-        for (k, fw) in pages.iter().enumerate() {
-            debug_assert_eq!(fw.image.len(), self.page_size);
-            let lsn = Lsn(first.0 + k as u64);
-            lsns.push(lsn);
-            offsets.push(start + buf.len() as u64);
-            let is_commit = commit.is_some() && k == pages.len() - 1;
-            let (hole_off, hole_len) = hole_of(fw.image);
-            let mut h = [0u8; FRAME_HEADER_BYTES];
-            write_u64(&mut h, 0, lsn.0);
-            write_u64(&mut h, 8, txn.0);
-            write_u32(&mut h, 16, fw.page.0);
-            write_u32(&mut h, 20, if is_commit { FLAG_COMMIT } else { 0 });
-            write_u32(&mut h, 24, if is_commit { commit.unwrap_or(0) } else { 0 });
-            write_u32(&mut h, 28, hole_off as u32);
-            write_u64(&mut h, 32, durable);
-            write_u64(&mut h, 40, self.database_id);
-            write_u64(&mut h, 48, append.salt);
-            write_u32(&mut h, 56, hole_len as u32);
-            let sum = frame_checksum(&h, fw.image, hole_off, hole_len);
-            write_u32(&mut h, FRAME_CRC_OFFSET, sum);
-            let frame_start = buf.len();
-            buf.extend_from_slice(&h);
-            buf.extend_from_slice(&fw.image[..hole_off]);
-            buf.extend_from_slice(&fw.image[hole_off + hole_len..]);
-            let end = frame_start + frame_stride(self.page_size - hole_len) as usize;
-            buf.resize(end, 0);
+        {
+            let index = pages.iter().any(|fw| fw.base.is_some()).then(|| self.index.read());
+            for (k, fw) in pages.iter().enumerate() {
+                debug_assert_eq!(fw.image.len(), self.page_size);
+                let lsn = Lsn(first.0 + k as u64);
+                lsns.push(lsn);
+                let offset = start + buf.len() as u64;
+                let is_commit = commit.is_some() && k == pages.len() - 1;
+                let (hole_off, hole_len) = hole_of(fw.image);
+                let stored = self.page_size - hole_len;
+                let mut delta = None;
+                if let (Some((base_lsn, base_image)), Some(index)) = (fw.base, &index) {
+                    let base_meta = base_lsn
+                        .0
+                        .checked_sub(index.base.0)
+                        .filter(|_| base_lsn != Lsn::IN_DATABASE_FILE)
+                        .and_then(|i| index.frames.get(i as usize).copied());
+                    if let Some(bm) = base_meta.filter(|bm| bm.depth < MAX_DELTA_CHAIN) {
+                        let limit = (stored / 2).min(self.page_size.saturating_sub(bm.chain_bytes as usize));
+                        let base_hole = hole_of(base_image);
+                        if let Some(n) = diff_ranges(fw.image, (hole_off, hole_len), base_image, base_hole, limit, &mut ranges) {
+                            delta = Some((base_lsn, bm, n));
+                        }
+                    }
+                }
+                let mut h = [0u8; FRAME_HEADER_BYTES];
+                write_u64(&mut h, 0, lsn.0);
+                write_u64(&mut h, 8, txn.0);
+                write_u32(&mut h, 16, fw.page.0);
+                let flags = if is_commit { FLAG_COMMIT } else { 0 } | if delta.is_some() { FLAG_DELTA } else { 0 };
+                write_u32(&mut h, 20, flags);
+                write_u32(&mut h, 24, if is_commit { commit.unwrap_or(0) } else { 0 });
+                write_u32(&mut h, 28, hole_off as u32);
+                write_u64(&mut h, 32, durable);
+                write_u64(&mut h, 40, self.database_id);
+                write_u64(&mut h, 48, append.salt);
+                write_u32(&mut h, 56, hole_len as u32);
+                let frame_start = buf.len();
+                buf.extend_from_slice(&h);
+                let body_start = buf.len();
+                let sum = if let Some((base_lsn, bm, n)) = delta {
+                    let mut dh = [0u8; DELTA_HEADER_BYTES];
+                    write_u64(&mut dh, 0, base_lsn.0);
+                    write_u32(&mut dh, 8, n as u32);
+                    write_u16(&mut dh, 12, bm.depth + 1);
+                    write_u16(&mut dh, 14, ranges.len() as u16);
+                    buf.extend_from_slice(&dh);
+                    for &(o, l) in &ranges {
+                        buf.extend_from_slice(&o.to_le_bytes());
+                        buf.extend_from_slice(&l.to_le_bytes());
+                        buf.extend_from_slice(&fw.image[o as usize..(o + l) as usize]);
+                    }
+                    debug_assert_eq!(buf.len() - body_start, n);
+                    metas.push(FrameMeta {
+                        offset,
+                        base: base_lsn,
+                        depth: bm.depth + 1,
+                        chain_bytes: bm.chain_bytes + n as u32,
+                    });
+                    deltas += 1;
+                    frame_checksum(&h, &buf[body_start..], 0, 0)
+                } else {
+                    buf.extend_from_slice(&fw.image[..hole_off]);
+                    buf.extend_from_slice(&fw.image[hole_off + hole_len..]);
+                    metas.push(FrameMeta::full(offset));
+                    frame_checksum(&h, fw.image, hole_off, hole_len)
+                };
+                write_u32(&mut buf[frame_start..], FRAME_CRC_OFFSET, sum);
+                let end = frame_start + frame_stride(buf.len() - body_start) as usize;
+                buf.resize(end, 0);
+            }
         }
+        append.ranges = ranges;
         if pages.is_empty() {
             append.buffer = buf;
             return Ok(lsns);
@@ -719,10 +1059,12 @@ impl Wal {
             append.buffer = buf;
         }
         written.map_err(|e| Error::io("appending to the WAL", e))?;
-        self.index.write().offsets.extend_from_slice(&offsets);
+        self.index.write().frames.extend_from_slice(&metas);
         append.next_offset = start + bytes;
         append.next_lsn = Lsn(first.0 + pages.len() as u64);
         self.written.store(append.next_lsn.0 - 1, Ordering::Release);
+        self.delta_frames.fetch_add(deltas, Ordering::Relaxed);
+        self.bytes_appended.fetch_add(bytes, Ordering::Relaxed);
         Ok(lsns)
     }
 
@@ -821,7 +1163,7 @@ impl Wal {
         append.format = WAL_FORMAT_VERSION;
         index.format = WAL_FORMAT_VERSION;
         index.versions.clear();
-        index.offsets.clear();
+        index.frames.clear();
         index.base = append.next_lsn;
         let last = append.next_lsn.0 - 1;
         self.written.store(last, Ordering::Release);
@@ -875,6 +1217,7 @@ mod tests {
         let w = [FrameWrite {
             page: PageId(page),
             image,
+            base: None,
         }];
         wal.append(TxnId(txn), &w, Some(page + 1)).unwrap()[0]
     }
@@ -949,6 +1292,7 @@ mod tests {
                 .map(|(i, p)| FrameWrite {
                     page: PageId(i as u32 + 1),
                     image: p,
+                    base: None,
                 })
                 .collect();
             let lsns = wal.append(TxnId(1), &writes, Some(5)).unwrap();
@@ -985,7 +1329,7 @@ mod tests {
         let mut frames = Vec::new();
         for image in [&a, &b] {
             let lsn = append_one(&wal, 1, 1, image);
-            let off = wal.index.read().offsets[(lsn.0 - 1) as usize];
+            let off = wal.index.read().frames[(lsn.0 - 1) as usize].offset;
             let f = fs.open(Path::new("w"), OpenOptions { create: false, lock_exclusive: false }).unwrap();
             let mut bytes = vec![0u8; frame_stride(PS - len) as usize];
             f.read_exact_at(&mut bytes, off).unwrap();
@@ -1007,7 +1351,7 @@ mod tests {
             if sync {
                 wal.sync_to(lsn).unwrap();
             }
-            let off = wal.index.read().offsets[(lsn.0 - 1) as usize];
+            let off = wal.index.read().frames[(lsn.0 - 1) as usize].offset;
             out.push((off, PS - hole_of(&image).1));
         }
         out
@@ -1122,7 +1466,7 @@ mod tests {
             if !read_only {
                 // No format-2 frame may follow format-1 frames in one generation; the
                 // store's recovery checkpoint resets first.
-                assert!(wal.append(TxnId(2), &[FrameWrite { page: PageId(1), image: &pages[0] }], Some(3)).is_err());
+                assert!(wal.append(TxnId(2), &[FrameWrite { page: PageId(1), image: &pages[0], base: None }], Some(3)).is_err());
                 wal.reset(u64::MAX).unwrap();
                 append_one(&wal, 2, 1, &pages[0]);
             }
