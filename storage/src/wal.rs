@@ -1195,7 +1195,12 @@ mod tests {
 
     /// A slotted heap page holding `n` tuples of `len` bytes.
     fn heap(id: u32, n: usize, len: usize) -> Vec<u8> {
-        let mut p = vec![0u8; PS];
+        heap_sized(PS, id, n, len)
+    }
+
+    /// A slotted heap page of `ps` bytes holding `n` tuples of `len` bytes.
+    fn heap_sized(ps: usize, id: u32, n: usize, len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; ps];
         heap_page::init(&mut p, PageId(id));
         for i in 0..n {
             let mut t = vec![i as u8 + 1; len];
@@ -1528,5 +1533,292 @@ mod tests {
         wal_with_header(&fs, path, |h| write_u32(h, 8, 0));
         let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
         assert!(err.to_string().contains("which no build writes"), "{err}");
+    }
+
+    /// One seeded change to heap page `page`: a tuple inserted (when it fits), removed,
+    /// or rewritten in place with a few bytes changed (as an UPDATE of a fixed-width
+    /// column), or, now and then, several at once.
+    fn change(rng: &mut rand::rngs::StdRng, page: &mut [u8], id: PageId) {
+        use rand::Rng;
+        for _ in 0..if rng.random_range(0..8) == 0 { 20 } else { 1 } {
+            let live: Vec<(crate::ids::SlotId, Vec<u8>)> = heap_page::live_tuples(page, id)
+                .unwrap()
+                .map(|(s, t)| (s, t.to_vec()))
+                .collect();
+            match rng.random_range(0..4) {
+                0 | 1 if !live.is_empty() => {
+                    let (slot, mut t) = live[rng.random_range(0..live.len())].clone();
+                    let at = rng.random_range(4..t.len().max(5));
+                    let end = (at + rng.random_range(1..9)).min(t.len());
+                    for b in &mut t[at.min(end)..end] {
+                        *b = rng.random();
+                    }
+                    assert!(heap_page::replace(page, id, slot, &t).unwrap());
+                }
+                2 if !live.is_empty() && rng.random_bool(0.5) => {
+                    heap_page::remove(page, id, live[rng.random_range(0..live.len())].0).unwrap();
+                }
+                _ => {
+                    let mut t: Vec<u8> = (0..rng.random_range(8..300)).map(|_| rng.random()).collect();
+                    t[..4].fill(0);
+                    let _ = heap_page::insert(page, id, &t).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Seeded transactions over a few heap pages of `ps` bytes, each page logged against
+    /// its newest committed image as the store does; checkpoints (resets) now and then.
+    /// Every version must read back as written, before and after recovery, and the log
+    /// must mix full images and deltas, with chains cut at their bound.
+    fn replay_of_deltas_and_full_images(ps: usize, seed: u64) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let fs = MemFileSystem::new();
+        let path = Path::new("w");
+        let (wal, _) = Wal::open(&fs, path, ps, 42, Lsn(1), false).unwrap();
+        let ids = [1u32, 2, 3, 4];
+        let mut pages: Vec<Vec<u8>> = ids.iter().map(|&i| heap_sized(ps, i, 3, 100)).collect();
+        // Newest committed version of each page: (LSN, image as written).
+        let mut newest: Vec<Option<(Lsn, Vec<u8>)>> = vec![None; ids.len()];
+        // Every version of the current generation, to read back.
+        let mut written: Vec<(PageId, Lsn, Vec<u8>)> = Vec::new();
+        let mut max_depth = 0u16;
+        for txn in 1..=300u64 {
+            if rng.random_range(0..60) == 0 {
+                wal.reset(u64::MAX).unwrap();
+                newest.iter_mut().for_each(|n| *n = None);
+                written.clear();
+            }
+            let chosen: Vec<usize> = (0..ids.len()).filter(|_| rng.random_bool(0.6)).collect();
+            if chosen.is_empty() {
+                continue;
+            }
+            for &k in &chosen {
+                change(&mut rng, &mut pages[k], PageId(ids[k]));
+            }
+            let writes: Vec<FrameWrite<'_>> = chosen
+                .iter()
+                .map(|&k| FrameWrite {
+                    page: PageId(ids[k]),
+                    image: &pages[k],
+                    base: newest[k].as_ref().map(|(l, img)| (*l, img.as_slice())),
+                })
+                .collect();
+            let lsns = wal.append(TxnId(txn), &writes, Some(5)).unwrap();
+            drop(writes);
+            let published: Vec<(PageId, Lsn)> = chosen.iter().map(|&k| PageId(ids[k])).zip(lsns.iter().copied()).collect();
+            wal.publish(&published);
+            for (&k, &lsn) in chosen.iter().zip(&lsns) {
+                newest[k] = Some((lsn, pages[k].clone()));
+                written.push((PageId(ids[k]), lsn, logged(&pages[k])));
+                let meta = wal.index.read().frames[(lsn.0 - wal.index.read().base.0) as usize];
+                max_depth = max_depth.max(meta.depth);
+            }
+        }
+        let deltas = wal.delta_frames.load(Ordering::Relaxed);
+        assert!(deltas > 100, "{deltas} deltas");
+        assert_eq!(max_depth, MAX_DELTA_CHAIN, "chains reach their bound and are cut there");
+        let mut buf = vec![0u8; ps];
+        let check = |wal: &Wal, buf: &mut Vec<u8>| {
+            for (page, lsn, image) in &written {
+                wal.read_page(*page, *lsn, buf).unwrap();
+                assert!(buf == image, "page {page} at {lsn}");
+            }
+        };
+        check(&wal, &mut buf);
+        drop(wal);
+        let (wal, rec) = Wal::open(&fs, path, ps, 42, Lsn(1), true).unwrap();
+        assert!(rec.delta_frames > 0 && rec.delta_frames < wal.frame_count(), "{rec:?}");
+        check(&wal, &mut buf);
+        for (page, lsn, _) in &written {
+            assert!(wal.version_for(*page, *lsn) == *lsn);
+        }
+    }
+
+    #[test]
+    fn a_wal_mixing_full_images_and_deltas_replays_the_pages_written() {
+        for seed in 0..6 {
+            replay_of_deltas_and_full_images(PS, seed);
+        }
+        replay_of_deltas_and_full_images(8192, 6);
+        replay_of_deltas_and_full_images(65536, 7);
+    }
+
+    #[test]
+    fn diff_ranges_cover_exactly_the_changed_bytes() {
+        let base = heap(1, 3, 100);
+        let mut new = base.clone();
+        // An 8-byte change inside the third tuple: one range of those 8 bytes.
+        let at = PS - 3 * 104 + 20;
+        new[at..at + 8].copy_from_slice(&[9; 8]);
+        let mut ranges = Vec::new();
+        let n = diff_ranges(&new, hole_of(&new), &base, hole_of(&base), PS, &mut ranges).unwrap();
+        assert_eq!(ranges, vec![(at as u32, 8)]);
+        assert_eq!(n, DELTA_HEADER_BYTES + RANGE_HEADER_BYTES + 8);
+        // Bytes in the base's hole count as zeros (the WAL holds zeros there): a tuple
+        // inserted over garbage is logged whole even where it equals the garbage.
+        let mut garbage = base.clone();
+        let (off, len) = hole_of(&garbage);
+        garbage[off..off + len].fill(7);
+        let mut new = base.clone();
+        let t = vec![7u8; 100];
+        heap_page::insert(&mut new, PageId(1), &t).unwrap();
+        diff_ranges(&new, hole_of(&new), &garbage, hole_of(&garbage), PS, &mut ranges).unwrap();
+        let mut rebuilt = logged(&base);
+        let mut body = vec![0u8; DELTA_HEADER_BYTES];
+        write_u16(&mut body, 14, ranges.len() as u16);
+        for &(o, l) in &ranges {
+            body.extend_from_slice(&o.to_le_bytes());
+            body.extend_from_slice(&l.to_le_bytes());
+            body.extend_from_slice(&new[o as usize..(o + l) as usize]);
+        }
+        let n = body.len() as u32;
+        write_u32(&mut body, 8, n);
+        assert!(delta_body_ok(&body, PS));
+        let (ho, hl) = hole_of(&new);
+        apply_delta(&body, &mut rebuilt, ho, hl);
+        assert_eq!(rebuilt, logged(&new));
+        // Past the limit: no delta.
+        assert!(diff_ranges(&new, hole_of(&new), &garbage, hole_of(&garbage), 40, &mut ranges).is_none());
+    }
+
+    /// Page 1 full (txn 1), page 1 as a delta (txn 2), page 2 full (txn 3), page 1 as a
+    /// delta on txn 2's (txn 4). Returns each frame's offset, synced when `sync`.
+    fn chain_of_deltas(fs: &MemFileSystem, path: &Path, sync: bool) -> (Vec<u64>, Vec<Vec<u8>>) {
+        let (wal, _) = Wal::open(fs, path, PS, 42, Lsn(1), false).unwrap();
+        let mut p1 = heap(1, 4, 100);
+        let mut images = vec![p1.clone()];
+        let mut offs = Vec::new();
+        let mut prev: Option<(Lsn, Vec<u8>)> = None;
+        for txn in 1..=4u64 {
+            let (page, image) = if txn == 3 {
+                (2, heap(2, 2, 50))
+            } else {
+                if txn > 1 {
+                    p1[PS - 50] = txn as u8;
+                }
+                (1, p1.clone())
+            };
+            let w = [FrameWrite {
+                page: PageId(page),
+                image: &image,
+                base: if page == 1 { prev.as_ref().map(|(l, i)| (*l, i.as_slice())) } else { None },
+            }];
+            let lsn = wal.append(TxnId(txn), &w, Some(3)).unwrap()[0];
+            wal.publish(&[(PageId(page), lsn)]);
+            if sync {
+                wal.sync_to(lsn).unwrap();
+            }
+            let meta = wal.index.read().frames[(lsn.0 - 1) as usize];
+            assert_eq!(meta.depth, [0, 1, 0, 2][txn as usize - 1], "txn {txn}");
+            offs.push(meta.offset);
+            if page == 1 {
+                prev = Some((lsn, image.clone()));
+            }
+            if txn > 1 {
+                images.push(image);
+            }
+        }
+        (offs, images)
+    }
+
+    #[test]
+    fn a_damaged_delta_or_base_is_detected_and_not_replayed() {
+        let path = Path::new("w");
+        // Intact: four transactions, page 1 read back through its chain.
+        let fs = MemFileSystem::new();
+        let (offs, images) = chain_of_deltas(&fs, path, false);
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, rec.delta_frames), (4, 2));
+        let mut buf = vec![0u8; PS];
+        wal.read_page(PageId(1), Lsn(4), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[3]));
+        wal.read_page(PageId(1), Lsn(2), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[1]));
+        // A byte of a delta's body (its base LSN, a range header, a changed byte) or
+        // header: never synced, a torn tail; that frame and all after it are dropped.
+        for at in [64 + 2, 64 + 17, 64 + 24, 20] {
+            let fs = MemFileSystem::new();
+            let (offs, _) = chain_of_deltas(&fs, path, false);
+            flip(&fs, path, offs[1] + at);
+            let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+            assert_eq!(rec.committed_txns, 1, "byte {at}");
+            assert_eq!(wal.version_for(PageId(1), Lsn(10)), Lsn(1));
+            assert_eq!(wal.version_for(PageId(2), Lsn(10)), Lsn::IN_DATABASE_FILE);
+        }
+        // A damaged base: nothing after it either.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, false);
+        flip(&fs, path, offs[0] + 64 + 30);
+        let (_, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!(rec.committed_txns, 0);
+        // Synced, and a later frame vouches for it: corruption, reported.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, true);
+        flip(&fs, path, offs[1] + 64 + 24);
+        let err = Wal::open(&fs, path, PS, 42, Lsn(1), true).err().unwrap();
+        assert!(matches!(err, Error::CorruptWal { frame: 1, page: PageId(1), .. }), "{err}");
+        // Damaged after open: reading through the chain refuses the page; a version
+        // before the damage still reads.
+        let fs = MemFileSystem::new();
+        chain_of_deltas(&fs, path, true);
+        let (wal, _) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        flip(&fs, path, offs[1] + 64 + 24);
+        let err = wal.read_page(PageId(1), Lsn(4), &mut buf).unwrap_err();
+        assert!(err.to_string().contains("delta frame 2"), "{err}");
+        wal.read_page(PageId(1), Lsn(1), &mut buf).unwrap();
+        flip(&fs, path, offs[0] + 64 + 30);
+        assert!(wal.read_page(PageId(1), Lsn(4), &mut buf).is_err(), "a damaged base");
+        // A delta whose base is not its page's newest committed frame ends the log: here
+        // txn 4's delta is edited to name txn 1's frame, its checksum made good again.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, false);
+        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+        let mut frame = vec![0u8; 512];
+        f.read_exact_at(&mut frame, offs[3]).unwrap();
+        write_u64(&mut frame, 64, 1);
+        let n = read_u32(&frame, 64 + 8) as usize;
+        let sum = frame_checksum(&frame[..64], &frame[64..64 + n], 0, 0);
+        write_u32(&mut frame, FRAME_CRC_OFFSET, sum);
+        f.write_at(&frame, offs[3]).unwrap();
+        let (_, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!(rec.committed_txns, 3);
+    }
+
+    #[test]
+    fn a_format_2_wal_is_read_and_a_delta_in_it_is_not() {
+        let path = Path::new("w");
+        let fs = MemFileSystem::new();
+        let (_, images) = chain_of_deltas(&fs, path, false);
+        wal_with_header_version(&fs, path, WAL_FORMAT_V2);
+        // Format 2 had no deltas: the log ends at the first one (frame 1).
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, rec.delta_frames), (1, 0));
+        let mut buf = vec![0u8; PS];
+        wal.read_page(PageId(1), Lsn(1), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[0]));
+        drop(wal);
+        // Opened for writing: no format-3 frame follows format-2 ones; after the reset
+        // (the store's recovery checkpoint) the generation is format 3.
+        let (wal, _) = Wal::open(&fs, path, PS, 42, Lsn(1), false).unwrap();
+        let w = [FrameWrite { page: PageId(1), image: &images[0], base: None }];
+        assert!(wal.append(TxnId(9), &w, Some(3)).is_err());
+        wal.reset(u64::MAX).unwrap();
+        append_one(&wal, 9, 1, &images[0]);
+        drop(wal);
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, wal.index.read().format), (1, WAL_FORMAT_VERSION));
+    }
+
+    /// Rewrites the version in the header of the WAL at `path` (checksummed again).
+    fn wal_with_header_version(fs: &MemFileSystem, path: &Path, version: u32) {
+        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+        let mut h = [0u8; WAL_HEADER_BYTES];
+        f.read_exact_at(&mut h, 0).unwrap();
+        write_u32(&mut h, 8, version);
+        let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
+        write_u32(&mut h, HEADER_CRC_OFFSET, sum);
+        f.write_at(&h, 0).unwrap();
     }
 }
