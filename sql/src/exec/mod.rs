@@ -30,6 +30,7 @@ mod scan;
 mod series;
 mod setop;
 mod sort;
+mod spill;
 #[cfg(test)]
 mod tests;
 pub mod tuple_codec;
