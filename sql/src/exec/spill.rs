@@ -78,11 +78,21 @@ pub(crate) struct BatchFile {
     /// Encoded records not yet written.
     pending: Vec<u8>,
     rows: u64,
+    /// Bytes buffered before a write, and read at once by the reader.
+    chunk: usize,
 }
 
 impl BatchFile {
     pub(crate) fn create(types: &[DataType]) -> Result<BatchFile> {
-        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), rows: 0 })
+        Self::create_with_chunk(types, IO_CHUNK_BYTES)
+    }
+
+    /// A file that buffers about `chunk` bytes (rather than [`IO_CHUNK_BYTES`]) before
+    /// it writes them, and whose reader reads `chunk` bytes at a time (a record more
+    /// when one is larger): for an operator merging many files within a small
+    /// memory limit (`sort.rs`).
+    pub(crate) fn create_with_chunk(types: &[DataType], chunk: usize) -> Result<BatchFile> {
+        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), rows: 0, chunk: chunk.max(1) })
     }
 
     /// Appends the first `n` rows of `cols` (dense vectors of the file's types).
@@ -100,7 +110,7 @@ impl BatchFile {
         self.pending[start..start + 4].copy_from_slice(&len.to_le_bytes());
         self.pending[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
         self.rows += n as u64;
-        if self.pending.len() >= IO_CHUNK_BYTES {
+        if self.pending.len() >= self.chunk {
             self.flush()?;
         }
         Ok(())
@@ -133,7 +143,7 @@ impl BatchFile {
     pub(crate) fn into_reader(mut self) -> Result<BatchReader> {
         self.flush()?;
         self.pending = Vec::new();
-        Ok(BatchReader { end: self.file.len, file: self.file, types: self.types, at: 0, buf: Vec::new(), pos: 0 })
+        Ok(BatchReader { end: self.file.len, file: self.file, types: self.types, at: 0, buf: Vec::new(), pos: 0, chunk: self.chunk })
     }
 }
 
@@ -147,6 +157,8 @@ pub(crate) struct BatchReader {
     buf: Vec<u8>,
     /// Where the next record starts in `buf`.
     pos: usize,
+    /// Bytes read at once (at least).
+    chunk: usize,
 }
 
 impl BatchReader {
@@ -158,7 +170,7 @@ impl BatchReader {
         }
         self.buf.drain(..self.pos);
         self.pos = 0;
-        let want = need.max(IO_CHUNK_BYTES) - self.buf.len();
+        let want = need.max(self.chunk) - self.buf.len();
         let take = want.min((self.end - self.at) as usize);
         let old = self.buf.len();
         self.buf.resize(old + take, 0);
@@ -590,7 +602,7 @@ mod tests {
             let mut byte = [0u8];
             file.file.read_at(&mut byte, at).unwrap();
             file.file.file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
-            let r = BatchReader { end: len, file: ScratchFile { file: file.file.file.try_clone().unwrap(), len }, types: types.clone(), at: 0, buf: Vec::new(), pos: 0 }.next_batch_checked();
+            let r = BatchReader { end: len, file: ScratchFile { file: file.file.file.try_clone().unwrap(), len }, types: types.clone(), at: 0, buf: Vec::new(), pos: 0, chunk: IO_CHUNK_BYTES }.next_batch_checked();
             assert!(r.is_err(), "flip at {at} was not detected");
             file.file.file.write_all_at(&byte, at).unwrap();
         }
