@@ -30,6 +30,7 @@ mod scan;
 mod series;
 mod setop;
 mod sort;
+mod spill;
 #[cfg(test)]
 mod tests;
 pub mod tuple_codec;
@@ -103,6 +104,11 @@ pub struct NodeProfile {
     /// Tuples a scan dropped because a join's key filter said their key cannot match
     /// (`key_filter`), before decoding them.
     pub key_filtered: u64,
+    /// Rows the node wrote to temporary files because its state outgrew
+    /// `memory_limit` (a row written again by a deeper split counts again).
+    pub spilled_rows: u64,
+    /// Bytes of those temporary files.
+    pub spilled_bytes: u64,
 }
 
 /// Per-node counters of one execution, keyed by the node's pre-order index in the
@@ -131,6 +137,14 @@ impl Profile {
     /// Tuples scan `id` dropped by join key filters.
     fn record_key_filtered(&self, id: usize, tuples: u64) {
         self.nodes.lock().entry(id).or_default().key_filtered += tuples;
+    }
+
+    /// Rows and bytes node `id` wrote to temporary files.
+    fn record_spill(&self, id: usize, rows: u64, bytes: u64) {
+        let mut m = self.nodes.lock();
+        let e = m.entry(id).or_default();
+        e.spilled_rows += rows;
+        e.spilled_bytes += bytes;
     }
 
     /// Counters of a node run `loops` times by its parent (an index nested-loop
@@ -469,6 +483,13 @@ impl<'a> Exec<'a> {
 
     pub(crate) fn mem_error(&self, op: &str) -> Error {
         memory_limit_error(op, self.ctx.memory_limit)
+    }
+
+    /// Counts rows and bytes node `id` wrote to temporary files (EXPLAIN ANALYZE).
+    pub(crate) fn record_spill(&self, id: usize, rows: u64, bytes: u64) {
+        if let Some(p) = self.profile {
+            p.record_spill(id, rows, bytes);
+        }
     }
 
     pub(crate) fn check_mem(&self, op: &str, bytes: usize) -> Result<()> {

@@ -98,6 +98,13 @@ fn walk(
                 if n.key_filtered > 0 {
                     line.push_str(&format!("  (removed by key filter: {})", n.key_filtered));
                 }
+                if n.spilled_rows > 0 {
+                    line.push_str(&format!(
+                        "  (spilled: {} rows, {} kB)",
+                        n.spilled_rows,
+                        n.spilled_bytes.div_ceil(1024)
+                    ));
+                }
             }
             None => line.push_str("  (never executed)"),
         }
