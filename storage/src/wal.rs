@@ -237,11 +237,10 @@ impl FrameMeta {
 /// Appends to `out` the byte ranges of `new[start..end]` that differ from `base` (or,
 /// with `base` `None`, from zeros), merging ranges closer than [`RANGE_MERGE_GAP`].
 /// Equal 512-byte blocks are skipped with one `memcmp`; a differing block is compared
-/// 64 bytes at a time in registers (four 16-byte XORs), and a differing 16 bytes gives
-/// the ends of its change from the XOR's trailing and leading zero bits.
+/// 16 bytes at a time in registers, and a differing 16 bytes gives the ends of its
+/// change from the XOR's leading and trailing zero bits.
 fn diff_span(new: &[u8], base: Option<&[u8]>, start: usize, end: usize, out: &mut Vec<(u32, u32)>) {
     const BLOCK: usize = 512;
-    const SUB: usize = 64;
     const CHUNK: usize = 16;
     let word = |b: &[u8], i: usize| u128::from_le_bytes(b[i..i + CHUNK].try_into().expect("16 bytes"));
     let mut push = |lo: usize, hi: usize| match out.last_mut() {
@@ -259,24 +258,17 @@ fn diff_span(new: &[u8], base: Option<&[u8]>, start: usize, end: usize, out: &mu
         };
         if !same {
             let mut c = at;
-            while c + SUB <= block_end {
-                // 64 bytes as four XORs in registers; only a differing one is looked
-                // at chunk by chunk.
-                let x = [0, 16, 32, 48].map(|k| word(new, c + k) ^ base.map_or(0, |b| word(b, c + k)));
-                if x.iter().any(|&w| w != 0) {
-                    for (k, &w) in x.iter().enumerate() {
-                        if w != 0 {
-                            // Little-endian: byte i of the chunk is bits 8i..8i+8.
-                            let at = c + k * CHUNK;
-                            let lo = at + (w.trailing_zeros() / 8) as usize;
-                            let hi = at + CHUNK - (w.leading_zeros() / 8) as usize;
-                            push(lo, hi);
-                        }
-                    }
+            while c + CHUNK <= block_end {
+                let x = word(new, c) ^ base.map_or(0, |b| word(b, c));
+                if x != 0 {
+                    // Little-endian: byte i of the chunk is bits 8i..8i+8.
+                    let lo = c + (x.trailing_zeros() / 8) as usize;
+                    let hi = c + CHUNK - (x.leading_zeros() / 8) as usize;
+                    push(lo, hi);
                 }
-                c += SUB;
+                c += CHUNK;
             }
-            // The tail shorter than 64 bytes, byte by byte.
+            // The tail shorter than a chunk, byte by byte.
             for i in c..block_end {
                 if new[i] != base.map_or(0, |b| b[i]) {
                     push(i, i + 1);
