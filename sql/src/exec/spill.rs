@@ -77,12 +77,20 @@ pub(crate) struct BatchFile {
     types: Vec<DataType>,
     /// Encoded records not yet written.
     pending: Vec<u8>,
+    /// Bytes `pending` may reach before it is written.
+    buffer_bytes: usize,
     rows: u64,
 }
 
 impl BatchFile {
     pub(crate) fn create(types: &[DataType]) -> Result<BatchFile> {
-        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), rows: 0 })
+        BatchFile::with_buffer(types, IO_CHUNK_BYTES)
+    }
+
+    /// A file that writes its records once they reach `buffer_bytes` (0: each
+    /// record when it is pushed).
+    pub(crate) fn with_buffer(types: &[DataType], buffer_bytes: usize) -> Result<BatchFile> {
+        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), buffer_bytes, rows: 0 })
     }
 
     /// Appends the first `n` rows of `cols` (dense vectors of the file's types).
@@ -100,7 +108,7 @@ impl BatchFile {
         self.pending[start..start + 4].copy_from_slice(&len.to_le_bytes());
         self.pending[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
         self.rows += n as u64;
-        if self.pending.len() >= IO_CHUNK_BYTES {
+        if self.pending.len() >= self.buffer_bytes {
             self.flush()?;
         }
         Ok(())
@@ -110,6 +118,9 @@ impl BatchFile {
         if !self.pending.is_empty() {
             self.file.append(&self.pending)?;
             self.pending.clear();
+            if self.pending.capacity() > self.buffer_bytes.max(IO_CHUNK_BYTES) {
+                self.pending = Vec::new();
+            }
         }
         Ok(())
     }
@@ -132,7 +143,6 @@ impl BatchFile {
     /// Ends writing; the batches come back from the reader in the order written.
     pub(crate) fn into_reader(mut self) -> Result<BatchReader> {
         self.flush()?;
-        self.pending = Vec::new();
         Ok(BatchReader { end: self.file.len, file: self.file, types: self.types, at: 0, buf: Vec::new(), pos: 0 })
     }
 }
@@ -197,10 +207,13 @@ impl BatchReader {
 /// Rows split into [`FANOUT`] temporary files by bits of a hash of their keys: at
 /// `level` 0 the top four bits, at level 1 the next four, and so on, so a part
 /// that is still too large splits again with bits that differ inside it. Rows
-/// gather per part until a batch is full, then go to the part's file.
+/// gather per part until a batch is full or the part holds its share of
+/// `budget_bytes`, then are written to the part's file at once.
 pub(crate) struct Partitions {
     types: Vec<DataType>,
     level: u32,
+    /// Bytes one part's waiting rows may hold.
+    part_budget: usize,
     files: Vec<Option<BatchFile>>,
     pending: Vec<Vec<Vector>>,
     pending_rows: Vec<usize>,
@@ -209,19 +222,18 @@ pub(crate) struct Partitions {
 }
 
 impl Partitions {
-    pub(crate) fn new(types: &[DataType], level: u32) -> Partitions {
+    /// Parts of rows of `types` split at `level`, whose waiting rows hold about
+    /// `budget_bytes` at most.
+    pub(crate) fn new(types: &[DataType], level: u32, budget_bytes: usize) -> Partitions {
         Partitions {
             types: types.to_vec(),
             level,
+            part_budget: budget_bytes / FANOUT,
             files: (0..FANOUT).map(|_| None).collect(),
             pending: (0..FANOUT).map(|_| types.iter().map(|t| Vector::new(*t, 0)).collect()).collect(),
             pending_rows: vec![0; FANOUT],
             picks: vec![Vec::new(); FANOUT],
         }
-    }
-
-    pub(crate) fn level(&self) -> u32 {
-        self.level
     }
 
     /// The part a row with key hash `hash` belongs to at `level`.
@@ -249,7 +261,9 @@ impl Partitions {
             }
             self.pending_rows[part] += picks.len();
             self.picks[part] = picks;
-            if self.pending_rows[part] >= BATCH_SIZE {
+            if self.pending_rows[part] >= BATCH_SIZE
+                || self.pending[part].iter().map(Vector::heap_bytes).sum::<usize>() >= self.part_budget
+            {
                 self.flush_part(part)?;
             }
         }
@@ -263,7 +277,7 @@ impl Partitions {
         }
         let file = match &mut self.files[part] {
             Some(f) => f,
-            slot => slot.insert(BatchFile::create(&self.types)?),
+            slot => slot.insert(BatchFile::with_buffer(&self.types, 0)?),
         };
         file.push(&self.pending[part], n)?;
         self.pending[part] = self.types.iter().map(|t| Vector::new(*t, 0)).collect();
@@ -607,7 +621,7 @@ mod tests {
     fn partitions_split_by_hash_bits_and_keep_order() {
         let types = [DataType::BigInt];
         for level in [0, 1, MAX_LEVELS - 1] {
-            let mut parts = Partitions::new(&types, level);
+            let mut parts = Partitions::new(&types, level, 1 << 20);
             let n = 3000;
             let mut v = Vector::new(DataType::BigInt, n);
             (0..n).for_each(|k| v.push_value(&Value::BigInt(k as i64)));
