@@ -260,14 +260,24 @@ fn interrupt_and_timeout_stop_a_stream() {
     assert_eq!(c.query("SELECT 4", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 4);
 }
 
-/// `memory_limit` applies to a streamed statement's operators as to any.
+/// `memory_limit` applies to a streamed statement's operators as to any: a window
+/// function over its input stops with 53200, a sort spills and streams in order.
 #[test]
 fn memory_limit_applies_to_a_stream() {
     let mut c = connect();
     c.execute("SET memory_limit = '2MB'", &[]).unwrap();
-    let mut s = c.query_stream("SELECT x FROM generate_series(1, 2000000) g(x) ORDER BY x DESC", &[]).unwrap();
+    let mut s = c.query_stream("SELECT x, row_number() OVER (ORDER BY x) FROM generate_series(1, 2000000) g(x)", &[]).unwrap();
     let e = s.next_batch().unwrap_err();
     assert_eq!(e.sqlstate, "53200", "{e}");
+    let mut s = c.query_stream("SELECT x FROM generate_series(1, 2000000) g(x) ORDER BY x DESC", &[]).unwrap();
+    let mut next = 2_000_000i64;
+    while let Some(b) = s.next_batch().unwrap() {
+        for r in 0..b.len() {
+            assert_eq!(b.row(r).get::<i64>(0).unwrap(), next);
+            next -= 1;
+        }
+    }
+    assert_eq!(next, 0);
     // Streaming itself holds no result: the same rows unsorted stream at that limit.
     let mut s = c.query_stream("SELECT x FROM generate_series(1, 2000000) g(x)", &[]).unwrap();
     assert_eq!(count_and_sum(&mut s).0, 2_000_000);

@@ -77,20 +77,22 @@ pub(crate) struct BatchFile {
     types: Vec<DataType>,
     /// Encoded records not yet written.
     pending: Vec<u8>,
-    /// Bytes `pending` may reach before it is written.
-    buffer_bytes: usize,
     rows: u64,
+    /// Bytes buffered before a write, and read at once by the reader.
+    chunk: usize,
 }
 
 impl BatchFile {
     pub(crate) fn create(types: &[DataType]) -> Result<BatchFile> {
-        BatchFile::with_buffer(types, IO_CHUNK_BYTES)
+        Self::create_with_chunk(types, IO_CHUNK_BYTES)
     }
 
-    /// A file that writes its records once they reach `buffer_bytes` (0: each
-    /// record when it is pushed).
-    pub(crate) fn with_buffer(types: &[DataType], buffer_bytes: usize) -> Result<BatchFile> {
-        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), buffer_bytes, rows: 0 })
+    /// A file that buffers about `chunk` bytes (rather than [`IO_CHUNK_BYTES`]) before
+    /// it writes them, and whose reader reads `chunk` bytes at a time (a record more
+    /// when one is larger): for an operator merging many files within a small
+    /// memory limit (`sort.rs`).
+    pub(crate) fn create_with_chunk(types: &[DataType], chunk: usize) -> Result<BatchFile> {
+        Ok(BatchFile { file: ScratchFile::create()?, types: types.to_vec(), pending: Vec::new(), rows: 0, chunk: chunk.max(1) })
     }
 
     /// Appends the first `n` rows of `cols` (dense vectors of the file's types).
@@ -108,7 +110,7 @@ impl BatchFile {
         self.pending[start..start + 4].copy_from_slice(&len.to_le_bytes());
         self.pending[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
         self.rows += n as u64;
-        if self.pending.len() >= self.buffer_bytes {
+        if self.pending.len() >= self.chunk {
             self.flush()?;
         }
         Ok(())
@@ -118,7 +120,7 @@ impl BatchFile {
         if !self.pending.is_empty() {
             self.file.append(&self.pending)?;
             self.pending.clear();
-            if self.pending.capacity() > self.buffer_bytes.max(IO_CHUNK_BYTES) {
+            if self.pending.capacity() > self.chunk.max(IO_CHUNK_BYTES) {
                 self.pending = Vec::new();
             }
         }
@@ -143,7 +145,8 @@ impl BatchFile {
     /// Ends writing; the batches come back from the reader in the order written.
     pub(crate) fn into_reader(mut self) -> Result<BatchReader> {
         self.flush()?;
-        Ok(BatchReader { end: self.file.len, file: self.file, types: self.types, at: 0, buf: Vec::new(), pos: 0 })
+        self.pending = Vec::new();
+        Ok(BatchReader { end: self.file.len, file: self.file, types: self.types, at: 0, buf: Vec::new(), pos: 0, chunk: self.chunk })
     }
 }
 
@@ -157,6 +160,8 @@ pub(crate) struct BatchReader {
     buf: Vec<u8>,
     /// Where the next record starts in `buf`.
     pos: usize,
+    /// Bytes read at once (at least).
+    chunk: usize,
 }
 
 impl BatchReader {
@@ -168,7 +173,7 @@ impl BatchReader {
         }
         self.buf.drain(..self.pos);
         self.pos = 0;
-        let want = need.max(IO_CHUNK_BYTES) - self.buf.len();
+        let want = need.max(self.chunk) - self.buf.len();
         let take = want.min((self.end - self.at) as usize);
         let old = self.buf.len();
         self.buf.resize(old + take, 0);
@@ -277,7 +282,9 @@ impl Partitions {
         }
         let file = match &mut self.files[part] {
             Some(f) => f,
-            slot => slot.insert(BatchFile::with_buffer(&self.types, 0)?),
+            // Written through (a record at a time): the rows waiting are the
+            // part's pending vectors, bounded by the budget.
+            slot => slot.insert(BatchFile::create_with_chunk(&self.types, 1)?),
         };
         file.push(&self.pending[part], n)?;
         self.pending[part] = self.types.iter().map(|t| Vector::new(*t, 0)).collect();
@@ -604,7 +611,7 @@ mod tests {
             let mut byte = [0u8];
             file.file.read_at(&mut byte, at).unwrap();
             file.file.file.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
-            let r = BatchReader { end: len, file: ScratchFile { file: file.file.file.try_clone().unwrap(), len }, types: types.clone(), at: 0, buf: Vec::new(), pos: 0 }.next_batch_checked();
+            let r = BatchReader { end: len, file: ScratchFile { file: file.file.file.try_clone().unwrap(), len }, types: types.clone(), at: 0, buf: Vec::new(), pos: 0, chunk: IO_CHUNK_BYTES }.next_batch_checked();
             assert!(r.is_err(), "flip at {at} was not detected");
             file.file.file.write_all_at(&byte, at).unwrap();
         }
