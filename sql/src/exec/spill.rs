@@ -83,6 +83,7 @@ pub(crate) struct BatchFile {
 }
 
 impl BatchFile {
+    #[cfg(test)]
     pub(crate) fn create(types: &[DataType]) -> Result<BatchFile> {
         Self::create_with_chunk(types, IO_CHUNK_BYTES)
     }
