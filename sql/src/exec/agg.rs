@@ -12,7 +12,8 @@ use std::cmp::Ordering;
 
 use rustc_hash::FxHashSet;
 
-use super::key_table::KeyTable;
+use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
+use super::spill::{MAX_LEVELS, Partitions};
 use super::keys::{cmp_with_value, float_cmp, push_key};
 use super::{Exec, Flow, Out, make_batch};
 use crate::error::{Error, Result};
@@ -995,6 +996,18 @@ fn feed_ordered(acc: &mut Acc, call: &AggCall, mut rows: Vec<OrderedRow>) -> Res
 /// time and memory grow with the number of sets; the output is each set's groups in
 /// turn, with NULL for the group expressions the set leaves out and the set's index
 /// in the column after the groups (`grouping()` is computed from it above).
+///
+/// **Over `memory_limit`** a plain GROUP BY spills (hybrid hash aggregation): once
+/// its state passes a threshold ([`Spill::threshold`]) it admits no new group. The
+/// rows of the groups it holds still update them in place; the rows of any other
+/// group go, as input rows, to temporary files split by a hash of their group key
+/// ([`Partitions`]). When the input ends the held groups are output and dropped,
+/// and each file is aggregated alone the same way (splitting again by other hash
+/// bits if it too outgrows the limit). A group's rows are therefore all in memory
+/// or all in one file, in their input order, so every aggregate (DISTINCT, ORDER
+/// BY, string_agg and application aggregates too) gives what it gives in memory;
+/// only the order of the groups differs. Grouping sets and aggregates without
+/// GROUP BY do not spill.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn aggregate(
     ex: &Exec<'_>,
@@ -1013,36 +1026,210 @@ pub(super) fn aggregate(
     } else {
         sets
     };
-    let make = || new_states(groups, set_lists, aggs);
-    let each = |ex: &Exec<'_>, (states, gids): &mut (Vec<SetState>, Vec<u32>), b| {
-        accumulate(ex, groups, aggs, states, gids, b)
+    let cx = Cx {
+        plan,
+        id,
+        groups,
+        sets,
+        set_lists,
+        aggs,
+        spill: (sets.is_empty() && !groups.is_empty()).then(|| Spill {
+            input_types: input.types(),
+            growing: aggs.iter().any(|c| !combinable(c)),
+        }),
     };
+    let make = || Grouping::new(&cx);
+    let each = |ex: &Exec<'_>, g: &mut Grouping, b| add_batch(ex, &cx, g, 0, b);
     // The optimizer gave the input several threads only when it is a pipeline over a
     // large scan and every aggregate merges exactly (`combinable`).
     let parallel = (plan.workers > 1)
         .then(|| crate::plan::pipeline::pipeline(input, id + 1))
         .flatten();
-    let states = match parallel {
-        Some(p) => {
-            let mut partial = super::parallel::run_pipeline(ex, &p, input, id + 1, plan.workers, &make, &each)?.into_iter();
-            let (mut states, _) = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
-            for (other, _) in partial {
-                for (into, from) in states.iter_mut().zip(other) {
+    let serial = || -> Result<Grouping> {
+        let mut g = make()?;
+        ex.node(input, id + 1, None, &mut |b| {
+            add_batch(ex, &cx, &mut g, 0, b)?;
+            Ok(Flow::Continue)
+        })?;
+        Ok(g)
+    };
+    let partial = match parallel {
+        Some(p) => match super::parallel::run_pipeline(ex, &p, input, id + 1, plan.workers, &make, &each) {
+            Ok(partial) => Some(partial),
+            // A pipeline's join builds are held in memory for its threads to share:
+            // one too large for that runs again on one thread, where it can spill.
+            Err(e) if e.sqlstate == "53200" => None,
+            Err(e) => return Err(e),
+        },
+        None => None,
+    };
+    match partial {
+        Some(partial) => {
+            let mut partial = partial.into_iter();
+            let mut held = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
+            let mut spilled = Vec::new();
+            spilled.extend(held.spill.take());
+            for mut other in partial {
+                spilled.extend(other.spill.take());
+                for (into, from) in held.states.iter_mut().zip(other.states) {
                     into.merge(from, aggs)?;
                 }
             }
-            states
+            if spilled.is_empty() {
+                return finish(ex, &cx, held, 0, out);
+            }
+            // A group the merged state holds may have rows in another thread's
+            // files: every spilled row goes through the merged state once more,
+            // updating the groups it holds and spilling the others again.
+            held.spill = Some(Partitions::new(&cx.input_types(), 1, ex.ctx.memory_limit / 8));
+            // Parallel aggregates are all combinable: a held group's state does not
+            // grow with its rows, so the merged state stays as large as it is.
+            held.spilled_at = usize::MAX;
+            for parts in spilled {
+                let rows = parts.rows();
+                let (files, bytes) = parts.finish()?;
+                ex.record_spill(id, rows, bytes);
+                for file in files.into_iter().flatten() {
+                    let mut reader = file.into_reader()?;
+                    while let Some(b) = reader.next_batch()? {
+                        add_batch(ex, &cx, &mut held, 1, b)?;
+                    }
+                }
+            }
+            finish(ex, &cx, held, 1, out)
         }
-        None => {
-            let mut state = make()?;
-            ex.node(input, id + 1, None, &mut |b| {
-                each(ex, &mut state, b)?;
-                Ok(Flow::Continue)
-            })?;
-            state.0
-        }
+        None => finish(ex, &cx, serial()?, 0, out),
+    }
+}
+
+/// What an aggregation node is: its plan's pieces, and whether and how it spills.
+struct Cx<'p> {
+    plan: &'p Plan,
+    id: usize,
+    groups: &'p [Expr],
+    sets: &'p [Vec<usize>],
+    set_lists: &'p [Vec<usize>],
+    aggs: &'p [AggCall],
+    /// `None` when the node cannot spill (grouping sets, no GROUP BY).
+    spill: Option<Spill>,
+}
+
+impl Cx<'_> {
+    fn input_types(&self) -> Vec<DataType> {
+        self.spill.as_ref().map_or_else(Vec::new, |s| s.input_types.clone())
+    }
+}
+
+/// How an aggregation spills.
+struct Spill {
+    /// The input's column types: what the temporary files hold.
+    input_types: Vec<DataType>,
+    /// Whether some aggregate's state grows with its group's rows (string_agg,
+    /// DISTINCT, ORDER BY, application aggregates): the held groups keep growing
+    /// after spilling starts, so it starts earlier.
+    growing: bool,
+}
+
+impl Spill {
+    /// The state's bytes at which it stops admitting groups: well below the limit,
+    /// which stays a hard one for what the held groups still add.
+    fn threshold(&self, memory_limit: usize) -> usize {
+        if self.growing { memory_limit / 2 } else { memory_limit / 4 * 3 }
+    }
+}
+
+/// What one thread holds of an aggregation: its sets' states, and once it has
+/// spilled, the rows of the groups it does not hold.
+struct Grouping {
+    states: Vec<SetState>,
+    gids: Vec<u32>,
+    spill: Option<Partitions>,
+    /// The states' bytes when spilling started: the batch that crossed the
+    /// threshold may have grown a hash table past the limit itself, and the held
+    /// groups may stay that large (but grow no further past the limit).
+    spilled_at: usize,
+    ids: Vec<u32>,
+    hashes: Vec<u64>,
+    scratch: ProbeScratch,
+}
+
+impl Grouping {
+    fn new(cx: &Cx<'_>) -> Result<Grouping> {
+        let (states, gids) = new_states(cx.groups, cx.set_lists, cx.aggs)?;
+        Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default() })
+    }
+}
+
+/// Adds input batch `b` to `g`: to its groups, or once it spills, the rows of
+/// groups it does not hold to its files (split at `level`).
+fn add_batch(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, b: crate::vector::Batch) -> Result<()> {
+    let Some(spill) = &cx.spill else {
+        let bytes = accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?;
+        return ex.check_mem("HashAggregate", bytes);
     };
-    emit(plan, groups, sets, aggs, states, out)
+    let Some(parts) = &mut g.spill else {
+        let bytes = accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?;
+        if bytes > spill.threshold(ex.ctx.memory_limit) && level < MAX_LEVELS {
+            g.spill = Some(Partitions::new(&spill.input_types, level, ex.ctx.memory_limit / 8));
+            g.spilled_at = bytes;
+            return Ok(());
+        }
+        return ex.check_mem("HashAggregate", bytes);
+    };
+    let b = super::dense(b, &spill.input_types);
+    let n = b.rows();
+    if n == 0 {
+        return Ok(());
+    }
+    let keys = cx.groups.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+    g.states[0].table.find_groups(&keys, n, &mut g.ids, &mut g.scratch);
+    let (mut held, mut new) = (Vec::with_capacity(n), Vec::new());
+    for (k, &id) in g.ids.iter().enumerate() {
+        if id == NO_ID { new.push(k as u32) } else { held.push(k as u32) }
+    }
+    if !new.is_empty() {
+        key_hashes(&keys, n, &mut g.hashes);
+        parts.push(&b.columns, &new, &g.hashes)?;
+    }
+    let pending = parts.heap_bytes();
+    let bytes = if held.is_empty() {
+        0
+    } else if new.is_empty() {
+        accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?
+    } else {
+        let cols: Vec<Vector> = b.columns.iter().map(|c| c.gather(&held)).collect();
+        let rows = if cols.is_empty() { crate::vector::Batch::empty_rows(held.len()) } else { make_batch(cols, held.len()) };
+        accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, rows)?
+    };
+    if bytes > g.spilled_at {
+        ex.check_mem("HashAggregate", bytes + pending)?;
+    }
+    Ok(())
+}
+
+/// Outputs the groups `g` holds, then aggregates each of its files alone
+/// (splitting at `level + 1` when one outgrows the limit in turn).
+fn finish(ex: &Exec<'_>, cx: &Cx<'_>, g: Grouping, level: u32, out: Out) -> Result<Flow> {
+    let parts = g.spill.map(|p| (p.rows(), p.finish())).map(|(rows, f)| f.map(|f| (rows, f))).transpose()?;
+    if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
+        return Ok(Flow::Stop);
+    }
+    let Some((rows, (files, bytes))) = parts else {
+        return Ok(Flow::Continue);
+    };
+    ex.record_spill(cx.id, rows, bytes);
+    for file in files.into_iter().flatten() {
+        let mut part = Grouping::new(cx)?;
+        let mut reader = file.into_reader()?;
+        while let Some(b) = reader.next_batch()? {
+            add_batch(ex, cx, &mut part, level + 1, b)?;
+        }
+        drop(reader);
+        if finish(ex, cx, part, level + 1, out)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::Continue)
 }
 
 /// Whether the states several threads make of `call` merge into exactly the state
@@ -1110,7 +1297,7 @@ fn new_states(groups: &[Expr], set_lists: &[Vec<usize>], aggs: &[AggCall]) -> Re
     Ok((states, Vec::new()))
 }
 
-/// Adds input batch `b` to every set's groups.
+/// Adds input batch `b` to every set's groups; returns the bytes the states hold.
 fn accumulate(
     ex: &Exec<'_>,
     groups: &[Expr],
@@ -1118,10 +1305,10 @@ fn accumulate(
     states: &mut [SetState],
     gids: &mut Vec<u32>,
     b: crate::vector::Batch,
-) -> Result<()> {
+) -> Result<usize> {
         let n = b.rows();
         if n == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let gv = groups
             .iter()
@@ -1236,7 +1423,7 @@ fn accumulate(
                 + st.ngroups * (aggs.len() * 24 + 8)
                 + st.accs.iter().map(Acc::bytes).sum::<usize>();
         }
-        ex.check_mem("HashAggregate", bytes)
+        Ok(bytes)
 }
 
 /// Outputs every set's groups.

@@ -4,9 +4,10 @@
 //! condition `on` on the combined rows of candidate pairs, in batches.
 
 use super::key_filter::ScanKeyFilter;
-use super::key_table::{KeyTable, NO_ID, ProbeScratch};
+use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
+use super::spill::{BatchFile, MAX_LEVELS, Partitions};
 use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::plan::{JoinKind, Plan};
 use crate::types::DataType;
@@ -96,6 +97,22 @@ impl HashIndex {
 }
 
 impl Build {
+    /// A build without rows, of rows of `types` and keys of `key_types` (none: a
+    /// join without keys).
+    fn empty(types: &[DataType], key_types: &[DataType]) -> Build {
+        Build {
+            cols: types.iter().map(|t| Vector::new(*t, 0)).collect(),
+            len: 0,
+            map: (!key_types.is_empty()).then(|| HashIndex {
+                table: KeyTable::new(key_types),
+                row_ids: Vec::new(),
+                starts: Vec::new(),
+                rows: Vec::new(),
+            }),
+            key_filters: Vec::new(),
+        }
+    }
+
     /// Bytes the build holds: its rows, key table and per-row key ids.
     fn heap_bytes(&self) -> usize {
         let keys = self.map.as_ref().map_or(0, |m| m.table.heap_bytes() + m.row_ids.capacity() * 4);
@@ -133,8 +150,127 @@ pub(super) fn join(
     if let Some(build) = ex.prebuilt(id) {
         return ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, build, out));
     }
-    let build = build(ex, &s, id)?;
-    ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, &build, out))
+    match build_or_spill(ex, &s, id, 0)? {
+        Materialized::Memory(build) => ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, &build, out)),
+        Materialized::Spilled(parts) => {
+            let left_types = s.left.types();
+            grace(ex, plan, id, &s, parts, 0, &mut |each| left_input(ex, &s, id, &left_types, each), out)
+        }
+    }
+}
+
+/// Runs the left input of join node `id`, handing each batch (dense) and its
+/// evaluated keys to `each`.
+fn left_input(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, left_types: &[DataType], each: &mut ProbeEach<'_>) -> Result<Flow> {
+    ex.node(s.left, id + 1, None, &mut |b| {
+        if b.rows() == 0 {
+            return Ok(Flow::Continue);
+        }
+        let b = super::dense(b, left_types);
+        let kv = s.left_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+        each(b, kv)
+    })
+}
+
+/// Where a probe's batches come from: the left input's plan, or a part of it spilled
+/// to a temporary file. It calls the consumer with each batch and its keys.
+type LeftSource<'a> = &'a mut dyn FnMut(&mut ProbeEach<'_>) -> Result<Flow>;
+type ProbeEach<'e> = dyn FnMut(Batch, Vec<Vector>) -> Result<Flow> + 'e;
+
+/// Reads spilled records (key columns, then the row's columns) back as batches and
+/// their keys.
+fn read_records(file: BatchFile, nkeys: usize, each: &mut ProbeEach<'_>) -> Result<Flow> {
+    let mut reader = file.into_reader()?;
+    while let Some(b) = reader.next_batch()? {
+        let (n, mut cols) = (b.rows(), b.columns);
+        let rest = cols.split_off(nkeys);
+        let batch = if rest.is_empty() { Batch::empty_rows(n) } else { make_batch(rest, n) };
+        if each(batch, cols)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// A hash join whose build side outgrew the memory threshold (a *grace* hash
+/// join): the build rows are in `build_parts`, split by a hash of their keys at
+/// `level`. The left input is split the same way (a row goes to the part its key
+/// hashes to; a row that can only match, in an inner, right or semi join, is dropped
+/// when its part has no build row), and then each part is joined alone: its build
+/// rows read into a hash table — split again at the next level if they still do
+/// not fit — and its left rows probed against them. A key's rows on both sides are
+/// in the same part, so each part gives exactly its share of the join's output
+/// (unmatched rows of outer and anti joins included); only the order of the
+/// output rows differs from the join in memory.
+fn grace(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    s: &JoinSpec<'_>,
+    build_parts: Partitions,
+    level: u32,
+    left: LeftSource<'_>,
+    out: Out,
+) -> Result<Flow> {
+    let build_rows = build_parts.rows();
+    let (build_files, bytes) = build_parts.finish()?;
+    ex.record_spill(id, build_rows, bytes);
+    let left_types = s.left.types();
+    let nkeys = s.left_keys.len();
+    let record_types: Vec<DataType> = s.left_keys.iter().map(|e| e.ty).chain(left_types.iter().copied()).collect();
+    let only_matches = matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi);
+    let mut left_parts = Partitions::new(&record_types, level, ex.ctx.memory_limit / 8);
+    let mut hashes = Vec::new();
+    left(&mut |b: Batch, kv: Vec<Vector>| {
+        let n = b.rows();
+        key_hashes(&kv, n, &mut hashes);
+        let rows: Vec<u32> = (0..n as u32)
+            .filter(|&k| !only_matches || build_files[Partitions::part_of(hashes[k as usize], level)].is_some())
+            .collect();
+        let mut record = kv;
+        record.extend(b.columns);
+        left_parts.push(&record, &rows, &hashes)?;
+        ex.check_mem("Hash Join", left_parts.heap_bytes())?;
+        Ok(Flow::Continue)
+    })?;
+    let left_rows = left_parts.rows();
+    let (left_files, bytes) = left_parts.finish()?;
+    ex.record_spill(id, left_rows, bytes);
+    let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
+    let right_types = s.right.types();
+    let outputs_build = matches!(s.kind, JoinKind::Right | JoinKind::Full);
+    for (build_file, left_file) in build_files.into_iter().zip(left_files) {
+        let needed = match (left_file.is_some(), build_file.is_some()) {
+            // Without left rows only a right or full join has output: its build rows.
+            (false, has_build) => outputs_build && has_build,
+            // Without build rows only the joins that output unmatched left rows do.
+            (true, false) => !only_matches,
+            (true, true) => true,
+        };
+        if !needed {
+            continue;
+        }
+        let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), level + 1);
+        if let Some(file) = build_file {
+            read_records(file, key_types.len(), &mut |b, kv| {
+                sink.add(ex, kv, b)?;
+                Ok(Flow::Continue)
+            })?;
+        }
+        let mut left_file = left_file;
+        let mut from_file = |each: &mut ProbeEach<'_>| match left_file.take() {
+            Some(f) => read_records(f, nkeys, each),
+            None => Ok(Flow::Continue),
+        };
+        let flow = match sink.finish()? {
+            Materialized::Memory(build) => probe_from(ex, plan, s, &build, &mut from_file, out)?,
+            Materialized::Spilled(parts) => grace(ex, plan, id, s, parts, level + 1, &mut from_file, out)?,
+        };
+        if flow == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::Continue)
 }
 
 /// A semi or anti join that builds its hash table on the left input
@@ -156,7 +292,9 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let mut held = materialize(ex, s.left, left_id, s.left_keys, true, 1)?;
+    let Materialized::Memory(mut held) = materialize(ex, s.left, left_id, s.left_keys, true, 1, MAX_LEVELS)? else {
+        return Err(Error::internal("a held left input spilled"));
+    };
     if held.len == 0 {
         return Ok(Flow::Continue);
     }
@@ -281,8 +419,22 @@ fn mark_pairs(
 
 /// Runs the right input of join node `id` and materializes it, its rows grouped by key.
 pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build> {
+    match build_or_spill(ex, s, id, MAX_LEVELS)? {
+        Materialized::Memory(build) => Ok(build),
+        Materialized::Spilled(_) => Err(Error::internal("a join build spilled where it may not")),
+    }
+}
+
+/// Materializes join node `id`'s right input ([`materialize`]) with its key filters;
+/// over the memory threshold, the rows go to temporary files split at `level`
+/// instead (no spilling at [`MAX_LEVELS`]: the builds of a parallel pipeline, which
+/// its threads share in memory).
+fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Result<Materialized> {
     let right_id = id + 1 + node_count(s.left);
-    let mut build = materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers)?;
+    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers, level)? {
+        Materialized::Memory(build) => build,
+        spilled => return Ok(spilled),
+    };
     if let Some(map) = &mut build.map {
         map.finish();
         if s.key_filter {
@@ -293,14 +445,126 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
         let filters: usize = build.key_filters.iter().map(|f| f.filter.heap_bytes()).sum();
         ex.check_mem("Hash Join", build.heap_bytes() + filters)?;
     }
-    Ok(build)
+    Ok(Materialized::Memory(build))
+}
+
+/// A build side, in memory or — once it outgrew the threshold — in hash parts on
+/// disk (records of the key columns, then the row's columns).
+enum Materialized {
+    Memory(Build),
+    Spilled(Partitions),
+}
+
+/// Gathers a build side batch by batch: into a [`Build`], until it passes three
+/// quarters of the memory limit with spilling allowed (keys, a level below
+/// [`MAX_LEVELS`]); from then on into [`Partitions`], the rows held so far first.
+struct BuildSink {
+    types: Vec<DataType>,
+    key_types: Vec<DataType>,
+    keep_rows: bool,
+    build: Build,
+    ids: Vec<u32>,
+    level: u32,
+    spill: Option<Partitions>,
+    hashes: Vec<u64>,
+}
+
+impl BuildSink {
+    fn new(types: &[DataType], key_types: &[DataType], keep_rows: bool, level: u32) -> BuildSink {
+        BuildSink {
+            types: types.to_vec(),
+            key_types: key_types.to_vec(),
+            keep_rows,
+            build: Build::empty(types, key_types),
+            ids: Vec::new(),
+            level,
+            spill: None,
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds batch `b` (dense) whose keys are `kv`.
+    fn add(&mut self, ex: &Exec<'_>, kv: Vec<Vector>, b: Batch) -> Result<()> {
+        let n = b.rows();
+        if n == 0 {
+            return Ok(());
+        }
+        if let Some(parts) = &mut self.spill {
+            let cols = if self.keep_rows { b.columns } else { Vec::new() };
+            push_records(parts, kv, cols, n, &mut self.hashes)?;
+            return ex.check_mem("Hash Join", parts.heap_bytes());
+        }
+        if let Some(map) = &mut self.build.map {
+            // NULL keys never match: such rows get no key id.
+            map.table.insert(&kv, n, true, &mut self.ids);
+            map.row_ids.extend_from_slice(&self.ids);
+        }
+        if self.keep_rows {
+            let b = super::dense(b, &self.types);
+            for (c, v) in self.build.cols.iter_mut().zip(&b.columns) {
+                c.extend(v);
+            }
+        }
+        self.build.len += n;
+        let bytes = self.build.heap_bytes();
+        if self.build.map.is_some() && self.level < MAX_LEVELS && bytes > ex.ctx.memory_limit / 4 * 3 {
+            return self.start_spilling(ex.ctx.memory_limit / 8);
+        }
+        ex.check_mem("Hash Join", bytes)
+    }
+
+    /// Moves the rows held so far into hash parts; later rows follow them there.
+    fn start_spilling(&mut self, budget_bytes: usize) -> Result<()> {
+        let record_types: Vec<DataType> =
+            self.key_types.iter().chain(if self.keep_rows { &self.types[..] } else { &[] }).copied().collect();
+        let mut parts = Partitions::new(&record_types, self.level, budget_bytes);
+        let build = std::mem::replace(&mut self.build, Build::empty(&self.types, &self.key_types));
+        let map = build.map.as_ref().ok_or_else(|| Error::internal("spilling a join build without keys"))?;
+        let keys = map.table.keys();
+        let mut start = 0;
+        while start < build.len {
+            let end = (start + BATCH_SIZE).min(build.len);
+            // A row's key is its key id's key; a NULL key (no id) stays NULL.
+            let ids: Vec<Option<u32>> = map.row_ids[start..end].iter().map(|&k| (k != NO_ID).then_some(k)).collect();
+            let kv = keys.iter().zip(&self.key_types).map(|(k, t)| gather_opt(k, &ids, *t)).collect();
+            let rows: Vec<u32> = (start as u32..end as u32).collect();
+            let cols = if self.keep_rows { build.cols.iter().map(|c| c.gather(&rows)).collect() } else { Vec::new() };
+            push_records(&mut parts, kv, cols, end - start, &mut self.hashes)?;
+            start = end;
+        }
+        self.spill = Some(parts);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Materialized> {
+        Ok(match self.spill {
+            Some(parts) => Materialized::Spilled(parts),
+            None => {
+                let mut build = self.build;
+                if let Some(map) = &mut build.map {
+                    map.finish();
+                }
+                Materialized::Memory(build)
+            }
+        })
+    }
+}
+
+/// Adds `n` rows, their keys `kv` and their columns `cols`, as records to `parts`.
+fn push_records(parts: &mut Partitions, kv: Vec<Vector>, cols: Vec<Vector>, n: usize, hashes: &mut Vec<u64>) -> Result<()> {
+    key_hashes(&kv, n, hashes);
+    let mut record = kv;
+    record.extend(cols);
+    let all: Vec<u32> = (0..n as u32).collect();
+    parts.push(&record, &all, hashes)
 }
 
 /// Runs `input` (node `input_id`) and holds what a hash join needs of it: the key
 /// id of each row in a key table over `keys` (none without keys), and the rows
 /// themselves unless `keep_rows` is false. The key ids stay per row (`row_ids`;
-/// [`HashIndex::finish`] groups them by key). `workers` > 1 runs a pipeline input
-/// on that many threads.
+/// [`HashIndex::finish`] groups them by key, which the caller does). `workers` > 1
+/// runs a pipeline input on that many threads. Over the threshold, with keys and
+/// `level` below [`MAX_LEVELS`], the rows go to hash parts on disk instead.
 fn materialize(
     ex: &Exec<'_>,
     input: &Plan,
@@ -308,43 +572,18 @@ fn materialize(
     keys: &[Expr],
     keep_rows: bool,
     workers: usize,
-) -> Result<Build> {
+    level: u32,
+) -> Result<Materialized> {
     let types = input.types();
     let key_types: Vec<DataType> = keys.iter().map(|e| e.ty).collect();
-    let mut build = Build {
-        cols: types.iter().map(|t| Vector::new(*t, 0)).collect(),
-        len: 0,
-        map: (!keys.is_empty()).then(|| HashIndex {
-            table: KeyTable::new(&key_types),
-            row_ids: Vec::new(),
-            starts: Vec::new(),
-            rows: Vec::new(),
-        }),
-        key_filters: Vec::new(),
-    };
-    let mut ids = Vec::new();
-    let mut add = |ex: &Exec<'_>, b: Batch| -> Result<()> {
-        let n = b.rows();
-        if n == 0 {
+    let mut sink = BuildSink::new(&types, &key_types, keep_rows, if keys.is_empty() { MAX_LEVELS } else { level });
+    let add = |ex: &Exec<'_>, sink: &mut BuildSink, b: Batch| -> Result<()> {
+        if b.rows() == 0 {
             return Ok(());
         }
-        if let Some(map) = &mut build.map {
-            let kv = keys
-                .iter()
-                .map(|e| ex.eval(e, &b))
-                .collect::<Result<Vec<_>>>()?;
-            // NULL keys never match: such rows get no key id.
-            map.table.insert(&kv, n, true, &mut ids);
-            map.row_ids.extend_from_slice(&ids);
-        }
-        if keep_rows {
-            let b = super::dense(b, &types);
-            for (c, v) in build.cols.iter_mut().zip(&b.columns) {
-                c.extend(v);
-            }
-        }
-        build.len += n;
-        ex.check_mem("Hash Join", build.heap_bytes())
+        let b = super::dense(b, &types);
+        let kv = keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+        sink.add(ex, kv, b)
     };
     // A right input the optimizer gave several threads (a pipeline over a large
     // scan) is scanned and filtered by all of them, each holding what it produced;
@@ -352,6 +591,12 @@ fn materialize(
     let parallel = (workers > 1)
         .then(|| crate::plan::pipeline::pipeline(input, input_id))
         .flatten();
+    let serial = |sink: &mut BuildSink| {
+        ex.node(input, input_id, None, &mut |b| {
+            add(ex, sink, b)?;
+            Ok(Flow::Continue)
+        })
+    };
     match parallel {
         Some(p) => {
             let keep = |ex: &Exec<'_>, held: &mut (Vec<Batch>, usize), b: Batch| -> Result<()> {
@@ -364,21 +609,30 @@ fn materialize(
                 ex.check_mem("Hash Join", held.1)
             };
             let make = || Ok((Vec::new(), 0));
-            let held = super::parallel::run_pipeline(ex, &p, input, input_id, workers, &make, &keep)?;
-            for (batches, _) in held {
-                for b in batches {
-                    add(ex, b)?;
+            match super::parallel::run_pipeline(ex, &p, input, input_id, workers, &make, &keep) {
+                Ok(held) => {
+                    for (batches, _) in held {
+                        for b in batches {
+                            add(ex, &mut sink, b)?;
+                        }
+                    }
                 }
+                // The threads hold their rows in memory: a build that does not fit
+                // them runs again on one thread, which can spill.
+                Err(e) if e.sqlstate == "53200" && sink.level < MAX_LEVELS => {
+                    serial(&mut sink)?;
+                }
+                Err(e) => return Err(e),
             }
         }
         None => {
-            ex.node(input, input_id, None, &mut |b| {
-                add(ex, b)?;
-                Ok(Flow::Continue)
-            })?;
+            serial(&mut sink)?;
         }
     }
-    Ok(build)
+    Ok(match sink.spill {
+        Some(parts) => Materialized::Spilled(parts),
+        None => Materialized::Memory(sink.build),
+    })
 }
 
 /// Runs the left input of join node `id` and joins each of its batches with `build`.
@@ -390,10 +644,22 @@ fn probe(
     build: &Build,
     out: Out,
 ) -> Result<Flow> {
-    let left_id = id + 1;
+    let left_types = s.left.types();
+    probe_from(ex, plan, s, build, &mut |each| left_input(ex, s, id, &left_types, each), out)
+}
+
+/// Joins each batch `left` gives with `build`, then outputs the build rows no
+/// batch matched (right and full joins).
+fn probe_from(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    s: &JoinSpec<'_>,
+    build: &Build,
+    left: LeftSource<'_>,
+    out: Out,
+) -> Result<Flow> {
     let left_types = s.left.types();
     let out_types = plan.types();
-    let keyed = !s.left_keys.is_empty();
     let keys_only = s.keys_only();
     if build.len == 0 && matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi) {
         return Ok(Flow::Continue);
@@ -408,20 +674,11 @@ fn probe(
     let mut stopped = false;
     let mut probe_ids = Vec::new();
     let mut scratch = ProbeScratch::default();
-    let r = ex.node(s.left, left_id, None, &mut |b| {
+    let r = left(&mut |b: Batch, kv: Vec<Vector>| {
         let n = b.rows();
         if n == 0 {
             return Ok(Flow::Continue);
         }
-        let b = super::dense(b, &left_types);
-        let kv = if keyed {
-            s.left_keys
-                .iter()
-                .map(|e| ex.eval(e, &b))
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            Vec::new()
-        };
         let mut p = Probe::new(ex, s, &b, &out_types, emits_pairs, &mut *out);
         let Some(map) = &build.map else {
             let all_right: Vec<u32> = (0..build.len as u32).collect();

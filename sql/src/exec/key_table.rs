@@ -469,6 +469,13 @@ fn dec_hash(d: &Decimal) -> u64 {
     (u as u64) ^ ((u >> 64) as u64).rotate_left(29) ^ x.scale() as u64
 }
 
+/// Hashes of every row of `cols` (equal keys under the table's equality, equal
+/// hashes; NULLs hash alike): what spilling operators split their rows by, so that
+/// a key's rows all land in the same part on both sides of a join.
+pub fn key_hashes(cols: &[Vector], n: usize, out: &mut Vec<u64>) {
+    row_hashes(cols, n, out);
+}
+
 /// Hashes of every row of `cols` (equal keys, equal hashes), column at a time.
 fn row_hashes(cols: &[Vector], n: usize, out: &mut Vec<u64>) {
     out.clear();
@@ -743,9 +750,19 @@ impl KeyTable {
     /// the table, so the threads of a parallel pipeline probe one table at once, each
     /// with its own `scratch`.
     pub fn find(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch) {
+        self.find_where(cols, n, ids, scratch, false);
+    }
+
+    /// Like [`KeyTable::find`], but with grouping's equality: a NULL key column
+    /// matches a NULL (an aggregate asking which rows belong to groups it holds).
+    pub fn find_groups(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch) {
+        self.find_where(cols, n, ids, scratch, true);
+    }
+
+    fn find_where(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch, nulls_match: bool) {
         ids.clear();
         ids.reserve(n);
-        let any_nulls = cols.iter().any(|c| c.nulls.is_some());
+        let any_nulls = !nulls_match && cols.iter().any(|c| c.nulls.is_some());
         let null_row = |k: usize| any_nulls && cols.iter().any(|c| c.is_null(k));
         macro_rules! packed {
             ($t:expr) => {{

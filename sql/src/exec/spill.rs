@@ -83,6 +83,7 @@ pub(crate) struct BatchFile {
 }
 
 impl BatchFile {
+    #[cfg(test)]
     pub(crate) fn create(types: &[DataType]) -> Result<BatchFile> {
         Self::create_with_chunk(types, IO_CHUNK_BYTES)
     }
@@ -120,6 +121,9 @@ impl BatchFile {
         if !self.pending.is_empty() {
             self.file.append(&self.pending)?;
             self.pending.clear();
+            if self.pending.capacity() > self.chunk.max(IO_CHUNK_BYTES) {
+                self.pending = Vec::new();
+            }
         }
         Ok(())
     }
@@ -209,10 +213,13 @@ impl BatchReader {
 /// Rows split into [`FANOUT`] temporary files by bits of a hash of their keys: at
 /// `level` 0 the top four bits, at level 1 the next four, and so on, so a part
 /// that is still too large splits again with bits that differ inside it. Rows
-/// gather per part until a batch is full, then go to the part's file.
+/// gather per part until a batch is full or the part holds its share of
+/// `budget_bytes`, then are written to the part's file at once.
 pub(crate) struct Partitions {
     types: Vec<DataType>,
     level: u32,
+    /// Bytes one part's waiting rows may hold.
+    part_budget: usize,
     files: Vec<Option<BatchFile>>,
     pending: Vec<Vec<Vector>>,
     pending_rows: Vec<usize>,
@@ -221,19 +228,18 @@ pub(crate) struct Partitions {
 }
 
 impl Partitions {
-    pub(crate) fn new(types: &[DataType], level: u32) -> Partitions {
+    /// Parts of rows of `types` split at `level`, whose waiting rows hold about
+    /// `budget_bytes` at most.
+    pub(crate) fn new(types: &[DataType], level: u32, budget_bytes: usize) -> Partitions {
         Partitions {
             types: types.to_vec(),
             level,
+            part_budget: budget_bytes / FANOUT,
             files: (0..FANOUT).map(|_| None).collect(),
             pending: (0..FANOUT).map(|_| types.iter().map(|t| Vector::new(*t, 0)).collect()).collect(),
             pending_rows: vec![0; FANOUT],
             picks: vec![Vec::new(); FANOUT],
         }
-    }
-
-    pub(crate) fn level(&self) -> u32 {
-        self.level
     }
 
     /// The part a row with key hash `hash` belongs to at `level`.
@@ -261,7 +267,9 @@ impl Partitions {
             }
             self.pending_rows[part] += picks.len();
             self.picks[part] = picks;
-            if self.pending_rows[part] >= BATCH_SIZE {
+            if self.pending_rows[part] >= BATCH_SIZE
+                || self.pending[part].iter().map(Vector::heap_bytes).sum::<usize>() >= self.part_budget
+            {
                 self.flush_part(part)?;
             }
         }
@@ -275,7 +283,9 @@ impl Partitions {
         }
         let file = match &mut self.files[part] {
             Some(f) => f,
-            slot => slot.insert(BatchFile::create(&self.types)?),
+            // Written through (a record at a time): the rows waiting are the
+            // part's pending vectors, bounded by the budget.
+            slot => slot.insert(BatchFile::create_with_chunk(&self.types, 1)?),
         };
         file.push(&self.pending[part], n)?;
         self.pending[part] = self.types.iter().map(|t| Vector::new(*t, 0)).collect();
@@ -619,7 +629,7 @@ mod tests {
     fn partitions_split_by_hash_bits_and_keep_order() {
         let types = [DataType::BigInt];
         for level in [0, 1, MAX_LEVELS - 1] {
-            let mut parts = Partitions::new(&types, level);
+            let mut parts = Partitions::new(&types, level, 1 << 20);
             let n = 3000;
             let mut v = Vector::new(DataType::BigInt, n);
             (0..n).for_each(|k| v.push_value(&Value::BigInt(k as i64)));
