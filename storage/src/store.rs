@@ -186,6 +186,8 @@ pub struct OpenReport {
     pub created: bool,
     pub recovered_txns: u64,
     pub discarded_frames: u64,
+    /// Valid delta frames found in the WAL by recovery.
+    pub delta_frames: u64,
 }
 
 /// The state of an open store, shared by every handle, transaction and the background
@@ -419,6 +421,7 @@ impl Store {
         };
         report.recovered_txns = recovered.committed_txns;
         report.discarded_frames = recovered.uncommitted_frames;
+        report.delta_frames = recovered.delta_frames;
         let committed = wal.next_lsn().0 - 1;
         let opts = options.clone();
         let frames_max = (opts.cache_size_bytes / page_size).max(64);
@@ -518,6 +521,16 @@ impl Store {
 
     pub fn wal_syncs(&self) -> u64 {
         self.inner.wal.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Delta frames (a page's changed byte ranges, see `wal.rs`) written since open.
+    pub fn wal_delta_frames(&self) -> u64 {
+        self.inner.wal.delta_frames.load(Ordering::Relaxed)
+    }
+
+    /// Bytes appended to the WAL since open (frames with headers and padding).
+    pub fn wal_bytes_appended(&self) -> u64 {
+        self.inner.wal.bytes_appended.load(Ordering::Relaxed)
     }
 
     pub fn synchronous(&self) -> Synchronous {
@@ -1251,7 +1264,7 @@ impl WriteTxn {
         }
         let writes: Vec<FrameWrite<'_>> = victims
             .iter()
-            .map(|(p, b)| FrameWrite { page: *p, image: b })
+            .map(|(p, b)| FrameWrite { page: *p, image: b, base: None })
             .collect();
         let lsns = match self.inner.wal.append(self.txn, &writes, None) {
             Ok(l) => l,
@@ -1368,9 +1381,35 @@ impl WriteTxn {
                 }
             },
         };
+        // Each page's newest committed version: the one this commit supersedes, and the
+        // base its frame may be a delta against while the pool holds its image (the
+        // transaction copied the page from it, so it is usually there).
+        let prev: Vec<Lsn> = pages
+            .iter()
+            .map(|(p, _)| inner.wal.version_for(*p, self.base))
+            .collect();
+        let base_frames: Vec<Option<Frame>> = pages
+            .iter()
+            .zip(&prev)
+            .map(|((p, _), &v)| {
+                if v == Lsn::IN_DATABASE_FILE {
+                    None
+                } else {
+                    inner.pool.get((*p, v))
+                }
+            })
+            .collect();
+        let base_images: Vec<Option<parking_lot::RwLockReadGuard<'_, PageBuf>>> =
+            base_frames.iter().map(|f| f.as_ref().map(|f| f.read())).collect();
         let writes: Vec<FrameWrite<'_>> = pages
             .iter()
-            .map(|(p, b)| FrameWrite { page: *p, image: b })
+            .zip(&prev)
+            .zip(&base_images)
+            .map(|(((p, b), &v), base)| FrameWrite {
+                page: *p,
+                image: b,
+                base: base.as_ref().map(|g| (v, &g[..])),
+            })
             .collect();
         let lsns = match inner.wal.append(self.txn, &writes, Some(page_count)) {
             Ok(l) => l,
@@ -1381,15 +1420,19 @@ impl WriteTxn {
             }
         };
         drop(writes);
+        drop(base_images);
+        drop(base_frames);
         let last = *lsns.last().expect("at least one frame");
         // Publish: spilled pages not rewritten since, then this batch (ascending LSNs).
         let mut published: Vec<(PageId, Lsn)> = st.spilled.iter().map(|(&p, &l)| (p, l)).collect();
         published.sort_unstable_by_key(|&(_, l)| l);
         published.extend(pages.iter().map(|(p, _)| *p).zip(lsns.iter().copied()));
         // The versions these pages had before: garbage once no reader needs them.
-        let superseded: Vec<(PageId, Lsn)> = published
-            .iter()
-            .map(|&(p, _)| (p, inner.wal.version_for(p, self.base)))
+        let superseded: Vec<(PageId, Lsn)> = st
+            .spilled
+            .keys()
+            .map(|&p| (p, inner.wal.version_for(p, self.base)))
+            .chain(pages.iter().map(|(p, _)| *p).zip(prev.iter().copied()))
             .collect();
         inner.wal.publish(&published);
         inner.committed.store(last.0, Ordering::Release);

@@ -1,7 +1,9 @@
 //! The write-ahead log: a sidecar file of checksummed page images.
 //!
-//! BeeDB logs whole page images (like SQLite's WAL mode), not row changes: a committing
-//! transaction appends one *frame* per page it changed, the last frame marked COMMIT.
+//! BeeDB logs pages (like SQLite's WAL mode), not row changes: a committing transaction
+//! appends one *frame* per page it changed, the last frame marked COMMIT. A frame holds
+//! the page's image, or (format 3) a *delta*: the byte ranges that changed since the
+//! page's previous frame in the log.
 //! The WAL doubles as the version store for snapshot reads: a reader with snapshot
 //! `S` sees, for each page, the newest committed frame with LSN ≤ `S`, or the database
 //! file's copy if there is none. A checkpoint copies committed frames back into the
@@ -14,7 +16,7 @@
 //! | offset | size | field                                                     |
 //! |-------:|-----:|-----------------------------------------------------------|
 //! | 0      | 8    | magic `BeeDBWAL`                                          |
-//! | 8      | 4    | WAL format version (2; 1 is still read, see below)        |
+//! | 8      | 4    | WAL format version (3; 2 and 1 are still read, see below) |
 //! | 12     | 4    | page size                                                 |
 //! | 16     | 8    | database id (must match the database header's)            |
 //! | 24     | 8    | salt of the current generation                            |
@@ -43,15 +45,16 @@
 //! checksum covered the header and that page checksum; the hole was the page's longest
 //! run of zero bytes, found by scanning it. Both cost a pass over every byte of every
 //! page of every commit. A WAL of format 1 is still recovered and read (frames checked
-//! the old way); frames of the two formats never share a generation: a store that
-//! opens one for writing checkpoints it and starts a format-2 generation first.
+//! the old way); frames of two formats never share a generation: a store that opens an
+//! older one for writing checkpoints it and starts a generation of the current format
+//! first.
 //!
 //! | offset | size | field                                                              |
 //! |-------:|-----:|--------------------------------------------------------------------|
 //! | 0      | 8    | LSN                                                                |
 //! | 8      | 8    | transaction id                                                     |
 //! | 16     | 4    | page id                                                            |
-//! | 20     | 4    | flags: bit 0 = COMMIT (last frame of a committed transaction)      |
+//! | 20     | 4    | flags: bit 0 = COMMIT (last frame of a committed transaction), bit 1 = DELTA (format 3) |
 //! | 24     | 4    | database size in pages after the transaction (COMMIT frames)       |
 //! | 28     | 4    | hole offset: where the left-out zero bytes start (0 = no hole)     |
 //! | 32     | 8    | durable LSN: every frame up to it was synced when this was written |
@@ -60,6 +63,40 @@
 //! | 56     | 4    | hole length in bytes                                               |
 //! | 60     | 4    | CRC-32 of bytes 0..60 and the stored page bytes (below)            |
 //! | 64     | …    | page bytes `0..hole_offset`, then `hole_offset+hole_length..`      |
+//!
+//! ## Delta frames (format 3)
+//! A commit gives [`Wal::append`] each page with its newest committed version (the
+//! frame's LSN and the image the buffer pool holds for it). When that version is a frame
+//! of the current generation, the page is logged as the byte ranges, outside the new
+//! image's hole, that differ from it as the WAL holds it (its hole read as zeros) — if
+//! that is at most half of what a full frame would store. The frame header is the same
+//! (flags bit 1 set; the hole fields name the new image's hole, zeroed when the delta is
+//! applied); the body is:
+//!
+//! | offset | size | field                                                              |
+//! |-------:|-----:|--------------------------------------------------------------------|
+//! | 0      | 8    | base LSN: the frame this delta applies to                          |
+//! | 8      | 4    | body length in bytes, this header included                         |
+//! | 12     | 2    | chain depth: deltas since the page's last full image, this one too |
+//! | 14     | 2    | number of ranges                                                   |
+//! | 16     | …    | per range: offset (4), length (4), the bytes; ascending, disjoint  |
+//!
+//! The frame checksum covers the frame header and the whole body. A page's first frame
+//! in a generation is always a full image (its base would be the database file's copy,
+//! which a crash in the middle of a checkpoint may have torn), and so is a frame whose
+//! chain would exceed [`MAX_DELTA_CHAIN`] deltas or a page's worth of delta bytes: a
+//! version is rebuilt from one full image and at most 16 deltas. The WAL index keeps,
+//! for every frame, its base ([`FrameMeta`]); [`Wal::read_page`] follows the bases down
+//! to the full image, then applies the deltas up, checking each frame's checksum, and
+//! verifies the rebuilt page's id, kind and version. Recovery accepts a delta only when
+//! its base is its page's newest committed frame of the generation and its depth is
+//! one more than its base's; otherwise the log ends there, as at a frame that fails its
+//! checksum. A damaged base ends the log before any delta on it is reached.
+//!
+//! Format 2 (2026-11-27, before deltas) is format 3 without delta frames: a format-2
+//! WAL is recovered and read, and a store that opens one for writing checkpoints it and
+//! starts a format-3 generation first. A build of format 2 refuses a format-3 WAL
+//! ("has format version 3, newer than this build's 2").
 //!
 //! ## Recovery
 //! [`Wal::open`] scans frames from the start while each is valid. Frames of a
@@ -95,15 +132,17 @@ use crate::error::{Error, Result};
 use crate::file::{FileSystem, OpenOptions, StorageFile};
 use crate::ids::{Lsn, PageId, TxnId};
 use crate::page::{
-    PAGE_HEADER_SIZE, PageKind, page_kind, read_u32, read_u64, verify_page, verify_page_fields,
-    write_u32, write_u64,
+    PAGE_HEADER_SIZE, PageKind, page_kind, read_u16, read_u32, read_u64, verify_page,
+    verify_page_fields, write_u16, write_u32, write_u64,
 };
 
 pub const WAL_HEADER_BYTES: usize = 64;
 pub const FRAME_HEADER_BYTES: usize = 64;
 const WAL_MAGIC: &[u8; 8] = b"BeeDBWAL";
 /// The format this build writes (see the module documentation).
-pub const WAL_FORMAT_VERSION: u32 = 2;
+pub const WAL_FORMAT_VERSION: u32 = 3;
+/// The format before delta frames (full images only), still read.
+const WAL_FORMAT_V2: u32 = 2;
 
 /// The largest first LSN a WAL header may name: far beyond any count of frames a
 /// database can write (one per page write), far enough below `u64::MAX` that no sum
@@ -113,6 +152,19 @@ const MAX_BASE_LSN: u64 = u64::MAX / 4;
 /// next generation is written in the current format).
 const WAL_FORMAT_V1: u32 = 1;
 const FLAG_COMMIT: u32 = 1;
+/// A delta frame (format 3): the body holds byte ranges to apply to an earlier frame.
+const FLAG_DELTA: u32 = 2;
+/// Bytes of a delta frame's body before its ranges: base LSN (8), body length (4),
+/// chain depth (2), range count (2).
+const DELTA_HEADER_BYTES: usize = 16;
+/// Bytes before each range's data: offset (4), length (4).
+const RANGE_HEADER_BYTES: usize = 8;
+/// A page's frames after its last full image are at most this many deltas, so a read
+/// of a WAL version replays at most this many frames over one full image.
+pub const MAX_DELTA_CHAIN: u16 = 16;
+/// Equal bytes between two changed ranges shorter than this are logged with them (a
+/// range header costs 8 bytes).
+const RANGE_MERGE_GAP: usize = 16;
 const HEADER_CRC_OFFSET: usize = 40;
 const FRAME_CRC_OFFSET: usize = 60;
 /// Frames start on 512-byte (sector) boundaries; the WAL header has the first sector.
@@ -154,6 +206,155 @@ struct FrameInfo {
     flags: u32,
     page_count: u32,
     stride: u64,
+    /// For a delta frame: its base frame, chain depth and body length.
+    delta: Option<(Lsn, u16, u32)>,
+}
+
+/// What the WAL index knows of each frame of the generation.
+#[derive(Clone, Copy, Debug)]
+struct FrameMeta {
+    /// Where the frame starts in the file.
+    offset: u64,
+    /// The frame a delta applies to; [`Lsn::IN_DATABASE_FILE`] for a full image.
+    base: Lsn,
+    /// Deltas from the last full image to this frame (0 for a full image).
+    depth: u16,
+    /// Body bytes of those deltas (0 for a full image).
+    chain_bytes: u32,
+}
+
+impl FrameMeta {
+    fn full(offset: u64) -> FrameMeta {
+        FrameMeta {
+            offset,
+            base: Lsn::IN_DATABASE_FILE,
+            depth: 0,
+            chain_bytes: 0,
+        }
+    }
+}
+
+/// Appends to `out` the byte ranges of `new[start..end]` that differ from `base` (or,
+/// with `base` `None`, from zeros), merging ranges closer than [`RANGE_MERGE_GAP`].
+/// Equal 512-byte blocks are skipped with one `memcmp`; a differing block is compared
+/// 16 bytes at a time in registers, and a differing 16 bytes gives the ends of its
+/// change from the XOR's leading and trailing zero bits.
+fn diff_span(new: &[u8], base: Option<&[u8]>, start: usize, end: usize, out: &mut Vec<(u32, u32)>) {
+    const BLOCK: usize = 512;
+    const CHUNK: usize = 16;
+    let word = |b: &[u8], i: usize| u128::from_le_bytes(b[i..i + CHUNK].try_into().expect("16 bytes"));
+    let mut push = |lo: usize, hi: usize| match out.last_mut() {
+        Some(last) if (last.0 + last.1) as usize + RANGE_MERGE_GAP >= lo => {
+            last.1 = hi as u32 - last.0;
+        }
+        _ => out.push((lo as u32, (hi - lo) as u32)),
+    };
+    let mut at = start;
+    while at < end {
+        let block_end = (at + BLOCK).min(end);
+        let same = match base {
+            Some(b) => new[at..block_end] == b[at..block_end],
+            None => new[at..block_end].iter().fold(0u8, |a, &x| a | x) == 0,
+        };
+        if !same {
+            let mut c = at;
+            while c + CHUNK <= block_end {
+                let x = word(new, c) ^ base.map_or(0, |b| word(b, c));
+                if x != 0 {
+                    // Little-endian: byte i of the chunk is bits 8i..8i+8.
+                    let lo = c + (x.trailing_zeros() / 8) as usize;
+                    let hi = c + CHUNK - (x.leading_zeros() / 8) as usize;
+                    push(lo, hi);
+                }
+                c += CHUNK;
+            }
+            // The tail shorter than a chunk, byte by byte.
+            for i in c..block_end {
+                if new[i] != base.map_or(0, |b| b[i]) {
+                    push(i, i + 1);
+                }
+            }
+        }
+        at = block_end;
+    }
+}
+
+/// The ranges of `new` (outside its hole `new_hole`) that differ from `base` as the WAL
+/// holds it (its hole `base_hole` read as zeros, whatever the copy in memory has
+/// there), into `out`; the delta body's length, or `None` past `limit` bytes.
+fn diff_ranges(
+    new: &[u8],
+    new_hole: (usize, usize),
+    base: &[u8],
+    base_hole: (usize, usize),
+    limit: usize,
+    out: &mut Vec<(u32, u32)>,
+) -> Option<usize> {
+    out.clear();
+    let ps = new.len();
+    let (bh_start, bh_end) = (base_hole.0, base_hole.0 + base_hole.1);
+    // The spans of `new` to compare: before and after its hole.
+    let spans = if new_hole.1 == 0 {
+        [(0, ps), (ps, ps)]
+    } else {
+        [(0, new_hole.0), (new_hole.0 + new_hole.1, ps)]
+    };
+    for (s, e) in spans {
+        if base_hole.1 == 0 {
+            diff_span(new, Some(base), s, e, out);
+        } else {
+            // Where the base had its hole, the WAL's copy holds zeros.
+            let (a, b) = (bh_start.clamp(s, e), bh_end.clamp(s, e));
+            diff_span(new, Some(base), s, a, out);
+            diff_span(new, None, a, b, out);
+            diff_span(new, Some(base), b, e, out);
+        }
+        let bytes = DELTA_HEADER_BYTES + out.iter().map(|r| RANGE_HEADER_BYTES + r.1 as usize).sum::<usize>();
+        if bytes > limit {
+            return None;
+        }
+    }
+    let bytes = DELTA_HEADER_BYTES + out.iter().map(|r| RANGE_HEADER_BYTES + r.1 as usize).sum::<usize>();
+    (bytes <= limit && out.len() <= usize::from(u16::MAX)).then_some(bytes)
+}
+
+/// Checks the structure of a delta frame's `body` (read whole, its checksum already
+/// verified): the length it records, ranges inside a page of `page_size` bytes, in
+/// ascending order and not overlapping, filling the body exactly.
+fn delta_body_ok(body: &[u8], page_size: usize) -> bool {
+    if body.len() < DELTA_HEADER_BYTES || read_u32(body, 8) as usize != body.len() {
+        return false;
+    }
+    let count = read_u16(body, 14) as usize;
+    let mut at = DELTA_HEADER_BYTES;
+    let mut prev_end = 0usize;
+    for _ in 0..count {
+        if at + RANGE_HEADER_BYTES > body.len() {
+            return false;
+        }
+        let (off, len) = (read_u32(body, at) as usize, read_u32(body, at + 4) as usize);
+        at += RANGE_HEADER_BYTES;
+        if off < prev_end || len == 0 || off + len > page_size || at + len > body.len() {
+            return false;
+        }
+        prev_end = off + len;
+        at += len;
+    }
+    at == body.len()
+}
+
+/// Applies a delta frame's `body` (checked by [`delta_body_ok`]) to `image`, the page
+/// as of its base frame, then zeroes the new image's hole `(hole_off, hole_len)`.
+fn apply_delta(body: &[u8], image: &mut [u8], hole_off: usize, hole_len: usize) {
+    let count = read_u16(body, 14) as usize;
+    let mut at = DELTA_HEADER_BYTES;
+    for _ in 0..count {
+        let (off, len) = (read_u32(body, at) as usize, read_u32(body, at + 4) as usize);
+        at += RANGE_HEADER_BYTES;
+        image[off..off + len].copy_from_slice(&body[at..at + len]);
+        at += len;
+    }
+    image[hole_off..hole_off + hole_len].fill(0);
 }
 /// The default of `StoreOptions::wal_size_limit`: at a reset, a WAL grown larger than
 /// this (by a big transaction) is truncated back; smaller ones keep their size,
@@ -229,6 +430,11 @@ pub struct FrameWrite<'a> {
     pub page: PageId,
     /// The page image (its own checksum field is not stamped: see [`crate::page`]).
     pub image: &'a [u8],
+    /// The page's newest committed version, when the caller has its image at hand:
+    /// its frame's LSN and the image (as committed; what its hole holds does not
+    /// matter). The frame is then a delta against it when that is clearly smaller and
+    /// the version is a frame of the current generation (see [`Wal::append`]).
+    pub base: Option<(Lsn, &'a [u8])>,
 }
 
 /// What recovery found.
@@ -244,6 +450,8 @@ pub struct RecoveredLog {
     pub uncommitted_frames: u64,
     /// Frame-sized slots in the file, valid or not.
     pub frames_in_file: u64,
+    /// Valid delta frames found (committed or not).
+    pub delta_frames: u64,
 }
 
 /// Committed frames by page, for snapshot lookups.
@@ -253,8 +461,9 @@ struct WalIndex {
     base: Lsn,
     /// Committed frame LSNs of each page, ascending.
     versions: HashMap<PageId, Vec<Lsn>>,
-    /// File offset of every frame of the generation (committed or not), by LSN − base.
-    offsets: Vec<u64>,
+    /// Every frame of the generation (committed or not), by LSN − base: where it is,
+    /// and for a delta, the frame it applies to.
+    frames: Vec<FrameMeta>,
     /// Format of the generation's frames: the header's version.
     format: u32,
 }
@@ -272,6 +481,8 @@ struct AppendState {
     format: u32,
     /// Reused for every append, so a commit allocates no frame buffer.
     buffer: Vec<u8>,
+    /// Reused for the changed ranges of each delta frame.
+    ranges: Vec<(u32, u32)>,
 }
 
 pub struct Wal {
@@ -291,6 +502,10 @@ pub struct Wal {
     /// exclusively by [`Wal::reset`], so a reset never moves a frame under a reader.
     generation: RwLock<()>,
     pub syncs: AtomicU64,
+    /// Delta frames appended since open.
+    pub delta_frames: AtomicU64,
+    /// Bytes appended since open (frames with their headers and padding).
+    pub bytes_appended: AtomicU64,
 }
 
 impl Wal {
@@ -382,7 +597,7 @@ impl Wal {
             index: RwLock::new(WalIndex {
                 base,
                 versions: HashMap::default(),
-                offsets: Vec::new(),
+                frames: Vec::new(),
                 format,
             }),
             append: Mutex::new(AppendState {
@@ -391,12 +606,15 @@ impl Wal {
                 next_offset: FIRST_FRAME_OFFSET,
                 format,
                 buffer: Vec::new(),
+                ranges: Vec::new(),
             }),
             written: AtomicU64::new(base.0.saturating_sub(1)),
             durable: AtomicU64::new(base.0.saturating_sub(1)),
             sync_lock: Mutex::new(()),
             generation: RwLock::new(()),
             syncs: AtomicU64::new(0),
+            delta_frames: AtomicU64::new(0),
+            bytes_appended: AtomicU64::new(0),
         };
         let recovered = wal.recover(len)?;
         if format != WAL_FORMAT_VERSION && !read_only && wal.frame_count() == 0 {
@@ -407,8 +625,10 @@ impl Wal {
         Ok((wal, recovered))
     }
 
-    /// Reads and checks the frame at `off` into `image` (the whole page, its hole filled
-    /// with zeros). `None` if there is no valid frame of this generation there.
+    /// Reads and checks the frame at `off`: a full image is rebuilt in `image` (its hole
+    /// filled with zeros); a delta's body is read into `body` and its checksum and ranges
+    /// checked (applying it needs its base, which recovery checks apart). `None` if there
+    /// is no valid frame of this generation there.
     fn read_frame_at(
         &self,
         off: u64,
@@ -416,6 +636,7 @@ impl Wal {
         salt: u64,
         format: u32,
         image: &mut [u8],
+        body: &mut Vec<u8>,
     ) -> Result<Option<FrameInfo>> {
         let mut h = [0u8; FRAME_HEADER_BYTES];
         if off + FRAME_HEADER_BYTES as u64 > len {
@@ -434,24 +655,70 @@ impl Wal {
         if read_u64(&h, 48) != salt || read_u64(&h, 40) != self.database_id || !sane_hole {
             return Ok(None);
         }
-        let stored = self.page_size - hole_len;
-        let body = off + FRAME_HEADER_BYTES as u64;
-        if body + stored as u64 > len {
-            return Ok(None);
-        }
-        self.read_stored(body, hole_off, hole_len, image)?;
         let page = PageId(read_u32(&h, 16));
-        if check_frame(format, &h, image, page).is_err() {
-            return Ok(None);
-        }
-        Ok(Some(FrameInfo {
+        let info = |stride, delta| FrameInfo {
             lsn: Lsn(read_u64(&h, 0)),
             txn: TxnId(read_u64(&h, 8)),
             page,
             flags: read_u32(&h, 20),
             page_count: read_u32(&h, 24),
-            stride: frame_stride(stored),
-        }))
+            stride,
+            delta,
+        };
+        if read_u32(&h, 20) & FLAG_DELTA != 0 {
+            // Deltas exist from format 3 on.
+            if format <= WAL_FORMAT_V2 || !self.read_delta_body(&h, off, len, body)? {
+                return Ok(None);
+            }
+            let (base, depth) = (Lsn(read_u64(body, 0)), read_u16(body, 12));
+            if base.0 >= read_u64(&h, 0) || depth == 0 || depth > MAX_DELTA_CHAIN {
+                return Ok(None);
+            }
+            return Ok(Some(info(frame_stride(body.len()), Some((base, depth, body.len() as u32)))));
+        }
+        let stored = self.page_size - hole_len;
+        let at = off + FRAME_HEADER_BYTES as u64;
+        if at + stored as u64 > len {
+            return Ok(None);
+        }
+        self.read_stored(at, hole_off, hole_len, image)?;
+        if check_frame(format, &h, image, page).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(info(frame_stride(stored), None)))
+    }
+
+    /// Reads the body of the delta frame whose header `h` is at `off` (in a file of
+    /// `len` bytes) into `body`, and checks it: the frame checksum (over the header and
+    /// the body) and the body's structure. False when either fails.
+    fn read_delta_body(&self, h: &[u8], off: u64, len: u64, body: &mut Vec<u8>) -> Result<bool> {
+        let at = off + FRAME_HEADER_BYTES as u64;
+        // Frames are padded to 512 bytes: the rest of the first sector holds the body's
+        // header and, for most deltas, the whole body, so one read usually does.
+        let first = (FRAME_ALIGN as usize - FRAME_HEADER_BYTES).min(len.saturating_sub(at) as usize);
+        if first < DELTA_HEADER_BYTES {
+            return Ok(false);
+        }
+        body.resize(first, 0);
+        self.file
+            .read_exact_at(body, at)
+            .map_err(|e| Error::io("reading a WAL frame", e))?;
+        let n = read_u32(body, 8) as usize;
+        // A delta is never larger than the page it changes (`Wal::append` logs the
+        // page whole instead), so a length beyond that is damage, not a frame.
+        if n < DELTA_HEADER_BYTES || n > DELTA_HEADER_BYTES + 2 * self.page_size || at + n as u64 > len {
+            return Ok(false);
+        }
+        if n > first {
+            body.resize(n, 0);
+            self.file
+                .read_exact_at(&mut body[first..], at + first as u64)
+                .map_err(|e| Error::io("reading a WAL frame", e))?;
+        } else {
+            body.truncate(n);
+        }
+        Ok(read_u32(h, FRAME_CRC_OFFSET) == frame_checksum(h, body, 0, 0)
+            && delta_body_ok(body, self.page_size))
     }
 
     /// Reads a frame body stored at `body` with the hole `(hole_off, hole_len)` left
@@ -492,6 +759,7 @@ impl Wal {
         const CHUNK: u64 = 1 << 20;
         let mut chunk = vec![0u8; CHUNK as usize];
         let mut image = vec![0u8; self.page_size];
+        let mut body = Vec::new();
         let mut at = stop + FRAME_ALIGN;
         while at + FRAME_HEADER_BYTES as u64 <= len {
             let n = (len - at).min(CHUNK) as usize;
@@ -506,7 +774,7 @@ impl Wal {
                     && read_u64(h, 0) > expected.0
                     && read_u64(h, 32) >= expected.0
                     && self
-                        .read_frame_at(at + k as u64, len, salt, format, &mut image)?
+                        .read_frame_at(at + k as u64, len, salt, format, &mut image, &mut body)?
                         .is_some()
                 {
                     return Ok(Some(at + k as u64));
@@ -524,8 +792,9 @@ impl Wal {
             ..RecoveredLog::default()
         };
         let mut image = vec![0u8; self.page_size];
+        let mut body = Vec::new();
         let mut committed: HashMap<PageId, Vec<Lsn>> = HashMap::default();
-        let mut offsets: Vec<u64> = Vec::new();
+        let mut frames: Vec<FrameMeta> = Vec::new();
         let mut pending: Vec<(PageId, Lsn)> = Vec::new();
         let mut pending_txn: Option<TxnId> = None;
         let (base, format) = {
@@ -534,11 +803,32 @@ impl Wal {
         };
         let salt = self.append.lock().salt;
         let mut off = FIRST_FRAME_OFFSET;
-        while let Some(f) = self.read_frame_at(off, len, salt, format, &mut image)? {
-            if f.lsn.0 != base.0 + offsets.len() as u64 {
+        while let Some(f) = self.read_frame_at(off, len, salt, format, &mut image, &mut body)? {
+            if f.lsn.0 != base.0 + frames.len() as u64 {
                 break;
             }
-            offsets.push(off);
+            let meta = match f.delta {
+                None => FrameMeta::full(off),
+                Some((b, depth, n)) => {
+                    // A delta applies to its page's newest committed frame when its
+                    // transaction began, a frame of this generation, one step further
+                    // down a bounded chain. Anything else is damage (or a bug): the log
+                    // ends here, as at a frame that fails its checksum.
+                    let newest = committed.get(&f.page).and_then(|v| v.last()).copied();
+                    let bm = b.0.checked_sub(base.0).and_then(|i| frames.get(i as usize)).copied();
+                    match bm {
+                        Some(bm) if newest == Some(b) && depth == bm.depth + 1 => FrameMeta {
+                            offset: off,
+                            base: b,
+                            depth,
+                            chain_bytes: bm.chain_bytes + n,
+                        },
+                        _ => break,
+                    }
+                }
+            };
+            out.delta_frames += u64::from(f.delta.is_some());
+            frames.push(meta);
             off += f.stride;
             out.max_txn = out.max_txn.max(f.txn);
             if pending_txn != Some(f.txn) {
@@ -556,7 +846,7 @@ impl Wal {
             }
         }
         out.uncommitted_frames += pending.len() as u64;
-        let valid = offsets.len() as u64;
+        let valid = frames.len() as u64;
         out.frames_in_file = out.frames_in_file.max(valid);
 
         // Corruption check: does a later frame vouch that the bad one was durable?
@@ -581,7 +871,7 @@ impl Wal {
         {
             let mut index = self.index.write();
             index.versions = committed;
-            index.offsets = offsets;
+            index.frames = frames;
         }
         {
             let mut append = self.append.lock();
@@ -617,47 +907,95 @@ impl Wal {
     }
 
     /// Reads the image of `page` in frame `lsn` into `buf` and verifies it: the frame's
-    /// checksum, and the page id, kind and version the image carries.
+    /// checksum, and the page id, kind and version the image carries. A delta frame is
+    /// applied to its base, down to the page's last full image (at most
+    /// [`MAX_DELTA_CHAIN`] deltas), each frame checked against its checksum.
     pub fn read_page(&self, page: PageId, lsn: Lsn, buf: &mut [u8]) -> Result<()> {
-        let (base, off, format) = {
+        // The frames to read, newest first: `lsn`, its base, …, the full image.
+        let mut chain: Vec<(Lsn, u64)> = Vec::new();
+        let (base, format) = {
             let index = self.index.read();
-            let off = lsn
-                .0
-                .checked_sub(index.base.0)
-                .and_then(|i| index.offsets.get(i as usize).copied());
-            (index.base, off, index.format)
+            let mut at = lsn;
+            loop {
+                let meta = at
+                    .0
+                    .checked_sub(index.base.0)
+                    .and_then(|i| index.frames.get(i as usize).copied());
+                let Some(meta) = meta else {
+                    return Err(Error::CorruptWal {
+                        frame: 0,
+                        page: PageId(0),
+                        detail: format!("no frame with LSN {at} in the WAL (first is {})", index.base),
+                    });
+                };
+                chain.push((at, meta.offset));
+                if meta.base == Lsn::IN_DATABASE_FILE {
+                    break;
+                }
+                at = meta.base;
+            }
+            (index.base, index.format)
         };
-        let Some(off) = off else {
-            return Err(Error::CorruptWal {
-                frame: 0,
-                page: PageId(0),
-                detail: format!("no frame with LSN {lsn} in the WAL (first is {base})"),
-            });
+        let bad_header = |l: Lsn, off: u64, h: &[u8]| Error::CorruptWal {
+            frame: l.0 - base.0,
+            page: PageId(read_u32(h, 16)),
+            detail: format!("the frame header at byte {off} does not hold page {page} at LSN {l}"),
         };
         let mut h = [0u8; FRAME_HEADER_BYTES];
+        let (full_lsn, off) = *chain.last().expect("a chain has its full image");
         self.file
             .read_exact_at(&mut h, off)
-            .map_err(|e| Error::io(format!("reading WAL frame {lsn}"), e))?;
+            .map_err(|e| Error::io(format!("reading WAL frame {full_lsn}"), e))?;
         let (hole_off, hole_len) = (read_u32(&h, 28) as usize, read_u32(&h, 56) as usize);
-        if read_u64(&h, 0) != lsn.0
+        if read_u64(&h, 0) != full_lsn.0
             || read_u32(&h, 16) != page.0
+            || read_u32(&h, 20) & FLAG_DELTA != 0
             || hole_off + hole_len > self.page_size
         {
-            return Err(Error::CorruptWal {
-                frame: lsn.0 - base.0,
-                page: PageId(read_u32(&h, 16)),
-                detail: format!(
-                    "the frame header at byte {off} does not hold page {page} at LSN {lsn}"
-                ),
-            });
+            return Err(bad_header(full_lsn, off, &h));
         }
         self.read_stored(off + FRAME_HEADER_BYTES as u64, hole_off, hole_len, buf)?;
-        check_frame(format, &h, buf, page)
+        check_frame(format, &h, buf, page)?;
+        if chain.len() == 1 {
+            return Ok(());
+        }
+        let mut body = Vec::new();
+        for k in (0..chain.len() - 1).rev() {
+            let (l, off) = chain[k];
+            self.file
+                .read_exact_at(&mut h, off)
+                .map_err(|e| Error::io(format!("reading WAL frame {l}"), e))?;
+            let (hole_off, hole_len) = (read_u32(&h, 28) as usize, read_u32(&h, 56) as usize);
+            if read_u64(&h, 0) != l.0
+                || read_u32(&h, 16) != page.0
+                || read_u32(&h, 20) & FLAG_DELTA == 0
+                || hole_off + hole_len > self.page_size
+            {
+                return Err(bad_header(l, off, &h));
+            }
+            if !self.read_delta_body(&h, off, u64::MAX, &mut body)? || read_u64(&body, 0) != chain[k + 1].0.0 {
+                return Err(Error::corrupt(
+                    page,
+                    format!("WAL delta frame {l} fails its checksum or does not apply to frame {}", chain[k + 1].0),
+                ));
+            }
+            apply_delta(&body, buf, hole_off, hole_len);
+        }
+        verify_page_fields(buf, page)
     }
 
     /// Appends frames for `pages` as transaction `txn`; if `commit` is `Some(n)`, the
     /// last frame is the COMMIT frame and records a database size of `n` pages. Returns
     /// the LSN of each frame. Does not sync and does not publish.
+    ///
+    /// A page given with its `base` (its newest committed version and that version's
+    /// image) is logged as a delta against it — the byte ranges that differ, outside the
+    /// page's hole — when the base is a frame of this generation, its chain holds fewer
+    /// than [`MAX_DELTA_CHAIN`] deltas whose bodies and this one's stay within a page,
+    /// and the delta is at most half the bytes a full frame would store. Otherwise, and
+    /// for the first frame of a page in a generation (its base is then the database
+    /// file's copy), the frame is a full image, so replay never starts from a page that
+    /// a crash may have torn in the database file.
     pub fn append(
         &self,
         txn: TxnId,
@@ -677,37 +1015,85 @@ impl Wal {
         let durable = self.durable.load(Ordering::Acquire);
         // Built by appending into a reused buffer, not zero-filled: once per commit.
         let mut buf = std::mem::take(&mut append.buffer);
+        let mut ranges = std::mem::take(&mut append.ranges);
         buf.clear();
         let mut lsns = Vec::with_capacity(pages.len());
-        let mut offsets = Vec::with_capacity(pages.len());
+        let mut metas = Vec::with_capacity(pages.len());
+        let mut deltas = 0u64;
         let start = append.next_offset;
-        for (k, fw) in pages.iter().enumerate() {
-            debug_assert_eq!(fw.image.len(), self.page_size);
-            let lsn = Lsn(first.0 + k as u64);
-            lsns.push(lsn);
-            offsets.push(start + buf.len() as u64);
-            let is_commit = commit.is_some() && k == pages.len() - 1;
-            let (hole_off, hole_len) = hole_of(fw.image);
-            let mut h = [0u8; FRAME_HEADER_BYTES];
-            write_u64(&mut h, 0, lsn.0);
-            write_u64(&mut h, 8, txn.0);
-            write_u32(&mut h, 16, fw.page.0);
-            write_u32(&mut h, 20, if is_commit { FLAG_COMMIT } else { 0 });
-            write_u32(&mut h, 24, if is_commit { commit.unwrap_or(0) } else { 0 });
-            write_u32(&mut h, 28, hole_off as u32);
-            write_u64(&mut h, 32, durable);
-            write_u64(&mut h, 40, self.database_id);
-            write_u64(&mut h, 48, append.salt);
-            write_u32(&mut h, 56, hole_len as u32);
-            let sum = frame_checksum(&h, fw.image, hole_off, hole_len);
-            write_u32(&mut h, FRAME_CRC_OFFSET, sum);
-            let frame_start = buf.len();
-            buf.extend_from_slice(&h);
-            buf.extend_from_slice(&fw.image[..hole_off]);
-            buf.extend_from_slice(&fw.image[hole_off + hole_len..]);
-            let end = frame_start + frame_stride(self.page_size - hole_len) as usize;
-            buf.resize(end, 0);
+        {
+            let index = pages.iter().any(|fw| fw.base.is_some()).then(|| self.index.read());
+            for (k, fw) in pages.iter().enumerate() {
+                debug_assert_eq!(fw.image.len(), self.page_size);
+                let lsn = Lsn(first.0 + k as u64);
+                lsns.push(lsn);
+                let offset = start + buf.len() as u64;
+                let is_commit = commit.is_some() && k == pages.len() - 1;
+                let (hole_off, hole_len) = hole_of(fw.image);
+                let stored = self.page_size - hole_len;
+                let mut delta = None;
+                if let (Some((base_lsn, base_image)), Some(index)) = (fw.base, &index) {
+                    let base_meta = base_lsn
+                        .0
+                        .checked_sub(index.base.0)
+                        .filter(|_| base_lsn != Lsn::IN_DATABASE_FILE)
+                        .and_then(|i| index.frames.get(i as usize).copied());
+                    if let Some(bm) = base_meta.filter(|bm| bm.depth < MAX_DELTA_CHAIN) {
+                        let limit = (stored / 2).min(self.page_size.saturating_sub(bm.chain_bytes as usize));
+                        let base_hole = hole_of(base_image);
+                        if let Some(n) = diff_ranges(fw.image, (hole_off, hole_len), base_image, base_hole, limit, &mut ranges) {
+                            delta = Some((base_lsn, bm, n));
+                        }
+                    }
+                }
+                let mut h = [0u8; FRAME_HEADER_BYTES];
+                write_u64(&mut h, 0, lsn.0);
+                write_u64(&mut h, 8, txn.0);
+                write_u32(&mut h, 16, fw.page.0);
+                let flags = if is_commit { FLAG_COMMIT } else { 0 } | if delta.is_some() { FLAG_DELTA } else { 0 };
+                write_u32(&mut h, 20, flags);
+                write_u32(&mut h, 24, if is_commit { commit.unwrap_or(0) } else { 0 });
+                write_u32(&mut h, 28, hole_off as u32);
+                write_u64(&mut h, 32, durable);
+                write_u64(&mut h, 40, self.database_id);
+                write_u64(&mut h, 48, append.salt);
+                write_u32(&mut h, 56, hole_len as u32);
+                let frame_start = buf.len();
+                buf.extend_from_slice(&h);
+                let body_start = buf.len();
+                let sum = if let Some((base_lsn, bm, n)) = delta {
+                    let mut dh = [0u8; DELTA_HEADER_BYTES];
+                    write_u64(&mut dh, 0, base_lsn.0);
+                    write_u32(&mut dh, 8, n as u32);
+                    write_u16(&mut dh, 12, bm.depth + 1);
+                    write_u16(&mut dh, 14, ranges.len() as u16);
+                    buf.extend_from_slice(&dh);
+                    for &(o, l) in &ranges {
+                        buf.extend_from_slice(&o.to_le_bytes());
+                        buf.extend_from_slice(&l.to_le_bytes());
+                        buf.extend_from_slice(&fw.image[o as usize..(o + l) as usize]);
+                    }
+                    debug_assert_eq!(buf.len() - body_start, n);
+                    metas.push(FrameMeta {
+                        offset,
+                        base: base_lsn,
+                        depth: bm.depth + 1,
+                        chain_bytes: bm.chain_bytes + n as u32,
+                    });
+                    deltas += 1;
+                    frame_checksum(&h, &buf[body_start..], 0, 0)
+                } else {
+                    buf.extend_from_slice(&fw.image[..hole_off]);
+                    buf.extend_from_slice(&fw.image[hole_off + hole_len..]);
+                    metas.push(FrameMeta::full(offset));
+                    frame_checksum(&h, fw.image, hole_off, hole_len)
+                };
+                write_u32(&mut buf[frame_start..], FRAME_CRC_OFFSET, sum);
+                let end = frame_start + frame_stride(buf.len() - body_start) as usize;
+                buf.resize(end, 0);
+            }
         }
+        append.ranges = ranges;
         if pages.is_empty() {
             append.buffer = buf;
             return Ok(lsns);
@@ -719,10 +1105,12 @@ impl Wal {
             append.buffer = buf;
         }
         written.map_err(|e| Error::io("appending to the WAL", e))?;
-        self.index.write().offsets.extend_from_slice(&offsets);
+        self.index.write().frames.extend_from_slice(&metas);
         append.next_offset = start + bytes;
         append.next_lsn = Lsn(first.0 + pages.len() as u64);
         self.written.store(append.next_lsn.0 - 1, Ordering::Release);
+        self.delta_frames.fetch_add(deltas, Ordering::Relaxed);
+        self.bytes_appended.fetch_add(bytes, Ordering::Relaxed);
         Ok(lsns)
     }
 
@@ -821,7 +1209,7 @@ impl Wal {
         append.format = WAL_FORMAT_VERSION;
         index.format = WAL_FORMAT_VERSION;
         index.versions.clear();
-        index.offsets.clear();
+        index.frames.clear();
         index.base = append.next_lsn;
         let last = append.next_lsn.0 - 1;
         self.written.store(last, Ordering::Release);
@@ -853,7 +1241,12 @@ mod tests {
 
     /// A slotted heap page holding `n` tuples of `len` bytes.
     fn heap(id: u32, n: usize, len: usize) -> Vec<u8> {
-        let mut p = vec![0u8; PS];
+        heap_sized(PS, id, n, len)
+    }
+
+    /// A slotted heap page of `ps` bytes holding `n` tuples of `len` bytes.
+    fn heap_sized(ps: usize, id: u32, n: usize, len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; ps];
         heap_page::init(&mut p, PageId(id));
         for i in 0..n {
             let mut t = vec![i as u8 + 1; len];
@@ -875,6 +1268,7 @@ mod tests {
         let w = [FrameWrite {
             page: PageId(page),
             image,
+            base: None,
         }];
         wal.append(TxnId(txn), &w, Some(page + 1)).unwrap()[0]
     }
@@ -949,6 +1343,7 @@ mod tests {
                 .map(|(i, p)| FrameWrite {
                     page: PageId(i as u32 + 1),
                     image: p,
+                    base: None,
                 })
                 .collect();
             let lsns = wal.append(TxnId(1), &writes, Some(5)).unwrap();
@@ -985,7 +1380,7 @@ mod tests {
         let mut frames = Vec::new();
         for image in [&a, &b] {
             let lsn = append_one(&wal, 1, 1, image);
-            let off = wal.index.read().offsets[(lsn.0 - 1) as usize];
+            let off = wal.index.read().frames[(lsn.0 - 1) as usize].offset;
             let f = fs.open(Path::new("w"), OpenOptions { create: false, lock_exclusive: false }).unwrap();
             let mut bytes = vec![0u8; frame_stride(PS - len) as usize];
             f.read_exact_at(&mut bytes, off).unwrap();
@@ -1007,7 +1402,7 @@ mod tests {
             if sync {
                 wal.sync_to(lsn).unwrap();
             }
-            let off = wal.index.read().offsets[(lsn.0 - 1) as usize];
+            let off = wal.index.read().frames[(lsn.0 - 1) as usize].offset;
             out.push((off, PS - hole_of(&image).1));
         }
         out
@@ -1122,7 +1517,7 @@ mod tests {
             if !read_only {
                 // No format-2 frame may follow format-1 frames in one generation; the
                 // store's recovery checkpoint resets first.
-                assert!(wal.append(TxnId(2), &[FrameWrite { page: PageId(1), image: &pages[0] }], Some(3)).is_err());
+                assert!(wal.append(TxnId(2), &[FrameWrite { page: PageId(1), image: &pages[0], base: None }], Some(3)).is_err());
                 wal.reset(u64::MAX).unwrap();
                 append_one(&wal, 2, 1, &pages[0]);
             }
@@ -1184,5 +1579,292 @@ mod tests {
         wal_with_header(&fs, path, |h| write_u32(h, 8, 0));
         let err = Wal::open(&fs, path, PS, 42, Lsn(1), false).err().unwrap();
         assert!(err.to_string().contains("which no build writes"), "{err}");
+    }
+
+    /// One seeded change to heap page `page`: a tuple inserted (when it fits), removed,
+    /// or rewritten in place with a few bytes changed (as an UPDATE of a fixed-width
+    /// column), or, now and then, several at once.
+    fn change(rng: &mut rand::rngs::StdRng, page: &mut [u8], id: PageId) {
+        use rand::Rng;
+        for _ in 0..if rng.random_range(0..8) == 0 { 20 } else { 1 } {
+            let live: Vec<(crate::ids::SlotId, Vec<u8>)> = heap_page::live_tuples(page, id)
+                .unwrap()
+                .map(|(s, t)| (s, t.to_vec()))
+                .collect();
+            match rng.random_range(0..4) {
+                0 | 1 if !live.is_empty() => {
+                    let (slot, mut t) = live[rng.random_range(0..live.len())].clone();
+                    let at = rng.random_range(4..t.len().max(5));
+                    let end = (at + rng.random_range(1..9)).min(t.len());
+                    for b in &mut t[at.min(end)..end] {
+                        *b = rng.random();
+                    }
+                    assert!(heap_page::replace(page, id, slot, &t).unwrap());
+                }
+                2 if !live.is_empty() && rng.random_bool(0.5) => {
+                    heap_page::remove(page, id, live[rng.random_range(0..live.len())].0).unwrap();
+                }
+                _ => {
+                    let mut t: Vec<u8> = (0..rng.random_range(8..300)).map(|_| rng.random()).collect();
+                    t[..4].fill(0);
+                    let _ = heap_page::insert(page, id, &t).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Seeded transactions over a few heap pages of `ps` bytes, each page logged against
+    /// its newest committed image as the store does; checkpoints (resets) now and then.
+    /// Every version must read back as written, before and after recovery, and the log
+    /// must mix full images and deltas, with chains cut at their bound.
+    fn replay_of_deltas_and_full_images(ps: usize, seed: u64) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let fs = MemFileSystem::new();
+        let path = Path::new("w");
+        let (wal, _) = Wal::open(&fs, path, ps, 42, Lsn(1), false).unwrap();
+        let ids = [1u32, 2, 3, 4];
+        let mut pages: Vec<Vec<u8>> = ids.iter().map(|&i| heap_sized(ps, i, 3, 100)).collect();
+        // Newest committed version of each page: (LSN, image as written).
+        let mut newest: Vec<Option<(Lsn, Vec<u8>)>> = vec![None; ids.len()];
+        // Every version of the current generation, to read back.
+        let mut written: Vec<(PageId, Lsn, Vec<u8>)> = Vec::new();
+        let mut max_depth = 0u16;
+        for txn in 1..=300u64 {
+            if rng.random_range(0..60) == 0 {
+                wal.reset(u64::MAX).unwrap();
+                newest.iter_mut().for_each(|n| *n = None);
+                written.clear();
+            }
+            let chosen: Vec<usize> = (0..ids.len()).filter(|_| rng.random_bool(0.6)).collect();
+            if chosen.is_empty() {
+                continue;
+            }
+            for &k in &chosen {
+                change(&mut rng, &mut pages[k], PageId(ids[k]));
+            }
+            let writes: Vec<FrameWrite<'_>> = chosen
+                .iter()
+                .map(|&k| FrameWrite {
+                    page: PageId(ids[k]),
+                    image: &pages[k],
+                    base: newest[k].as_ref().map(|(l, img)| (*l, img.as_slice())),
+                })
+                .collect();
+            let lsns = wal.append(TxnId(txn), &writes, Some(5)).unwrap();
+            drop(writes);
+            let published: Vec<(PageId, Lsn)> = chosen.iter().map(|&k| PageId(ids[k])).zip(lsns.iter().copied()).collect();
+            wal.publish(&published);
+            for (&k, &lsn) in chosen.iter().zip(&lsns) {
+                newest[k] = Some((lsn, pages[k].clone()));
+                written.push((PageId(ids[k]), lsn, logged(&pages[k])));
+                let meta = wal.index.read().frames[(lsn.0 - wal.index.read().base.0) as usize];
+                max_depth = max_depth.max(meta.depth);
+            }
+        }
+        let deltas = wal.delta_frames.load(Ordering::Relaxed);
+        assert!(deltas > 100, "{deltas} deltas");
+        assert_eq!(max_depth, MAX_DELTA_CHAIN, "chains reach their bound and are cut there");
+        let mut buf = vec![0u8; ps];
+        let check = |wal: &Wal, buf: &mut Vec<u8>| {
+            for (page, lsn, image) in &written {
+                wal.read_page(*page, *lsn, buf).unwrap();
+                assert!(buf == image, "page {page} at {lsn}");
+            }
+        };
+        check(&wal, &mut buf);
+        drop(wal);
+        let (wal, rec) = Wal::open(&fs, path, ps, 42, Lsn(1), true).unwrap();
+        assert!(rec.delta_frames > 0 && rec.delta_frames < wal.frame_count(), "{rec:?}");
+        check(&wal, &mut buf);
+        for (page, lsn, _) in &written {
+            assert!(wal.version_for(*page, *lsn) == *lsn);
+        }
+    }
+
+    #[test]
+    fn a_wal_mixing_full_images_and_deltas_replays_the_pages_written() {
+        for seed in 0..6 {
+            replay_of_deltas_and_full_images(PS, seed);
+        }
+        replay_of_deltas_and_full_images(8192, 6);
+        replay_of_deltas_and_full_images(65536, 7);
+    }
+
+    #[test]
+    fn diff_ranges_cover_exactly_the_changed_bytes() {
+        let base = heap(1, 3, 100);
+        let mut new = base.clone();
+        // An 8-byte change inside the third tuple: one range of those 8 bytes.
+        let at = PS - 3 * 104 + 20;
+        new[at..at + 8].copy_from_slice(&[9; 8]);
+        let mut ranges = Vec::new();
+        let n = diff_ranges(&new, hole_of(&new), &base, hole_of(&base), PS, &mut ranges).unwrap();
+        assert_eq!(ranges, vec![(at as u32, 8)]);
+        assert_eq!(n, DELTA_HEADER_BYTES + RANGE_HEADER_BYTES + 8);
+        // Bytes in the base's hole count as zeros (the WAL holds zeros there): a tuple
+        // inserted over garbage is logged whole even where it equals the garbage.
+        let mut garbage = base.clone();
+        let (off, len) = hole_of(&garbage);
+        garbage[off..off + len].fill(7);
+        let mut new = base.clone();
+        let t = vec![7u8; 100];
+        heap_page::insert(&mut new, PageId(1), &t).unwrap();
+        diff_ranges(&new, hole_of(&new), &garbage, hole_of(&garbage), PS, &mut ranges).unwrap();
+        let mut rebuilt = logged(&base);
+        let mut body = vec![0u8; DELTA_HEADER_BYTES];
+        write_u16(&mut body, 14, ranges.len() as u16);
+        for &(o, l) in &ranges {
+            body.extend_from_slice(&o.to_le_bytes());
+            body.extend_from_slice(&l.to_le_bytes());
+            body.extend_from_slice(&new[o as usize..(o + l) as usize]);
+        }
+        let n = body.len() as u32;
+        write_u32(&mut body, 8, n);
+        assert!(delta_body_ok(&body, PS));
+        let (ho, hl) = hole_of(&new);
+        apply_delta(&body, &mut rebuilt, ho, hl);
+        assert_eq!(rebuilt, logged(&new));
+        // Past the limit: no delta.
+        assert!(diff_ranges(&new, hole_of(&new), &garbage, hole_of(&garbage), 40, &mut ranges).is_none());
+    }
+
+    /// Page 1 full (txn 1), page 1 as a delta (txn 2), page 2 full (txn 3), page 1 as a
+    /// delta on txn 2's (txn 4). Returns each frame's offset, synced when `sync`.
+    fn chain_of_deltas(fs: &MemFileSystem, path: &Path, sync: bool) -> (Vec<u64>, Vec<Vec<u8>>) {
+        let (wal, _) = Wal::open(fs, path, PS, 42, Lsn(1), false).unwrap();
+        let mut p1 = heap(1, 4, 100);
+        let mut images = vec![p1.clone()];
+        let mut offs = Vec::new();
+        let mut prev: Option<(Lsn, Vec<u8>)> = None;
+        for txn in 1..=4u64 {
+            let (page, image) = if txn == 3 {
+                (2, heap(2, 2, 50))
+            } else {
+                if txn > 1 {
+                    p1[PS - 50] = txn as u8;
+                }
+                (1, p1.clone())
+            };
+            let w = [FrameWrite {
+                page: PageId(page),
+                image: &image,
+                base: if page == 1 { prev.as_ref().map(|(l, i)| (*l, i.as_slice())) } else { None },
+            }];
+            let lsn = wal.append(TxnId(txn), &w, Some(3)).unwrap()[0];
+            wal.publish(&[(PageId(page), lsn)]);
+            if sync {
+                wal.sync_to(lsn).unwrap();
+            }
+            let meta = wal.index.read().frames[(lsn.0 - 1) as usize];
+            assert_eq!(meta.depth, [0, 1, 0, 2][txn as usize - 1], "txn {txn}");
+            offs.push(meta.offset);
+            if page == 1 {
+                prev = Some((lsn, image.clone()));
+            }
+            if txn > 1 {
+                images.push(image);
+            }
+        }
+        (offs, images)
+    }
+
+    #[test]
+    fn a_damaged_delta_or_base_is_detected_and_not_replayed() {
+        let path = Path::new("w");
+        // Intact: four transactions, page 1 read back through its chain.
+        let fs = MemFileSystem::new();
+        let (_, images) = chain_of_deltas(&fs, path, false);
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, rec.delta_frames), (4, 2));
+        let mut buf = vec![0u8; PS];
+        wal.read_page(PageId(1), Lsn(4), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[3]));
+        wal.read_page(PageId(1), Lsn(2), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[1]));
+        // A byte of a delta's body (its base LSN, a range header, a changed byte) or
+        // header: never synced, a torn tail; that frame and all after it are dropped.
+        for at in [64 + 2, 64 + 17, 64 + 24, 20] {
+            let fs = MemFileSystem::new();
+            let (offs, _) = chain_of_deltas(&fs, path, false);
+            flip(&fs, path, offs[1] + at);
+            let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+            assert_eq!(rec.committed_txns, 1, "byte {at}");
+            assert_eq!(wal.version_for(PageId(1), Lsn(10)), Lsn(1));
+            assert_eq!(wal.version_for(PageId(2), Lsn(10)), Lsn::IN_DATABASE_FILE);
+        }
+        // A damaged base: nothing after it either.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, false);
+        flip(&fs, path, offs[0] + 64 + 30);
+        let (_, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!(rec.committed_txns, 0);
+        // Synced, and a later frame vouches for it: corruption, reported.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, true);
+        flip(&fs, path, offs[1] + 64 + 24);
+        let err = Wal::open(&fs, path, PS, 42, Lsn(1), true).err().unwrap();
+        assert!(matches!(err, Error::CorruptWal { frame: 1, page: PageId(1), .. }), "{err}");
+        // Damaged after open: reading through the chain refuses the page; a version
+        // before the damage still reads.
+        let fs = MemFileSystem::new();
+        chain_of_deltas(&fs, path, true);
+        let (wal, _) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        flip(&fs, path, offs[1] + 64 + 24);
+        let err = wal.read_page(PageId(1), Lsn(4), &mut buf).unwrap_err();
+        assert!(err.to_string().contains("delta frame 2"), "{err}");
+        wal.read_page(PageId(1), Lsn(1), &mut buf).unwrap();
+        flip(&fs, path, offs[0] + 64 + 30);
+        assert!(wal.read_page(PageId(1), Lsn(4), &mut buf).is_err(), "a damaged base");
+        // A delta whose base is not its page's newest committed frame ends the log: here
+        // txn 4's delta is edited to name txn 1's frame, its checksum made good again.
+        let fs = MemFileSystem::new();
+        let (offs, _) = chain_of_deltas(&fs, path, false);
+        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+        let mut frame = vec![0u8; 512];
+        f.read_exact_at(&mut frame, offs[3]).unwrap();
+        write_u64(&mut frame, 64, 1);
+        let n = read_u32(&frame, 64 + 8) as usize;
+        let sum = frame_checksum(&frame[..64], &frame[64..64 + n], 0, 0);
+        write_u32(&mut frame, FRAME_CRC_OFFSET, sum);
+        f.write_at(&frame, offs[3]).unwrap();
+        let (_, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!(rec.committed_txns, 3);
+    }
+
+    #[test]
+    fn a_format_2_wal_is_read_and_a_delta_in_it_is_not() {
+        let path = Path::new("w");
+        let fs = MemFileSystem::new();
+        let (_, images) = chain_of_deltas(&fs, path, false);
+        wal_with_header_version(&fs, path, WAL_FORMAT_V2);
+        // Format 2 had no deltas: the log ends at the first one (frame 1).
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, rec.delta_frames), (1, 0));
+        let mut buf = vec![0u8; PS];
+        wal.read_page(PageId(1), Lsn(1), &mut buf).unwrap();
+        assert_eq!(buf, logged(&images[0]));
+        drop(wal);
+        // Opened for writing: no format-3 frame follows format-2 ones; after the reset
+        // (the store's recovery checkpoint) the generation is format 3.
+        let (wal, _) = Wal::open(&fs, path, PS, 42, Lsn(1), false).unwrap();
+        let w = [FrameWrite { page: PageId(1), image: &images[0], base: None }];
+        assert!(wal.append(TxnId(9), &w, Some(3)).is_err());
+        wal.reset(u64::MAX).unwrap();
+        append_one(&wal, 9, 1, &images[0]);
+        drop(wal);
+        let (wal, rec) = Wal::open(&fs, path, PS, 42, Lsn(1), true).unwrap();
+        assert_eq!((rec.committed_txns, wal.index.read().format), (1, WAL_FORMAT_VERSION));
+    }
+
+    /// Rewrites the version in the header of the WAL at `path` (checksummed again).
+    fn wal_with_header_version(fs: &MemFileSystem, path: &Path, version: u32) {
+        let f = fs.open(path, OpenOptions { create: false, lock_exclusive: false }).unwrap();
+        let mut h = [0u8; WAL_HEADER_BYTES];
+        f.read_exact_at(&mut h, 0).unwrap();
+        write_u32(&mut h, 8, version);
+        let sum = crc32fast::hash(&h[0..HEADER_CRC_OFFSET]);
+        write_u32(&mut h, HEADER_CRC_OFFSET, sum);
+        f.write_at(&h, 0).unwrap();
     }
 }

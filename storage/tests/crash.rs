@@ -264,6 +264,9 @@ struct Tally {
     recovered_txns: u64,
     max_btree_height: u32,
     savepoint_rollbacks: u64,
+    /// Delta frames written before the crashes, and found valid by recovery.
+    delta_frames: u64,
+    recovered_delta_frames: u64,
 }
 
 fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
@@ -382,6 +385,7 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
                 let _ = lookup_rows(&r, &t, &layout, &rows);
             }
         }
+        tally.delta_frames += store.wal_delta_frames();
         fs.crash();
         drop(store);
         let outcome = fs.restart(seed.wrapping_mul(31).wrapping_add(round));
@@ -390,6 +394,7 @@ fn run(seed: u64, mode: Synchronous, tally: &mut Tally) -> Result<(), String> {
         let (store, report) = Store::open_with(&fs, path, opts.clone())
             .map_err(|e| format!("round {round}: recovery failed: {e} ({outcome:?})"))?;
         tally.recovered_txns += report.recovered_txns;
+        tally.recovered_delta_frames += report.delta_frames;
         let r = store.begin_read();
         let got = read_and_check(&store, &r, &layout, tally)
             .map_err(|e| format!("round {round}: {e}"))?;
@@ -480,6 +485,12 @@ fn run_many(mode: Synchronous, base: u64, default_runs: u64) {
         );
         assert!(tally.max_btree_height >= 2, "{tally:?}");
         assert!(tally.savepoint_rollbacks > 0, "{tally:?}");
+        // Crash points fall inside delta frames too (frames of a commit are one write,
+        // torn or dropped as a whole or in part), and recovery replays deltas.
+        assert!(
+            tally.delta_frames > 0 && tally.recovered_delta_frames > 0,
+            "{tally:?}"
+        );
     }
 }
 
