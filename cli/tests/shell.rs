@@ -956,6 +956,9 @@ mod terminal {
         p.exp_string("beedb> ").unwrap();
         p.send_line("CREATE TABLE d (x INT);").unwrap();
         p.exp_string("CREATE TABLE").unwrap();
+        // Input sent before the prompt is back can be discarded when the line editor
+        // puts the terminal into raw mode (a flush), so each line waits for it.
+        p.exp_string("beedb> ").unwrap();
         p.send_line("INSERT INTO d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);")
             .unwrap();
         p.exp_string("INSERT 0 10").unwrap();
@@ -1004,6 +1007,9 @@ mod terminal {
         p.exp_string("beedb> ").unwrap();
         p.send_line("CREATE TABLE d (x INT);").unwrap();
         p.exp_string("CREATE TABLE").unwrap();
+        // Input sent before the prompt is back can be discarded when the line editor
+        // puts the terminal into raw mode (a flush), so each line waits for it.
+        p.exp_string("beedb> ").unwrap();
         p.send_line("INSERT INTO d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);")
             .unwrap();
         p.exp_string("INSERT 0 10").unwrap();

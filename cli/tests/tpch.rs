@@ -393,14 +393,20 @@ fn tpch_queries_return_the_answers_at_sf_0_1() {
 
 /// The settings each query runs under, all of which must give the answer: one
 /// thread; two threads on every pipeline they can take (`parallel_min_rows = 0`, so
-/// even SF 0.01's tables are split), with bees and without; and one thread without
+/// even SF 0.01's tables are split), with bees and without; one thread without
 /// join key filters (the others have them: the filtered scans and the plain joins
-/// must agree).
-const CONFIGURATIONS: [(&str, &str); 4] = [
+/// must agree); and two threads at the smallest `memory_limit`, where the joins,
+/// aggregates and sorts of every query that has large enough ones spill to
+/// temporary files (the last, as it is the only one setting the limit).
+const CONFIGURATIONS: [(&str, &str); 5] = [
     ("1 thread", "SET threads = 1; SET bees = on; SET optimizer_join_filter = on"),
     ("2 threads", "SET threads = 2; SET parallel_min_rows = 0; SET bees = on"),
     ("2 threads, bees off", "SET threads = 2; SET parallel_min_rows = 0; SET bees = off"),
     ("1 thread, no join filters", "SET threads = 1; SET bees = on; SET optimizer_join_filter = off"),
+    (
+        "2 threads, memory_limit 256kB",
+        "SET threads = 2; SET parallel_min_rows = 0; SET bees = on; SET optimizer_join_filter = on; SET memory_limit = '256kB'",
+    ),
 ];
 
 fn run_scale(scale: Scale) {

@@ -216,7 +216,6 @@ fn grace(
     let (build_files, bytes) = build_parts.finish()?;
     ex.record_spill(id, build_rows, bytes);
     let left_types = s.left.types();
-    let nkeys = s.left_keys.len();
     let record_types: Vec<DataType> = s.left_keys.iter().map(|e| e.ty).chain(left_types.iter().copied()).collect();
     let only_matches = matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi);
     let mut left_parts = Partitions::new(&record_types, level, ex.ctx.memory_limit / 8);
@@ -236,6 +235,27 @@ fn grace(
     let left_rows = left_parts.rows();
     let (left_files, bytes) = left_parts.finish()?;
     ex.record_spill(id, left_rows, bytes);
+    join_parts(ex, plan, id, s, build_files, left_files, level, out)
+}
+
+/// Joins the parts of a spilled join one by one: part `p`'s build rows
+/// (`build_files[p]`, records of the right keys and, unless the join needs keys
+/// only, the right columns) into a hash table — split again at `level + 1` if they
+/// do not fit — probed by its left rows (`left_files[p]`, records of the left keys
+/// and columns).
+#[allow(clippy::too_many_arguments)]
+fn join_parts(
+    ex: &Exec<'_>,
+    plan: &Plan,
+    id: usize,
+    s: &JoinSpec<'_>,
+    build_files: Vec<Option<BatchFile>>,
+    left_files: Vec<Option<BatchFile>>,
+    level: u32,
+    out: Out,
+) -> Result<Flow> {
+    let nkeys = s.left_keys.len();
+    let only_matches = matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi);
     let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
     let right_types = s.right.types();
     let outputs_build = matches!(s.kind, JoinKind::Right | JoinKind::Full);
@@ -292,8 +312,26 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let Materialized::Memory(mut held) = materialize(ex, s.left, left_id, s.left_keys, true, 1, MAX_LEVELS)? else {
-        return Err(Error::internal("a held left input spilled"));
+    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, 1, 0)? {
+        Materialized::Memory(held) => held,
+        // The held left rows outgrew the limit (they are in hash parts as probe
+        // records: keys, then columns): the right input is split the same way, and
+        // each part is joined with its right rows as the build, as a grace join does.
+        Materialized::Spilled(left_parts) => {
+            let rows = left_parts.rows();
+            let (left_files, bytes) = left_parts.finish()?;
+            ex.record_spill(id, rows, bytes);
+            let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
+            let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), 0);
+            sink.start_spilling(ex.ctx.memory_limit / 8)?;
+            let Materialized::Spilled(right_parts) = materialize_into(ex, s.right, right_id, s.right_keys, 1, sink)? else {
+                return Err(Error::internal("a spilling build ended in memory"));
+            };
+            let rows = right_parts.rows();
+            let (build_files, bytes) = right_parts.finish()?;
+            ex.record_spill(id, rows, bytes);
+            return join_parts(ex, plan, id, s, build_files, left_files, 0, out);
+        }
     };
     if held.len == 0 {
         return Ok(Flow::Continue);
@@ -576,7 +614,20 @@ fn materialize(
 ) -> Result<Materialized> {
     let types = input.types();
     let key_types: Vec<DataType> = keys.iter().map(|e| e.ty).collect();
-    let mut sink = BuildSink::new(&types, &key_types, keep_rows, if keys.is_empty() { MAX_LEVELS } else { level });
+    let sink = BuildSink::new(&types, &key_types, keep_rows, if keys.is_empty() { MAX_LEVELS } else { level });
+    materialize_into(ex, input, input_id, keys, workers, sink)
+}
+
+/// [`materialize`] into `sink` (which may be spilling from the start).
+fn materialize_into(
+    ex: &Exec<'_>,
+    input: &Plan,
+    input_id: usize,
+    keys: &[Expr],
+    workers: usize,
+    mut sink: BuildSink,
+) -> Result<Materialized> {
+    let types = input.types();
     let add = |ex: &Exec<'_>, sink: &mut BuildSink, b: Batch| -> Result<()> {
         if b.rows() == 0 {
             return Ok(());
