@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use rustc_hash::FxHashSet;
 
 use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
-use super::spill::{MAX_LEVELS, Partitions};
+use super::spill::{BatchFile, MAX_LEVELS, Partitions};
 use super::keys::{cmp_with_value, float_cmp, push_key};
 use super::{Exec, Flow, Out, make_batch};
 use crate::error::{Error, Result};
@@ -1039,7 +1039,7 @@ pub(super) fn aggregate(
         }),
     };
     let make = || Grouping::new(&cx);
-    let each = |ex: &Exec<'_>, g: &mut Grouping, b| add_batch(ex, &cx, g, 0, b);
+    let each = |ex: &Exec<'_>, g: &mut Grouping, b| add_batch(ex, &cx, g, 0, b, None);
     // The optimizer gave the input several threads only when it is a pipeline over a
     // large scan and every aggregate merges exactly (`combinable`).
     let parallel = (plan.workers > 1)
@@ -1048,7 +1048,7 @@ pub(super) fn aggregate(
     let serial = || -> Result<Grouping> {
         let mut g = make()?;
         ex.node(input, id + 1, None, &mut |b| {
-            add_batch(ex, &cx, &mut g, 0, b)?;
+            add_batch(ex, &cx, &mut g, 0, b, None)?;
             Ok(Flow::Continue)
         })?;
         Ok(g)
@@ -1081,7 +1081,7 @@ pub(super) fn aggregate(
             // A group the merged state holds may have rows in another thread's
             // files: every spilled row goes through the merged state once more,
             // updating the groups it holds and spilling the others again.
-            held.spill = Some(Partitions::new(&cx.input_types(), 1, ex.ctx.memory_limit / 8));
+            held.spill = Some(Partitions::new(&cx.record_types(), 1, ex.ctx.memory_limit / 8));
             // Parallel aggregates are all combinable: a held group's state does not
             // grow with its rows, so the merged state stays as large as it is.
             held.spilled_at = usize::MAX;
@@ -1090,10 +1090,7 @@ pub(super) fn aggregate(
                 let (files, bytes) = parts.finish()?;
                 ex.record_spill(id, rows, bytes);
                 for file in files.into_iter().flatten() {
-                    let mut reader = file.into_reader()?;
-                    while let Some(b) = reader.next_batch()? {
-                        add_batch(ex, &cx, &mut held, 1, b)?;
-                    }
+                    feed_part(ex, &cx, &mut held, 1, file)?;
                 }
             }
             finish(ex, &cx, held, 1, out)
@@ -1115,8 +1112,9 @@ struct Cx<'p> {
 }
 
 impl Cx<'_> {
-    fn input_types(&self) -> Vec<DataType> {
-        self.spill.as_ref().map_or_else(Vec::new, |s| s.input_types.clone())
+    /// What a spilled record holds: the group keys, then the input row.
+    fn record_types(&self) -> Vec<DataType> {
+        self.spill.as_ref().map_or_else(Vec::new, |s| s.record_types(self))
     }
 }
 
@@ -1131,6 +1129,10 @@ struct Spill {
 }
 
 impl Spill {
+    fn record_types(&self, cx: &Cx<'_>) -> Vec<DataType> {
+        cx.groups.iter().map(|e| e.ty).chain(self.input_types.iter().copied()).collect()
+    }
+
     /// The state's bytes at which it stops admitting groups: well below the limit,
     /// which stays a hard one for what the held groups still add.
     fn threshold(&self, memory_limit: usize) -> usize {
@@ -1161,48 +1163,83 @@ impl Grouping {
 }
 
 /// Adds input batch `b` to `g`: to its groups, or once it spills, the rows of
-/// groups it does not hold to its files (split at `level`).
-fn add_batch(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, b: crate::vector::Batch) -> Result<()> {
+/// groups it does not hold to its files (split at `level`), as records of their
+/// group keys then their columns. `keys` are the batch's group keys when they were
+/// evaluated before (a spilled record's): a key is evaluated once per row.
+fn add_batch(
+    ex: &Exec<'_>,
+    cx: &Cx<'_>,
+    g: &mut Grouping,
+    level: u32,
+    b: crate::vector::Batch,
+    keys: Option<Vec<Vector>>,
+) -> Result<()> {
+    if b.rows() == 0 {
+        return Ok(());
+    }
+    let eval_keys = |b: &crate::vector::Batch| cx.groups.iter().map(|e| ex.eval(e, b)).collect::<Result<Vec<_>>>();
     let Some(spill) = &cx.spill else {
-        let bytes = accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?;
+        let keys = eval_keys(&b)?;
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
         return ex.check_mem("HashAggregate", bytes);
     };
     let Some(parts) = &mut g.spill else {
-        let bytes = accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?;
+        let keys = match keys {
+            Some(keys) => keys,
+            None => eval_keys(&b)?,
+        };
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
         if bytes > spill.threshold(ex.ctx.memory_limit) && level < MAX_LEVELS {
-            g.spill = Some(Partitions::new(&spill.input_types, level, ex.ctx.memory_limit / 8));
+            g.spill = Some(Partitions::new(&spill.record_types(cx), level, ex.ctx.memory_limit / 8));
             g.spilled_at = bytes;
             return Ok(());
         }
         return ex.check_mem("HashAggregate", bytes);
     };
+    // Spilling: rows are picked by position, so the batch is made dense first.
     let b = super::dense(b, &spill.input_types);
     let n = b.rows();
-    if n == 0 {
-        return Ok(());
-    }
-    let keys = cx.groups.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+    let keys = match keys {
+        Some(keys) => keys,
+        None => eval_keys(&b)?,
+    };
     g.states[0].table.find_groups(&keys, n, &mut g.ids, &mut g.scratch);
     let (mut held, mut new) = (Vec::with_capacity(n), Vec::new());
     for (k, &id) in g.ids.iter().enumerate() {
         if id == NO_ID { new.push(k as u32) } else { held.push(k as u32) }
     }
-    if !new.is_empty() {
-        key_hashes(&keys, n, &mut g.hashes);
-        parts.push(&b.columns, &new, &g.hashes)?;
+    if new.is_empty() {
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        return if bytes > g.spilled_at { ex.check_mem("HashAggregate", bytes + parts.heap_bytes()) } else { Ok(()) };
     }
+    key_hashes(&keys, n, &mut g.hashes);
+    let gather = |cols: &[Vector]| cols.iter().map(|c| c.gather(&held)).collect::<Vec<Vector>>();
+    let (held_keys, held_cols) = (gather(&keys), gather(&b.columns));
+    let mut record = keys;
+    record.extend(b.columns);
+    parts.push(&record, &new, &g.hashes)?;
     let pending = parts.heap_bytes();
-    let bytes = if held.is_empty() {
-        0
-    } else if new.is_empty() {
-        accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, b)?
-    } else {
-        let cols: Vec<Vector> = b.columns.iter().map(|c| c.gather(&held)).collect();
-        let rows = if cols.is_empty() { crate::vector::Batch::empty_rows(held.len()) } else { make_batch(cols, held.len()) };
-        accumulate(ex, cx.groups, cx.aggs, &mut g.states, &mut g.gids, rows)?
-    };
+    if held.is_empty() {
+        return ex.check_mem("HashAggregate", pending);
+    }
+    let rows = if held_cols.is_empty() { crate::vector::Batch::empty_rows(held.len()) } else { make_batch(held_cols, held.len()) };
+    let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, rows, held_keys)?;
     if bytes > g.spilled_at {
         ex.check_mem("HashAggregate", bytes + pending)?;
+    }
+    Ok(())
+}
+
+/// Feeds a spilled part's records (group keys, then the row's columns) to `g`,
+/// checking for a cancel at each.
+fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: BatchFile) -> Result<()> {
+    let mut reader = file.into_reader()?;
+    while let Some(b) = reader.next_batch()? {
+        ex.ctx.interrupt.check()?;
+        let (n, mut keys) = (b.rows(), b.columns);
+        let cols = keys.split_off(cx.groups.len());
+        let rows = if cols.is_empty() { crate::vector::Batch::empty_rows(n) } else { make_batch(cols, n) };
+        add_batch(ex, cx, g, level, rows, Some(keys))?;
     }
     Ok(())
 }
@@ -1220,11 +1257,7 @@ fn finish(ex: &Exec<'_>, cx: &Cx<'_>, g: Grouping, level: u32, out: Out) -> Resu
     ex.record_spill(cx.id, rows, bytes);
     for file in files.into_iter().flatten() {
         let mut part = Grouping::new(cx)?;
-        let mut reader = file.into_reader()?;
-        while let Some(b) = reader.next_batch()? {
-            add_batch(ex, cx, &mut part, level + 1, b)?;
-        }
-        drop(reader);
+        feed_part(ex, cx, &mut part, level + 1, file)?;
         if finish(ex, cx, part, level + 1, out)? == Flow::Stop {
             return Ok(Flow::Stop);
         }
@@ -1297,23 +1330,21 @@ fn new_states(groups: &[Expr], set_lists: &[Vec<usize>], aggs: &[AggCall]) -> Re
     Ok((states, Vec::new()))
 }
 
-/// Adds input batch `b` to every set's groups; returns the bytes the states hold.
+/// Adds input batch `b`, whose group keys are `gv` (evaluated once per row: a key
+/// may call a sequence or a volatile function), to every set's groups; returns the
+/// bytes the states hold.
 fn accumulate(
     ex: &Exec<'_>,
-    groups: &[Expr],
     aggs: &[AggCall],
     states: &mut [SetState],
     gids: &mut Vec<u32>,
     b: crate::vector::Batch,
+    gv: Vec<Vector>,
 ) -> Result<usize> {
         let n = b.rows();
         if n == 0 {
             return Ok(0);
         }
-        let gv = groups
-            .iter()
-            .map(|e| ex.eval(e, &b))
-            .collect::<Result<Vec<_>>>()?;
         let args = aggs
             .iter()
             .map(|call| {

@@ -18,7 +18,6 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -56,23 +55,7 @@ struct SpillFile {
 
 impl SpillFile {
     fn create() -> Result<SpillFile> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "beedb-index-sort-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(name);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("could not create temporary file \"{}\": {e}", path.display())))?;
-        // Unlinked while open: the file lives until it is closed, and nothing is
-        // left behind by an error or a crash.
-        std::fs::remove_file(&path)
-            .map_err(|e| Error::io(format!("could not remove temporary file \"{}\": {e}", path.display())))?;
+        let file = super::spill::unlinked_temp_file("beedb-index-sort")?;
         Ok(SpillFile { file, runs: Vec::new(), len: 0 })
     }
 

@@ -179,9 +179,10 @@ type ProbeEach<'e> = dyn FnMut(Batch, Vec<Vector>) -> Result<Flow> + 'e;
 
 /// Reads spilled records (key columns, then the row's columns) back as batches and
 /// their keys.
-fn read_records(file: BatchFile, nkeys: usize, each: &mut ProbeEach<'_>) -> Result<Flow> {
+fn read_records(ex: &Exec<'_>, file: BatchFile, nkeys: usize, each: &mut ProbeEach<'_>) -> Result<Flow> {
     let mut reader = file.into_reader()?;
     while let Some(b) = reader.next_batch()? {
+        ex.ctx.interrupt.check()?;
         let (n, mut cols) = (b.rows(), b.columns);
         let rest = cols.split_off(nkeys);
         let batch = if rest.is_empty() { Batch::empty_rows(n) } else { make_batch(rest, n) };
@@ -217,7 +218,7 @@ fn grace(
     ex.record_spill(id, build_rows, bytes);
     let left_types = s.left.types();
     let record_types: Vec<DataType> = s.left_keys.iter().map(|e| e.ty).chain(left_types.iter().copied()).collect();
-    let only_matches = matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi);
+    let only_matches = s.kind.outputs_matched_left_only();
     let mut left_parts = Partitions::new(&record_types, level, ex.ctx.memory_limit / 8);
     let mut hashes = Vec::new();
     left(&mut |b: Batch, kv: Vec<Vector>| {
@@ -255,10 +256,10 @@ fn join_parts(
     out: Out,
 ) -> Result<Flow> {
     let nkeys = s.left_keys.len();
-    let only_matches = matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi);
+    let only_matches = s.kind.outputs_matched_left_only();
     let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
     let right_types = s.right.types();
-    let outputs_build = matches!(s.kind, JoinKind::Right | JoinKind::Full);
+    let outputs_build = s.kind.outputs_unmatched_right();
     for (build_file, left_file) in build_files.into_iter().zip(left_files) {
         let needed = match (left_file.is_some(), build_file.is_some()) {
             // Without left rows only a right or full join has output: its build rows.
@@ -270,16 +271,16 @@ fn join_parts(
         if !needed {
             continue;
         }
-        let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), level + 1);
+        let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), s.kind.outputs_unmatched_right(), level + 1);
         if let Some(file) = build_file {
-            read_records(file, key_types.len(), &mut |b, kv| {
+            read_records(ex, file, key_types.len(), &mut |b, kv| {
                 sink.add(ex, kv, b)?;
                 Ok(Flow::Continue)
             })?;
         }
         let mut left_file = left_file;
         let mut from_file = |each: &mut ProbeEach<'_>| match left_file.take() {
-            Some(f) => read_records(f, nkeys, each),
+            Some(f) => read_records(ex, f, nkeys, each),
             None => Ok(Flow::Continue),
         };
         let flow = match sink.finish()? {
@@ -312,7 +313,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, 1, 0)? {
+    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, true, 1, 0)? {
         Materialized::Memory(held) => held,
         // The held left rows outgrew the limit (they are in hash parts as probe
         // records: keys, then columns): the right input is split the same way, and
@@ -322,7 +323,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
             let (left_files, bytes) = left_parts.finish()?;
             ex.record_spill(id, rows, bytes);
             let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
-            let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), 0);
+            let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), false, 0);
             sink.start_spilling(ex.ctx.memory_limit / 8)?;
             let Materialized::Spilled(right_parts) = materialize_into(ex, s.right, right_id, s.right_keys, 1, sink)? else {
                 return Err(Error::internal("a spilling build ended in memory"));
@@ -469,7 +470,7 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
 /// its threads share in memory).
 fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Result<Materialized> {
     let right_id = id + 1 + node_count(s.left);
-    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.build_workers, level)? {
+    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.kind.outputs_unmatched_right(), s.build_workers, level)? {
         Materialized::Memory(build) => build,
         spilled => return Ok(spilled),
     };
@@ -500,6 +501,9 @@ struct BuildSink {
     types: Vec<DataType>,
     key_types: Vec<DataType>,
     keep_rows: bool,
+    /// Whether rows with a NULL key are kept once spilling (a right or full join
+    /// outputs them unmatched); other joins drop them, as they match nothing.
+    keep_null_keys: bool,
     build: Build,
     ids: Vec<u32>,
     level: u32,
@@ -508,11 +512,12 @@ struct BuildSink {
 }
 
 impl BuildSink {
-    fn new(types: &[DataType], key_types: &[DataType], keep_rows: bool, level: u32) -> BuildSink {
+    fn new(types: &[DataType], key_types: &[DataType], keep_rows: bool, keep_null_keys: bool, level: u32) -> BuildSink {
         BuildSink {
             types: types.to_vec(),
             key_types: key_types.to_vec(),
             keep_rows,
+            keep_null_keys,
             build: Build::empty(types, key_types),
             ids: Vec::new(),
             level,
@@ -529,7 +534,7 @@ impl BuildSink {
         }
         if let Some(parts) = &mut self.spill {
             let cols = if self.keep_rows { b.columns } else { Vec::new() };
-            push_records(parts, kv, cols, n, &mut self.hashes)?;
+            push_records(parts, kv, cols, n, self.keep_null_keys, &mut self.hashes)?;
             return ex.check_mem("Hash Join", parts.heap_bytes());
         }
         if let Some(map) = &mut self.build.map {
@@ -567,7 +572,7 @@ impl BuildSink {
             let kv = keys.iter().zip(&self.key_types).map(|(k, t)| gather_opt(k, &ids, *t)).collect();
             let rows: Vec<u32> = (start as u32..end as u32).collect();
             let cols = if self.keep_rows { build.cols.iter().map(|c| c.gather(&rows)).collect() } else { Vec::new() };
-            push_records(&mut parts, kv, cols, end - start, &mut self.hashes)?;
+            push_records(&mut parts, kv, cols, end - start, self.keep_null_keys, &mut self.hashes)?;
             start = end;
         }
         self.spill = Some(parts);
@@ -589,12 +594,23 @@ impl BuildSink {
 }
 
 /// Adds `n` rows, their keys `kv` and their columns `cols`, as records to `parts`.
-fn push_records(parts: &mut Partitions, kv: Vec<Vector>, cols: Vec<Vector>, n: usize, hashes: &mut Vec<u64>) -> Result<()> {
+/// Adds `n` rows, their keys `kv` and their columns `cols`, as records to `parts`;
+/// a row with a NULL key only when `keep_null_keys`.
+fn push_records(
+    parts: &mut Partitions,
+    kv: Vec<Vector>,
+    cols: Vec<Vector>,
+    n: usize,
+    keep_null_keys: bool,
+    hashes: &mut Vec<u64>,
+) -> Result<()> {
     key_hashes(&kv, n, hashes);
+    let rows: Vec<u32> = (0..n as u32)
+        .filter(|&k| keep_null_keys || !kv.iter().any(|c| c.is_null(k as usize)))
+        .collect();
     let mut record = kv;
     record.extend(cols);
-    let all: Vec<u32> = (0..n as u32).collect();
-    parts.push(&record, &all, hashes)
+    parts.push(&record, &rows, hashes)
 }
 
 /// Runs `input` (node `input_id`) and holds what a hash join needs of it: the key
@@ -609,12 +625,13 @@ fn materialize(
     input_id: usize,
     keys: &[Expr],
     keep_rows: bool,
+    keep_null_keys: bool,
     workers: usize,
     level: u32,
 ) -> Result<Materialized> {
     let types = input.types();
     let key_types: Vec<DataType> = keys.iter().map(|e| e.ty).collect();
-    let sink = BuildSink::new(&types, &key_types, keep_rows, if keys.is_empty() { MAX_LEVELS } else { level });
+    let sink = BuildSink::new(&types, &key_types, keep_rows, keep_null_keys, if keys.is_empty() { MAX_LEVELS } else { level });
     materialize_into(ex, input, input_id, keys, workers, sink)
 }
 
@@ -712,11 +729,11 @@ fn probe_from(
     let left_types = s.left.types();
     let out_types = plan.types();
     let keys_only = s.keys_only();
-    if build.len == 0 && matches!(s.kind, JoinKind::Inner | JoinKind::Right | JoinKind::Semi) {
+    if build.len == 0 && s.kind.outputs_matched_left_only() {
         return Ok(Flow::Continue);
     }
     // Right and full joins output the build rows no probe row matched.
-    let marks_build = matches!(s.kind, JoinKind::Right | JoinKind::Full);
+    let marks_build = s.kind.outputs_unmatched_right();
     let mut matched = vec![false; if marks_build { build.len } else { 0 }];
     let emits_pairs = matches!(
         s.kind,

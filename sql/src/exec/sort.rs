@@ -488,23 +488,9 @@ mod tests {
 
     /// Every sortable type (both decimal forms), then a row id and a text payload.
     fn types() -> Vec<DataType> {
-        vec![
-            DataType::Boolean,
-            DataType::SmallInt,
-            DataType::Integer,
-            DataType::BigInt,
-            DataType::Real,
-            DataType::Double,
-            DataType::Date,
-            DataType::Timestamp,
-            DataType::Decimal { precision: Some(12), scale: 2 },
-            DataType::Decimal { precision: None, scale: 0 },
-            DataType::Interval,
-            DataType::Text,
-            DataType::Char(3),
-            DataType::BigInt,
-            DataType::Text,
-        ]
+        let mut types = crate::exec::spill::tests::all_types();
+        types.extend([DataType::BigInt, DataType::Text]);
+        types
     }
     const ID: usize = 13;
 

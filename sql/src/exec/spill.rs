@@ -31,6 +31,24 @@ pub(crate) const FANOUT: usize = 16;
 /// Levels of partitioning a 64-bit hash allows (4 bits each).
 pub(crate) const MAX_LEVELS: u32 = 64 / FANOUT.trailing_zeros();
 
+/// A new file in the system's temporary directory, named `prefix-<pid>-<n>`, and
+/// unlinked at once: it lives until it is closed, and nothing is left behind by an
+/// error, a cancel or a crash.
+pub(crate) fn unlinked_temp_file(prefix: &str) -> Result<File> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let path = std::env::temp_dir().join(name);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("could not create temporary file \"{}\": {e}", path.display())))?;
+    std::fs::remove_file(&path)
+        .map_err(|e| Error::io(format!("could not remove temporary file \"{}\": {e}", path.display())))?;
+    Ok(file)
+}
+
 /// An unlinked temporary file, written by appending.
 struct ScratchFile {
     file: File,
@@ -39,20 +57,7 @@ struct ScratchFile {
 
 impl ScratchFile {
     fn create() -> Result<ScratchFile> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!("beedb-spill-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let path = std::env::temp_dir().join(name);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("could not create temporary file \"{}\": {e}", path.display())))?;
-        // Unlinked while open: the file lives until it is closed, and nothing is
-        // left behind by an error, a cancel or a crash.
-        std::fs::remove_file(&path)
-            .map_err(|e| Error::io(format!("could not remove temporary file \"{}\": {e}", path.display())))?;
-        Ok(ScratchFile { file, len: 0 })
+        Ok(ScratchFile { file: unlinked_temp_file("beedb-spill")?, len: 0 })
     }
 
     fn append(&mut self, bytes: &[u8]) -> Result<()> {
@@ -491,11 +496,13 @@ fn decode_batch(payload: &[u8], types: &[DataType]) -> Option<Batch> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::types::{Date, Timestamp, Value};
 
-    fn all_types() -> Vec<DataType> {
+    /// One column type of every physical form (both decimal forms, char(n)): what
+    /// the spill and sort tests run over.
+    pub(crate) fn all_types() -> Vec<DataType> {
         vec![
             DataType::Boolean,
             DataType::SmallInt,

@@ -44,6 +44,17 @@ impl JoinKind {
     pub fn is_left_only(self) -> bool {
         matches!(self, JoinKind::Semi | JoinKind::Anti | JoinKind::Mark)
     }
+
+    /// Whether a left row without a match is dropped (inner, right and semi
+    /// joins): an empty right side gives no rows.
+    pub fn outputs_matched_left_only(self) -> bool {
+        matches!(self, JoinKind::Inner | JoinKind::Right | JoinKind::Semi)
+    }
+
+    /// Whether right rows without a match are output (right and full joins).
+    pub fn outputs_unmatched_right(self) -> bool {
+        matches!(self, JoinKind::Right | JoinKind::Full)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
