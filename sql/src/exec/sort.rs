@@ -207,11 +207,18 @@ impl<'k> Sorter<'k> {
             file.push(&cols, chunk.len())?;
             max_record = max_record.max((file.bytes() - before) as usize);
         }
+        file.flush_and_free()?;
         self.spilled_rows += file.rows();
         self.spilled_bytes += file.bytes();
         self.runs.push(Run { file, max_record });
         let (types, key_types) = self.file_types.split_at(self.ncols);
         self.buf = Buffer::new(types, key_types);
+        // Each run holds an open file: past MAX_FAN_IN of them, the first ones are
+        // merged into one now, so a long input never runs out of descriptors.
+        if self.runs.len() >= MAX_FAN_IN {
+            let fan_in = self.fan_in(self.record_bytes());
+            self.premerge(self.runs.len() + 1 - fan_in, fan_in)?;
+        }
         Ok(())
     }
 
@@ -314,6 +321,7 @@ impl<'k> Sorter<'k> {
             max_record = max_record.max((file.bytes() - before) as usize);
             Ok(Flow::Continue)
         })?;
+        file.flush_and_free()?;
         self.spilled_rows += file.rows();
         self.spilled_bytes += file.bytes();
         Ok(Run { file, max_record })

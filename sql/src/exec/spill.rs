@@ -133,6 +133,14 @@ impl BatchFile {
         Ok(())
     }
 
+    /// Writes what is buffered and frees the buffer: a file that will not be
+    /// written to for a while (a finished run or part) holds no memory.
+    pub(crate) fn flush_and_free(&mut self) -> Result<()> {
+        self.flush()?;
+        self.pending = Vec::new();
+        Ok(())
+    }
+
     /// Rows written so far.
     pub(crate) fn rows(&self) -> u64 {
         self.rows
@@ -314,6 +322,9 @@ impl Partitions {
     pub(crate) fn finish(mut self) -> Result<(Vec<Option<BatchFile>>, u64)> {
         for part in 0..FANOUT {
             self.flush_part(part)?;
+            if let Some(file) = &mut self.files[part] {
+                file.flush_and_free()?;
+            }
         }
         let bytes = self.files.iter().flatten().map(BatchFile::bytes).sum();
         Ok((self.files, bytes))
