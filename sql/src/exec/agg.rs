@@ -1086,9 +1086,7 @@ pub(super) fn aggregate(
             // grow with its rows, so the merged state stays as large as it is.
             held.spilled_at = usize::MAX;
             for parts in spilled {
-                let rows = parts.rows();
-                let (files, bytes) = parts.finish()?;
-                ex.record_spill(id, rows, bytes);
+                let files = parts.finish_recorded(ex, id)?;
                 for file in files.into_iter().flatten() {
                     feed_part(ex, &cx, &mut held, 1, file)?;
                 }
@@ -1247,14 +1245,13 @@ fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: Bat
 /// Outputs the groups `g` holds, then aggregates each of its files alone
 /// (splitting at `level + 1` when one outgrows the limit in turn).
 fn finish(ex: &Exec<'_>, cx: &Cx<'_>, g: Grouping, level: u32, out: Out) -> Result<Flow> {
-    let parts = g.spill.map(|p| (p.rows(), p.finish())).map(|(rows, f)| f.map(|f| (rows, f))).transpose()?;
+    let files = g.spill.map(|p| p.finish_recorded(ex, cx.id)).transpose()?;
     if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
         return Ok(Flow::Stop);
     }
-    let Some((rows, (files, bytes))) = parts else {
+    let Some(files) = files else {
         return Ok(Flow::Continue);
     };
-    ex.record_spill(cx.id, rows, bytes);
     for file in files.into_iter().flatten() {
         let mut part = Grouping::new(cx)?;
         feed_part(ex, cx, &mut part, level + 1, file)?;

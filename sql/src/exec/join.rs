@@ -213,9 +213,7 @@ fn grace(
     left: LeftSource<'_>,
     out: Out,
 ) -> Result<Flow> {
-    let build_rows = build_parts.rows();
-    let (build_files, bytes) = build_parts.finish()?;
-    ex.record_spill(id, build_rows, bytes);
+    let build_files = build_parts.finish_recorded(ex, id)?;
     let left_types = s.left.types();
     let record_types: Vec<DataType> = s.left_keys.iter().map(|e| e.ty).chain(left_types.iter().copied()).collect();
     let only_matches = s.kind.outputs_matched_left_only();
@@ -233,9 +231,7 @@ fn grace(
         ex.check_mem("Hash Join", left_parts.heap_bytes())?;
         Ok(Flow::Continue)
     })?;
-    let left_rows = left_parts.rows();
-    let (left_files, bytes) = left_parts.finish()?;
-    ex.record_spill(id, left_rows, bytes);
+    let left_files = left_parts.finish_recorded(ex, id)?;
     join_parts(ex, plan, id, s, build_files, left_files, level, out)
 }
 
@@ -319,18 +315,14 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         // records: keys, then columns): the right input is split the same way, and
         // each part is joined with its right rows as the build, as a grace join does.
         Materialized::Spilled(left_parts) => {
-            let rows = left_parts.rows();
-            let (left_files, bytes) = left_parts.finish()?;
-            ex.record_spill(id, rows, bytes);
+            let left_files = left_parts.finish_recorded(ex, id)?;
             let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
             let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), false, 0);
             sink.start_spilling(ex.ctx.memory_limit / 8)?;
             let Materialized::Spilled(right_parts) = materialize_into(ex, s.right, right_id, s.right_keys, 1, sink)? else {
                 return Err(Error::internal("a spilling build ended in memory"));
             };
-            let rows = right_parts.rows();
-            let (build_files, bytes) = right_parts.finish()?;
-            ex.record_spill(id, rows, bytes);
+            let build_files = right_parts.finish_recorded(ex, id)?;
             return join_parts(ex, plan, id, s, build_files, left_files, 0, out);
         }
     };

@@ -317,6 +317,16 @@ impl Partitions {
             + self.files.iter().flatten().map(BatchFile::heap_bytes).sum::<usize>()
     }
 
+    /// Ends writing ([`Partitions::finish`]) and counts the rows and bytes written
+    /// for node `id` (EXPLAIN ANALYZE): each part's file, `None` for a part no row
+    /// went to.
+    pub(crate) fn finish_recorded(self, ex: &super::Exec<'_>, id: usize) -> Result<Vec<Option<BatchFile>>> {
+        let rows = self.rows();
+        let (files, bytes) = self.finish()?;
+        ex.record_spill(id, rows, bytes);
+        Ok(files)
+    }
+
     /// Ends writing: each part's file (`None` for a part no row went to), and the
     /// bytes written in all.
     pub(crate) fn finish(mut self) -> Result<(Vec<Option<BatchFile>>, u64)> {
