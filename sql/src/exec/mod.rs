@@ -30,7 +30,7 @@ mod scan;
 mod series;
 mod setop;
 mod sort;
-mod spill;
+pub(crate) mod spill;
 #[cfg(test)]
 mod tests;
 pub mod tuple_codec;
@@ -354,7 +354,7 @@ impl SubqueryRunner for Exec<'_> {
                         for k in 0..b.rows() {
                             for c in columns {
                                 let v = c.value(b.position(k));
-                                bytes += std::mem::size_of::<Value>() + value_heap_bytes(&v);
+                                bytes += std::mem::size_of::<Value>() + v.heap_bytes();
                                 values.push(v);
                             }
                         }
@@ -379,14 +379,6 @@ pub(crate) fn memory_limit_error(op: &str, limit: usize) -> Error {
     Error::limit(format!(
         "memory limit exceeded: {op} needs more than {limit} bytes; raise it with SET memory_limit = '{suggest}MB'"
     ))
-}
-
-/// Heap bytes a value owns beyond its own size (text and byte strings).
-fn value_heap_bytes(v: &Value) -> usize {
-    match v {
-        Value::Text(s) | Value::Char(s) | Value::Varchar(s) => s.capacity(),
-        _ => 0,
-    }
 }
 
 impl<'a> Exec<'a> {
