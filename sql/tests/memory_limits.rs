@@ -260,9 +260,11 @@ fn update_and_delete_hold_their_rows_within_memory_limit() {
     // ids counts.
     c.execute_batch("CREATE TABLE n (i INTEGER); INSERT INTO n SELECT d0.i + 10 * d1.i + 100 * d2.i + 1000 * d3.i + 10000 * d4.i FROM d AS d0, d AS d1, d AS d2, d AS d3, d AS d4")
         .unwrap();
-    c.execute_batch("SET memory_limit = '2MB'").unwrap();
+    // 100,000 ids in a hash set: about 1 MB.
+    c.execute_batch("SET memory_limit = '512kB'").unwrap();
     let Err(e) = c.execute("UPDATE n SET i = n.i + 1 FROM d WHERE d.i < 2", &[]) else { panic!("not stopped by the limit") };
     assert_eq!(e.sqlstate, "53200", "{e}");
+    assert!(e.message.contains("UPDATE … FROM"), "{e}");
     // Under the limit the same statements answer.
     c.execute_batch("SET memory_limit = '256MB'").unwrap();
     assert_eq!(c.execute("UPDATE n SET i = n.i + 1 FROM d WHERE d.i < 2", &[]).unwrap().rows_affected, 100_000);
