@@ -8,7 +8,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::keys::row_key;
-use super::{Exec, Flow, Out, node_count};
+use super::{Exec, Flow, Out};
 use crate::error::Result;
 use crate::plan::{Node, Plan, SetOpKind};
 use crate::types::DataType;
@@ -71,10 +71,10 @@ fn union_all(ex: &Exec<'_>, plan: &Plan, id: usize, types: &[DataType], out: Out
         };
         if depth == spine.len() - 1 {
             arms.push((left, next_id));
-            next_id += node_count(left);
+            next_id += ex.subtree_size(left);
         }
         arms.push((right, next_id));
-        next_id += node_count(right);
+        next_id += ex.subtree_size(right);
     }
     // Rows and batches each arm produced, for the spine's profile.
     let mut produced: Vec<(u64, u64)> = Vec::with_capacity(arms.len());
@@ -147,7 +147,7 @@ pub(super) fn set_op(
         return union_all(ex, plan, id, &types, out);
     }
     let left_id = id + 1;
-    let right_id = left_id + node_count(left);
+    let right_id = left_id + ex.subtree_size(left);
     match op {
         SetOpKind::Union => {
             let mut seen = FxHashSet::default();
