@@ -418,13 +418,11 @@ def _numpy_column(np, col):
         if raw != dtype:
             arr = arr.astype(dtype)
     elif kind == "decimal128":
-        arr = np.frombuffer(col["float64"], dtype="<f8")
+        # For NumPy, Rust gives numerics as float64.
+        arr = np.frombuffer(col["data"], dtype="<f8")
     elif kind == "utf8":
-        offsets = np.frombuffer(col["offsets"], dtype="<i8")
-        data = col["data"]
         arr = np.empty(n, dtype=object)
-        for i in range(n):
-            arr[i] = data[offsets[i]:offsets[i + 1]].decode("utf-8")
+        arr[:] = col["strings"]
     elif kind == "interval":
         micros = [None if v is None else (v[0] * 30 + v[1]) * 86_400_000_000 + v[2]
                   for v in col["values"]]
@@ -447,13 +445,8 @@ def _arrow_column(pa, col):
                   for v in col["values"]]
         return pa.array(values, type=pa.month_day_nano_interval())
     if kind == "bool":
-        # Arrow packs booleans into bits.
-        data = col["data"]
-        packed = bytearray((n + 7) // 8)
-        for i in range(n):
-            if data[i]:
-                packed[i >> 3] |= 1 << (i & 7)
-        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bytes(packed))])
+        # Bit-packed by Rust, as Arrow lays booleans out.
+        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(col["data"])])
     if kind == "utf8":
         return pa.Array.from_buffers(pa.large_string(), n,
                                      [valid, pa.py_buffer(col["offsets"]), pa.py_buffer(col["data"])])
@@ -597,14 +590,14 @@ class Cursor:
         return rows
 
     # -- the batch path: whole columns, no Python object per value
-    def _take_columns(self):
+    def _take_columns(self, target):
         self._require_result()
         if self._pos < len(self._buffer):
             raise ProgrammingError("fetch rows one at a time or as columns, not both")
         if self._result is None:
             return []
         try:
-            return self._result.take_columns()
+            return self._result.take_columns(target)
         except _beedb.RawError as e:
             raise _translate(e) from None
 
@@ -615,7 +608,7 @@ class Cursor:
         object arrays; a column with NULLs is a numpy.ma masked array."""
         import numpy as np
         out = {}
-        for col in self._take_columns():
+        for col in self._take_columns("numpy"):
             out[col["name"]] = _numpy_column(np, col)
         return out
 
@@ -625,7 +618,7 @@ class Cursor:
         scale, date as date32, timestamp as timestamp[us], text as large_string,
         interval as month_day_nano_interval)."""
         import pyarrow as pa
-        cols = self._take_columns()
+        cols = self._take_columns("arrow")
         arrays = [_arrow_column(pa, c) for c in cols]
         return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
 

@@ -566,25 +566,35 @@ impl RawResult {
         })
     }
 
-    /// The rows not fetched yet, column by column (see `batch::column`); the result
-    /// is then exhausted.
-    fn take_columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut rows: Vec<beedb::Row> = Vec::new();
-        if let Some((batch, at)) = self.current.take() {
-            rows.extend(batch.into_rows().into_iter().skip(at));
-        }
-        if let Some(stream) = self.stream.as_mut() {
-            let rest = py.detach(|| -> beedb::Result<()> {
-                while let Some(batch) = stream.next_batch()? {
-                    rows.extend(batch.into_rows());
+    /// The rows not fetched yet, column by column, for `target` (`"numpy"` or
+    /// `"arrow"`; see `batch::ColumnBuilder::finish`); the result is then exhausted.
+    /// The engine's batches are copied into the columns as they arrive, with the GIL
+    /// released.
+    fn take_columns<'py>(&mut self, py: Python<'py>, target: &str) -> PyResult<Bound<'py, PyList>> {
+        let target = match target {
+            "numpy" => batch::Target::Numpy,
+            _ => batch::Target::Arrow,
+        };
+        let mut builders: Vec<batch::ColumnBuilder> =
+            self.columns.iter().map(|c| batch::ColumnBuilder::new(c, target)).collect();
+        let current = self.current.take();
+        let stream = self.stream.as_mut();
+        let filled = py.detach(|| -> PyResult<()> {
+            let conversion = |(state, message): batch::ConvError| boundary_error("DataError", state, message);
+            if let Some((mut batch, at)) = current {
+                batch::append(&mut builders, &mut batch, at).map_err(conversion)?;
+            }
+            if let Some(stream) = stream {
+                while let Some(mut batch) = stream.next_batch().map_err(engine_error)? {
+                    batch::append(&mut builders, &mut batch, 0).map_err(conversion)?;
                 }
-                Ok(())
-            });
-            with_cause(py, &self.owner, rest.map_err(engine_error))?;
-        }
+            }
+            Ok(())
+        });
+        with_cause(py, &self.owner, filled)?;
         let out = PyList::empty(py);
-        for (c, col) in self.columns.iter().enumerate() {
-            out.append(batch::column(py, col, c, &rows)?)?;
+        for b in builders {
+            out.append(b.finish(py, target)?)?;
         }
         Ok(out)
     }
