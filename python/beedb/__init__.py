@@ -195,6 +195,10 @@ _IMPLICIT_BEGIN = frozenset(
      "savepoint"))
 
 
+# Statements whose cursor's rowcount is the number of rows they changed.
+_COUNTED = frozenset(("insert", "update", "delete", "merge", "copy"))
+
+
 @_functools.lru_cache(maxsize=512)
 def _first_word(sql):
     i, n = 0, len(sql)
@@ -254,18 +258,18 @@ class Connection:
             raise ProgrammingError(
                 "SQLite-style thread check: this connection was created in another "
                 "thread; connect(..., check_same_thread=False) to share it")
-        if self._raw.is_closed():
+        if self._raw.is_closed():  # an atomic flag: no lock, no GIL release
             raise ProgrammingError("Cannot operate on a closed database.")
 
-    def _run(self, sql, params):
+    def _run(self, sql, params, word=None):
         if not isinstance(sql, str):
             raise ProgrammingError("the SQL must be a str")
         self._check()
         try:
-            if not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN \
-                    and not self._raw.in_transaction():
-                self._raw.execute("BEGIN", ())
-            return self._raw.execute(sql, params)
+            # A change opens a transaction block unless one is open: Rust checks and
+            # runs BEGIN under the statement's lock (one call into Rust).
+            begin = not self.autocommit and (word or _first_word(sql)) in _IMPLICIT_BEGIN
+            return self._raw.execute(sql, params, begin)
         except _beedb.RawError as e:
             raise _translate(e, sql) from e.__cause__
         except UnicodeEncodeError as e:
@@ -276,10 +280,8 @@ class Connection:
             raise ProgrammingError("the SQL must be a str")
         self._check()
         try:
-            if not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN \
-                    and not self._raw.in_transaction():
-                self._raw.execute("BEGIN", ())
-            return self._raw.executemany(sql, seq)
+            begin = not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN
+            return self._raw.executemany(sql, seq, begin)
         except _beedb.RawError as e:
             raise _translate(e, sql) from e.__cause__
 
@@ -519,14 +521,13 @@ class Cursor:
 
     def execute(self, operation, parameters=()):
         self._reset()
-        result = self.connection._run(operation, parameters)
+        word = _first_word(operation) if isinstance(operation, str) else None
+        result = self.connection._run(operation, parameters, word)
         if result.has_rows:
             self._result = result
-            self._description = tuple(
-                (name, type_name, None, None, precision, scale, None)
-                for name, type_name, precision, scale in result.columns())
+            self._description = result.description
         # A write counts the rows it changed, also when RETURNING makes it a result set.
-        if _first_word(operation) in ("insert", "update", "delete", "merge", "copy"):
+        if word in _COUNTED:
             self._rowcount = result.rows_affected
         return self
 
