@@ -1,7 +1,7 @@
 //! The batch path: a result's columns handed to Python whole, as buffers in Arrow's
-//! memory layout (little-endian values, validity bitmaps, UTF-8 with offsets), which
-//! `beedb/__init__.py` wraps without copying as pyarrow arrays (`pa.Array.from_buffers`)
-//! or NumPy arrays (`numpy.frombuffer`).
+//! memory layout (little-endian values, validity bitmaps, UTF-8 with offsets), handed
+//! over as [`Buffer`]s, which `beedb/__init__.py` wraps without copying as pyarrow
+//! arrays (`pa.Array.from_buffers`) or NumPy arrays (`numpy.frombuffer`).
 //!
 //! The engine's batches arrive as typed column vectors ([`beedb::ColumnSlice`]): each
 //! column of each batch is appended to its [`ColumnBuilder`] in one loop over the
@@ -14,7 +14,56 @@
 use beedb::types::{Decimal, Interval};
 use beedb::{Column, ColumnValues, DataType, ResultBatch, Value};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
+
+/// A column buffer handed to Python without a copy: an object with the buffer
+/// protocol over a Rust `Vec` (read-only), which `numpy.frombuffer` and
+/// `pyarrow.py_buffer` wrap as they would `bytes`.
+#[pyclass(module = "beedb._beedb", frozen)]
+pub struct Buffer {
+    data: Vec<u8>,
+}
+
+#[pymethods]
+impl Buffer {
+    /// # Safety
+    /// Called by Python with a valid `view`. The data never changes or moves while
+    /// the object lives (frozen), and the view holds a reference to the object.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let data = &slf.get().data;
+        // SAFETY: as above; PyBuffer_FillInfo takes its own reference to `slf`.
+        let r = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                data.as_ptr() as *mut std::os::raw::c_void,
+                data.len() as pyo3::ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if r == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// `data` as a [`Buffer`] (its spare capacity given back first).
+fn buffer(py: Python<'_>, mut data: Vec<u8>) -> PyResult<Bound<'_, Buffer>> {
+    data.shrink_to_fit();
+    Bound::new(py, Buffer { data })
+}
 
 /// Days from 1970-01-01 (Arrow's and NumPy's epoch) to 2000-01-01 (BeeDB's).
 const EPOCH_DAYS: i32 = 10_957;
@@ -366,7 +415,8 @@ impl ColumnBuilder {
                 Target::Arrow => {
                     let mut raw = Vec::with_capacity(offsets.len() * 8);
                     extend_le(&mut raw, &offsets);
-                    d.set_item("offsets", PyBytes::new(py, &raw))?;
+                    drop(offsets);
+                    d.set_item("offsets", buffer(py, raw)?)?;
                     ("utf8", data)
                 }
                 Target::Numpy => {
@@ -389,11 +439,11 @@ impl ColumnBuilder {
             },
         };
         d.set_item("kind", kind)?;
-        d.set_item("data", PyBytes::new(py, &data))?;
+        d.set_item("data", buffer(py, data)?)?;
         if self.any_null {
             let valid = pack_bits(self.nulls.iter().map(|&b| b == 0), n);
-            d.set_item("valid", PyBytes::new(py, &valid))?;
-            d.set_item("nulls", PyBytes::new(py, &self.nulls))?;
+            d.set_item("valid", buffer(py, valid)?)?;
+            d.set_item("nulls", buffer(py, self.nulls)?)?;
         } else {
             d.set_item("valid", py.None())?;
             d.set_item("nulls", py.None())?;

@@ -394,8 +394,8 @@ impl RawConnection {
 
 impl RawConnection {
     /// The DB-API `description` of `columns` (None for a statement without rows):
-    /// per column `(name, type name, None, None, precision, scale, None)`; the last
-    /// one is reused when the columns are the same.
+    /// per column `(name, type name, None, None, precision, scale, None)`; one of the
+    /// last [`DESCRIPTIONS_KEPT`] is reused when its columns are the same.
     fn describe(&self, py: Python<'_>, columns: &[Column]) -> PyResult<Option<Py<PyTuple>>> {
         if columns.is_empty() {
             return Ok(None);
