@@ -520,9 +520,36 @@ class Cursor:
         self._rowcount = -1
 
     def execute(self, operation, parameters=()):
-        self._reset()
-        word = _first_word(operation) if isinstance(operation, str) else None
-        result = self.connection._run(operation, parameters, word)
+        # _reset() and the connection's _run() and _check() written out: this is the
+        # per-statement path (a loop running a query per row calls it ~10^5 times).
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        if self._result is not None:
+            result, self._result = self._result, None
+            result.discard()
+        if self._buffer:
+            self._buffer = []
+        self._pos = 0
+        self._description = None
+        self._rowcount = -1
+        conn = self.connection
+        if not isinstance(operation, str):
+            raise ProgrammingError("the SQL must be a str")
+        if conn._thread is not None and conn._thread != _threading.get_ident():
+            conn._check()  # raises
+        raw = conn._raw
+        if raw.is_closed():
+            raise ProgrammingError("Cannot operate on a closed database.")
+        word = _first_word(operation)
+        try:
+            # A change opens a transaction block unless one is open: Rust checks and
+            # runs BEGIN under the statement's lock (one call into Rust).
+            result = raw.execute(operation, parameters,
+                                 not conn.autocommit and word in _IMPLICIT_BEGIN)
+        except _beedb.RawError as e:
+            raise _translate(e, operation) from e.__cause__
+        except UnicodeEncodeError as e:
+            raise DataError(f"invalid byte sequence for encoding \"UTF8\": {e}", "22021") from None
         if result.has_rows:
             self._result = result
             self._description = result.description
@@ -556,7 +583,8 @@ class Cursor:
             raise _translate(e) from None
 
     def fetchone(self):
-        self._require_result()
+        if self._closed or (self._result is None and self._description is None):
+            self._require_result()  # raises
         if self._pos < len(self._buffer):
             row = self._buffer[self._pos]
             self._pos += 1
