@@ -6,7 +6,7 @@
 
 pub use beedb_sql::parser::parse_data_type;
 pub use beedb_sql::{
-    AggregateFunction, AggregateState, Column, Connection, DataType, Database, DatabaseOptions,
+    AggregateFunction, AggregateState, Column, ColumnSlice, ColumnValues, Connection, DataType, Database, DatabaseOptions,
     Error, ErrorKind, FromValue, InterruptHandle, QueryResult, Result, ResultBatch, ResultStream, Row, ScalarFunction,
     Settings, Statement, TransactionStatus, Value, types,
 };

@@ -195,6 +195,10 @@ _IMPLICIT_BEGIN = frozenset(
      "savepoint"))
 
 
+# Statements whose cursor's rowcount is the number of rows they changed.
+_COUNTED = frozenset(("insert", "update", "delete", "merge", "copy"))
+
+
 @_functools.lru_cache(maxsize=512)
 def _first_word(sql):
     i, n = 0, len(sql)
@@ -254,18 +258,18 @@ class Connection:
             raise ProgrammingError(
                 "SQLite-style thread check: this connection was created in another "
                 "thread; connect(..., check_same_thread=False) to share it")
-        if self._raw.is_closed():
+        if self._raw.is_closed():  # an atomic flag: no lock, no GIL release
             raise ProgrammingError("Cannot operate on a closed database.")
 
-    def _run(self, sql, params):
+    def _run(self, sql, params, word=None):
         if not isinstance(sql, str):
             raise ProgrammingError("the SQL must be a str")
         self._check()
         try:
-            if not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN \
-                    and not self._raw.in_transaction():
-                self._raw.execute("BEGIN", ())
-            return self._raw.execute(sql, params)
+            # A change opens a transaction block unless one is open: Rust checks and
+            # runs BEGIN under the statement's lock (one call into Rust).
+            begin = not self.autocommit and (word or _first_word(sql)) in _IMPLICIT_BEGIN
+            return self._raw.execute(sql, params, begin)
         except _beedb.RawError as e:
             raise _translate(e, sql) from e.__cause__
         except UnicodeEncodeError as e:
@@ -276,10 +280,8 @@ class Connection:
             raise ProgrammingError("the SQL must be a str")
         self._check()
         try:
-            if not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN \
-                    and not self._raw.in_transaction():
-                self._raw.execute("BEGIN", ())
-            return self._raw.executemany(sql, seq)
+            begin = not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN
+            return self._raw.executemany(sql, seq, begin)
         except _beedb.RawError as e:
             raise _translate(e, sql) from e.__cause__
 
@@ -418,13 +420,11 @@ def _numpy_column(np, col):
         if raw != dtype:
             arr = arr.astype(dtype)
     elif kind == "decimal128":
-        arr = np.frombuffer(col["float64"], dtype="<f8")
+        # For NumPy, Rust gives numerics as float64.
+        arr = np.frombuffer(col["data"], dtype="<f8")
     elif kind == "utf8":
-        offsets = np.frombuffer(col["offsets"], dtype="<i8")
-        data = col["data"]
         arr = np.empty(n, dtype=object)
-        for i in range(n):
-            arr[i] = data[offsets[i]:offsets[i + 1]].decode("utf-8")
+        arr[:] = col["strings"]
     elif kind == "interval":
         micros = [None if v is None else (v[0] * 30 + v[1]) * 86_400_000_000 + v[2]
                   for v in col["values"]]
@@ -447,13 +447,8 @@ def _arrow_column(pa, col):
                   for v in col["values"]]
         return pa.array(values, type=pa.month_day_nano_interval())
     if kind == "bool":
-        # Arrow packs booleans into bits.
-        data = col["data"]
-        packed = bytearray((n + 7) // 8)
-        for i in range(n):
-            if data[i]:
-                packed[i >> 3] |= 1 << (i & 7)
-        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bytes(packed))])
+        # Bit-packed by Rust, as Arrow lays booleans out.
+        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(col["data"])])
     if kind == "utf8":
         return pa.Array.from_buffers(pa.large_string(), n,
                                      [valid, pa.py_buffer(col["offsets"]), pa.py_buffer(col["data"])])
@@ -525,15 +520,41 @@ class Cursor:
         self._rowcount = -1
 
     def execute(self, operation, parameters=()):
-        self._reset()
-        result = self.connection._run(operation, parameters)
+        # _reset() and the connection's _run() and _check() written out: this is the
+        # per-statement path (a loop running a query per row calls it ~10^5 times).
+        if self._closed:
+            raise ProgrammingError("Cannot operate on a closed cursor.")
+        if self._result is not None:
+            result, self._result = self._result, None
+            result.discard()
+        if self._buffer:
+            self._buffer = []
+        self._pos = 0
+        self._description = None
+        self._rowcount = -1
+        conn = self.connection
+        if not isinstance(operation, str):
+            raise ProgrammingError("the SQL must be a str")
+        if conn._thread is not None and conn._thread != _threading.get_ident():
+            conn._check()  # raises
+        raw = conn._raw
+        if raw.is_closed():
+            raise ProgrammingError("Cannot operate on a closed database.")
+        word = _first_word(operation)
+        try:
+            # A change opens a transaction block unless one is open: Rust checks and
+            # runs BEGIN under the statement's lock (one call into Rust).
+            result = raw.execute(operation, parameters,
+                                 not conn.autocommit and word in _IMPLICIT_BEGIN)
+        except _beedb.RawError as e:
+            raise _translate(e, operation) from e.__cause__
+        except UnicodeEncodeError as e:
+            raise DataError(f"invalid byte sequence for encoding \"UTF8\": {e}", "22021") from None
         if result.has_rows:
             self._result = result
-            self._description = tuple(
-                (name, type_name, None, None, precision, scale, None)
-                for name, type_name, precision, scale in result.columns())
+            self._description = result.description
         # A write counts the rows it changed, also when RETURNING makes it a result set.
-        if _first_word(operation) in ("insert", "update", "delete", "merge", "copy"):
+        if word in _COUNTED:
             self._rowcount = result.rows_affected
         return self
 
@@ -562,7 +583,8 @@ class Cursor:
             raise _translate(e) from None
 
     def fetchone(self):
-        self._require_result()
+        if self._closed or (self._result is None and self._description is None):
+            self._require_result()  # raises
         if self._pos < len(self._buffer):
             row = self._buffer[self._pos]
             self._pos += 1
@@ -597,14 +619,14 @@ class Cursor:
         return rows
 
     # -- the batch path: whole columns, no Python object per value
-    def _take_columns(self):
+    def _take_columns(self, target):
         self._require_result()
         if self._pos < len(self._buffer):
             raise ProgrammingError("fetch rows one at a time or as columns, not both")
         if self._result is None:
             return []
         try:
-            return self._result.take_columns()
+            return self._result.take_columns(target)
         except _beedb.RawError as e:
             raise _translate(e) from None
 
@@ -615,7 +637,7 @@ class Cursor:
         object arrays; a column with NULLs is a numpy.ma masked array."""
         import numpy as np
         out = {}
-        for col in self._take_columns():
+        for col in self._take_columns("numpy"):
             out[col["name"]] = _numpy_column(np, col)
         return out
 
@@ -625,7 +647,7 @@ class Cursor:
         scale, date as date32, timestamp as timestamp[us], text as large_string,
         interval as month_day_nano_interval)."""
         import pyarrow as pa
-        cols = self._take_columns()
+        cols = self._take_columns("arrow")
         arrays = [_arrow_column(pa, c) for c in cols]
         return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
 

@@ -64,6 +64,12 @@ pub fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
+    // A Decimal this module made (a function returning an argument it got) is known.
+    if obj.get_type().is(decimal_class(py)?)
+        && let Some(d) = cached_decimal(obj)
+    {
+        return Ok(Value::Decimal(d));
+    }
     // bool before int: bool is a subclass of int.
     if obj.is_instance_of::<PyBool>() {
         return Ok(Value::Boolean(obj.extract::<bool>()?));
@@ -212,31 +218,81 @@ pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny
 /// Slots of the cache of recently made `decimal.Decimal` objects.
 const DECIMAL_CACHE_SLOTS: usize = 4096;
 
-thread_local! {
-    /// Recently converted numerics, direct-mapped by value: a column such as a
-    /// quantity or a discount repeats few distinct values, and a `Decimal` is
-    /// immutable, so one object can stand for every occurrence. Making one from its
-    /// text costs about a microsecond, more than the rest of a row's conversion.
-    static DECIMALS: std::cell::RefCell<Vec<Option<(i128, u8, Py<PyAny>)>>> =
-        std::cell::RefCell::new((0..DECIMAL_CACHE_SLOTS).map(|_| None).collect());
+/// Recently converted numerics, direct-mapped by value: a column such as a quantity
+/// or a discount repeats few distinct values, and a `Decimal` is immutable, so one
+/// object can stand for every occurrence. Making one from its text costs about a
+/// microsecond, more than the rest of a row's conversion. One cache for the process
+/// (used with the GIL held): a Python function called on a stream's thread and the
+/// cursor reading its results on another share it, so a value a function returned
+/// as it got it (`abs` of a positive number) is not made twice.
+///
+/// `by_object` maps an object the cache holds back to its value (direct-mapped by
+/// address), so such a returned `Decimal` becomes a value again without its text
+/// being made and parsed. An entry is trusted only while `slots` still holds that
+/// object (alive, so its address is not reused).
+struct DecimalCache {
+    slots: Vec<Option<(i128, u8, Py<PyAny>)>>,
+    by_object: Vec<(usize, i128, u8)>,
+}
+
+static DECIMALS: std::sync::Mutex<DecimalCache> =
+    std::sync::Mutex::new(DecimalCache { slots: Vec::new(), by_object: Vec::new() });
+
+fn decimal_slot(unscaled: i128, scale: u8) -> usize {
+    let h = ((unscaled as u64 ^ (unscaled >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize
+        ^ scale as usize;
+    h % DECIMAL_CACHE_SLOTS
+}
+
+fn object_slot(addr: usize) -> usize {
+    ((addr as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % DECIMAL_CACHE_SLOTS
+}
+
+fn decimal_cache() -> std::sync::MutexGuard<'static, DecimalCache> {
+    let mut c = DECIMALS.lock().unwrap_or_else(|p| p.into_inner());
+    if c.slots.is_empty() {
+        c.slots = (0..DECIMAL_CACHE_SLOTS).map(|_| None).collect();
+        c.by_object = vec![(0, 0, 0); DECIMAL_CACHE_SLOTS];
+    }
+    c
 }
 
 fn decimal_to_py<'py>(py: Python<'py>, d: &Decimal) -> PyResult<Bound<'py, PyAny>> {
     let (unscaled, scale) = (d.unscaled(), d.scale());
-    let slot = ((unscaled as u64 ^ (unscaled >> 64) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        >> 52) as usize
-        ^ scale as usize;
-    let slot = slot % DECIMAL_CACHE_SLOTS;
-    let hit = DECIMALS.with(|c| match &c.borrow()[slot] {
-        Some((u, s, obj)) if *u == unscaled && *s == scale => Some(obj.clone_ref(py)),
-        _ => None,
-    });
-    if let Some(obj) = hit {
-        return Ok(obj.into_bound(py));
+    let slot = decimal_slot(unscaled, scale);
+    if let Some((u, s, obj)) = &decimal_cache().slots[slot]
+        && *u == unscaled
+        && *s == scale
+    {
+        return Ok(obj.clone_ref(py).into_bound(py));
     }
+    // Made without the cache's lock held (a collection it sets off may run Python
+    // code that converts a value too).
     let obj = decimal_class(py)?.call1((d.to_string(),))?;
-    DECIMALS.with(|c| c.borrow_mut()[slot] = Some((unscaled, scale, obj.clone().unbind())));
+    let addr = obj.as_ptr() as usize;
+    let old = {
+        let mut c = decimal_cache();
+        c.by_object[object_slot(addr)] = (addr, unscaled, scale);
+        c.slots[slot].replace((unscaled, scale, obj.clone().unbind()))
+    };
+    drop(old); // its decref may free an object: outside the lock
     Ok(obj)
+}
+
+/// The value of a `Decimal` that the cache made, if `obj` is one it still holds.
+fn cached_decimal(obj: &Bound<'_, PyAny>) -> Option<Decimal> {
+    let addr = obj.as_ptr() as usize;
+    let c = decimal_cache();
+    let (a, unscaled, scale) = c.by_object[object_slot(addr)];
+    if a != addr {
+        return None;
+    }
+    match &c.slots[decimal_slot(unscaled, scale)] {
+        Some((u, s, held)) if *u == unscaled && *s == scale && held.as_ptr() as usize == addr => {
+            Decimal::new(unscaled, scale).ok()
+        }
+        _ => None,
+    }
 }
 
 /// Python's dates stop at year 9999; BeeDB's go to 294276.
@@ -250,4 +306,42 @@ fn python_year(y: i64) -> PyResult<i32> {
             format!("year {y} is out of range for Python's datetime (1 to 9999)"),
         ))
     }
+}
+
+/// Row `k` of a batch's column (typed slices, see [`beedb::ColumnSlice`]) as a Python
+/// object, without making a [`Value`] for the common types: integers, floats,
+/// booleans, text (no `String` copy) and `Dec64` decimals; the others go through
+/// [`value_to_py`].
+pub fn slice_value_to_py<'py>(
+    py: Python<'py>,
+    ty: &beedb::DataType,
+    s: &beedb::ColumnSlice<'_>,
+    k: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    use beedb::{ColumnValues as V, DataType as T};
+    if s.nulls.is_some_and(|n| n[k]) {
+        return Ok(py.None().into_bound(py));
+    }
+    Ok(match (s.values, ty) {
+        (V::Bool(v), _) => PyBool::new(py, v[k]).to_owned().into_any(),
+        (V::I16(v), _) => v[k].into_pyobject(py)?.into_any(),
+        (V::I32(v), T::Date) => value_to_py(py, &Value::Date(Date(v[k])))?,
+        (V::I32(v), _) => v[k].into_pyobject(py)?.into_any(),
+        (V::I64(v), T::Timestamp) => value_to_py(py, &Value::Timestamp(Timestamp(v[k])))?,
+        (V::I64(v), _) => v[k].into_pyobject(py)?.into_any(),
+        (V::F32(v), _) => (v[k] as f64).into_pyobject(py)?.into_any(),
+        (V::F64(v), _) => v[k].into_pyobject(py)?.into_any(),
+        (V::Dec64 { scale, values }, _) => decimal_to_py(py, &Decimal::from_scaled_i64(values[k], scale))?,
+        (V::Dec(v), _) => decimal_to_py(py, &v[k])?,
+        (V::Interval(v), _) => value_to_py(py, &Value::Interval(v[k]))?,
+        (V::Str { offsets, bytes }, _) => {
+            let b = &bytes[offsets[k] as usize..offsets[k + 1] as usize];
+            // The engine's strings are UTF-8 and cut at char boundaries (a `StrVec`
+            // holds a `String`); checked all the same, as it costs little.
+            match std::str::from_utf8(b) {
+                Ok(text) => PyString::new(py, text).into_any(),
+                Err(e) => return Err(boundary_error("InternalError", "XX000", e.to_string())),
+            }
+        }
+    })
 }

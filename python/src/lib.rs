@@ -19,7 +19,7 @@ mod udf;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use beedb::{Column, Database, Value};
@@ -59,6 +59,13 @@ pub(crate) fn boundary_error(class: &str, sqlstate: &str, message: String) -> Py
 #[pyclass(module = "beedb._beedb", frozen)]
 struct RawConnection {
     session: Arc<Mutex<Option<beedb::Connection>>>,
+    /// Set by `close()`: whether the session is gone, read without the lock (every
+    /// statement checks it).
+    closed: AtomicBool,
+    /// The last few results' columns and their DB-API `description`s (most recent
+    /// first), reused while statements return the same columns (queries run again
+    /// and again, as a loop running two lookups per row).
+    described: Mutex<Vec<(Vec<Column>, Py<PyTuple>)>>,
     /// The key of this connection's database in [`OPEN`] (`None`: in memory).
     file: Option<PathBuf>,
     /// Stops the running statement; taken at connect so `interrupt()` needs no lock
@@ -73,6 +80,9 @@ struct RawConnection {
     /// the exception that failed its last statement.
     owner: udf::Owner,
 }
+
+/// Descriptions a connection keeps for reuse ([`RawConnection::describe`]).
+const DESCRIPTIONS_KEPT: usize = 8;
 
 /// A number naming the current thread (never 0).
 fn thread_token() -> u64 {
@@ -185,6 +195,8 @@ impl RawConnection {
         Ok(RawConnection {
             interrupt: conn.interrupt_handle(),
             session: Arc::new(Mutex::new(Some(conn))),
+            closed: AtomicBool::new(false),
+            described: Mutex::new(Vec::new()),
             file,
             running_on: Arc::new(AtomicU64::new(0)),
             owner: udf::Owner {
@@ -261,19 +273,24 @@ impl RawConnection {
     }
 
     /// Starts one statement with positional parameters; returns its result, a query's
-    /// streaming from the executor as the cursor fetches.
-    fn execute(&self, py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<RawResult> {
+    /// streaming from the executor as the cursor fetches. `begin`: open a transaction
+    /// block first unless one is open (the DB-API's implicit BEGIN before a change),
+    /// under the same lock.
+    #[pyo3(signature = (sql, params, begin=false))]
+    fn execute(&self, py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>, begin: bool) -> PyResult<RawResult> {
         self.check_reentry()?;
         let values = convert::params_to_values(params)?;
-        let sql = sql.to_string();
-        let session = self.session.clone();
-        let running_on = self.running_on.clone();
+        let session = &self.session;
+        let running_on = &self.running_on;
         self.owner.clear_exception();
-        let result = py.detach(move || -> PyResult<(beedb::ResultStream, Option<beedb::ResultBatch>)> {
-            let mut guard = lock(&session)?;
+        let result = py.detach(|| -> PyResult<(beedb::ResultStream, Option<beedb::ResultBatch>)> {
+            let mut guard = lock(session)?;
             let conn = guard.as_mut().ok_or_else(closed)?;
-            let _running = Running::start(&running_on);
-            let mut stream = conn.query_stream(&sql, &values).map_err(engine_error)?;
+            let _running = Running::start(running_on);
+            if begin && !conn.in_transaction() {
+                conn.execute("BEGIN", &[]).map_err(engine_error)?;
+            }
+            let mut stream = conn.query_stream(sql, &values).map_err(engine_error)?;
             // The first batch before execute returns, as sqlite3 steps to the first
             // row: an error in it is raised by execute.
             let first = match stream.has_rows() {
@@ -283,21 +300,25 @@ impl RawConnection {
             Ok((stream, first))
         });
         let (stream, first) = with_cause(py, &self.owner, result)?;
-        let mut result = RawResult::new(stream, self.owner.clone());
+        let description = self.describe(py, stream.columns())?;
+        let mut result = RawResult::new(stream, self.owner.clone(), description);
         result.current = first.map(|b| (b, 0));
         Ok(result)
     }
 
     /// Prepares `sql` once and runs it for each parameter sequence of `seq` (any
     /// iterable, consumed lazily); returns the total of rows affected.
-    fn executemany(&self, py: Python<'_>, sql: &str, seq: &Bound<'_, PyAny>) -> PyResult<u64> {
+    #[pyo3(signature = (sql, seq, begin=false))]
+    fn executemany(&self, py: Python<'_>, sql: &str, seq: &Bound<'_, PyAny>, begin: bool) -> PyResult<u64> {
         self.check_reentry()?;
         let session = self.session.clone();
-        let owned_sql = sql.to_string();
         let stmt = py.detach(|| -> PyResult<beedb::Statement> {
             let mut guard = lock(&session)?;
             let conn = guard.as_mut().ok_or_else(closed)?;
-            conn.prepare(&owned_sql).map_err(engine_error)
+            if begin && !conn.in_transaction() {
+                conn.execute("BEGIN", &[]).map_err(engine_error)?;
+            }
+            conn.prepare(sql).map_err(engine_error)
         })?;
         let mut total = 0u64;
         for params in seq.try_iter()? {
@@ -341,11 +362,8 @@ impl RawConnection {
         })
     }
 
-    fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.called_back() {
-            return Ok(false);
-        }
-        py.detach(|| Ok(lock(&self.session)?.is_none()))
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Ends the session (an open transaction is rolled back, as PEP 249 asks).
@@ -353,9 +371,11 @@ impl RawConnection {
         self.check_reentry()?;
         let session = self.session.clone();
         let file = self.file.clone();
+        let closed = &self.closed;
         py.detach(move || -> PyResult<()> {
             let mut guard = lock(&session)?;
             if let Some(mut conn) = guard.take() {
+                closed.store(true, Ordering::SeqCst);
                 let rolled_back = if conn.in_transaction() {
                     conn.execute("ROLLBACK", &[]).map(|_| ()).map_err(engine_error)
                 } else {
@@ -373,6 +393,52 @@ impl RawConnection {
 }
 
 impl RawConnection {
+    /// The DB-API `description` of `columns` (None for a statement without rows):
+    /// per column `(name, type name, None, None, precision, scale, None)`; one of the
+    /// last [`DESCRIPTIONS_KEPT`] is reused when its columns are the same.
+    fn describe(&self, py: Python<'_>, columns: &[Column]) -> PyResult<Option<Py<PyTuple>>> {
+        if columns.is_empty() {
+            return Ok(None);
+        }
+        // The lock is not held while Python objects are made (a collection they
+        // set off may run a finalizer that uses this connection).
+        if let Some((_, d)) = self
+            .described
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(cols, _)| cols.as_slice() == columns)
+        {
+            return Ok(Some(d.clone_ref(py)));
+        }
+        let items = columns
+            .iter()
+            .map(|c| {
+                let (precision, scale) = match c.data_type {
+                    beedb::DataType::Decimal { precision: Some(p), scale } => (Some(p), Some(scale)),
+                    _ => (None, None),
+                };
+                PyTuple::new(
+                    py,
+                    [
+                        c.name.as_str().into_pyobject(py)?.into_any(),
+                        c.data_type.to_string().into_pyobject(py)?.into_any(),
+                        py.None().into_bound(py),
+                        py.None().into_bound(py),
+                        precision.into_pyobject(py)?.into_any(),
+                        scale.into_pyobject(py)?.into_any(),
+                        py.None().into_bound(py),
+                    ],
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let d = PyTuple::new(py, items)?.unbind();
+        let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
+        described.truncate(DESCRIPTIONS_KEPT - 1);
+        described.insert(0, (columns.to_vec(), d.clone_ref(py)));
+        Ok(Some(d))
+    }
+
     /// Whether this thread is inside a function that one of this connection's
     /// statements called: on the thread that started the statement, or on its
     /// stream's thread (where the session's lock may be held by a statement waiting
@@ -406,11 +472,13 @@ struct RawResult {
     /// The batch being converted, and its next row.
     current: Option<(beedb::ResultBatch, usize)>,
     owner: udf::Owner,
+    /// The DB-API `description` (None without columns).
+    description: Option<Py<PyTuple>>,
 }
 
 impl RawResult {
-    fn new(stream: beedb::ResultStream, owner: udf::Owner) -> RawResult {
-        RawResult { columns: stream.columns().to_vec(), stream: Some(stream), current: None, owner }
+    fn new(stream: beedb::ResultStream, owner: udf::Owner, description: Option<Py<PyTuple>>) -> RawResult {
+        RawResult { columns: stream.columns().to_vec(), stream: Some(stream), current: None, owner, description }
     }
 
     /// Makes a next batch current (waiting for it with the GIL released); `false` at
@@ -439,9 +507,9 @@ impl RawResult {
             if let Some((batch, at)) = &mut self.current
                 && *at < batch.len()
             {
-                let row = batch.row(*at);
+                let k = *at;
                 *at += 1;
-                return row_to_tuple(py, row.values()).map(Some);
+                return batch_row_to_tuple(py, &self.columns, batch, k).map(Some);
             }
             if !self.advance(py)? {
                 return Ok(None);
@@ -493,6 +561,13 @@ impl RawResult {
         PyList::new(py, items)
     }
 
+    /// The DB-API `description`: per column `(name, type name, None, None,
+    /// precision, scale, None)`; None for a statement that returns no rows.
+    #[getter]
+    fn description<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyTuple>> {
+        self.description.as_ref().map(|d| d.bind(py).clone())
+    }
+
     /// The command tag (`INSERT 0 5`); a query's once all its rows were fetched, else
     /// None.
     #[getter]
@@ -521,8 +596,17 @@ impl RawResult {
                 && *at < batch.len()
             {
                 let end = batch.len().min(*at + left);
-                for k in *at..end {
-                    list.append(row_to_tuple(py, batch.row(k).values())?)?;
+                match batch.column_slices() {
+                    Some(slices) if slices.len() == self.columns.len() => {
+                        for k in *at..end {
+                            list.append(slices_to_tuple(py, &self.columns, &slices, k)?)?;
+                        }
+                    }
+                    _ => {
+                        for k in *at..end {
+                            list.append(row_to_tuple(py, batch.row(k).values())?)?;
+                        }
+                    }
                 }
                 left -= end - *at;
                 *at = end;
@@ -566,25 +650,35 @@ impl RawResult {
         })
     }
 
-    /// The rows not fetched yet, column by column (see `batch::column`); the result
-    /// is then exhausted.
-    fn take_columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut rows: Vec<beedb::Row> = Vec::new();
-        if let Some((batch, at)) = self.current.take() {
-            rows.extend(batch.into_rows().into_iter().skip(at));
-        }
-        if let Some(stream) = self.stream.as_mut() {
-            let rest = py.detach(|| -> beedb::Result<()> {
-                while let Some(batch) = stream.next_batch()? {
-                    rows.extend(batch.into_rows());
+    /// The rows not fetched yet, column by column, for `target` (`"numpy"` or
+    /// `"arrow"`; see `batch::ColumnBuilder::finish`); the result is then exhausted.
+    /// The engine's batches are copied into the columns as they arrive, with the GIL
+    /// released.
+    fn take_columns<'py>(&mut self, py: Python<'py>, target: &str) -> PyResult<Bound<'py, PyList>> {
+        let target = match target {
+            "numpy" => batch::Target::Numpy,
+            _ => batch::Target::Arrow,
+        };
+        let mut builders: Vec<batch::ColumnBuilder> =
+            self.columns.iter().map(|c| batch::ColumnBuilder::new(c, target)).collect();
+        let current = self.current.take();
+        let stream = self.stream.as_mut();
+        let filled = py.detach(|| -> PyResult<()> {
+            let conversion = |(state, message): batch::ConvError| boundary_error("DataError", state, message);
+            if let Some((mut batch, at)) = current {
+                batch::append(&mut builders, &mut batch, at).map_err(conversion)?;
+            }
+            if let Some(stream) = stream {
+                while let Some(mut batch) = stream.next_batch().map_err(engine_error)? {
+                    batch::append(&mut builders, &mut batch, 0).map_err(conversion)?;
                 }
-                Ok(())
-            });
-            with_cause(py, &self.owner, rest.map_err(engine_error))?;
-        }
+            }
+            Ok(())
+        });
+        with_cause(py, &self.owner, filled)?;
         let out = PyList::empty(py);
-        for (c, col) in self.columns.iter().enumerate() {
-            out.append(batch::column(py, col, c, &rows)?)?;
+        for b in builders {
+            out.append(b.finish(py, target)?)?;
         }
         Ok(out)
     }
@@ -617,6 +711,35 @@ fn with_cause<T>(py: Python<'_>, owner: &udf::Owner, r: PyResult<T>) -> PyResult
         }
         e
     })
+}
+
+/// Row `k` of a batch as a tuple: from the column vectors when the batch has them.
+fn batch_row_to_tuple<'py>(
+    py: Python<'py>,
+    columns: &[Column],
+    batch: &mut beedb::ResultBatch,
+    k: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if let Some(slices) = batch.column_slices()
+        && slices.len() == columns.len()
+    {
+        return slices_to_tuple(py, columns, &slices, k);
+    }
+    row_to_tuple(py, batch.row(k).values())
+}
+
+fn slices_to_tuple<'py>(
+    py: Python<'py>,
+    columns: &[Column],
+    slices: &[beedb::ColumnSlice<'_>],
+    k: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let items = columns
+        .iter()
+        .zip(slices)
+        .map(|(c, s)| convert::slice_value_to_py(py, &c.data_type, s, k))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
 }
 
 fn row_to_tuple<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyTuple>> {

@@ -222,3 +222,21 @@ def test_iteration_errors_are_dbapi_errors():
         for _ in cur:
             pass
     c.close()
+
+
+def test_decimals_returned_as_received_keep_their_values():
+    """A function that returns the Decimal it got (the module maps Decimals it made
+    back to their values without reparsing them) and one that makes new ones, over
+    more distinct values than the module's Decimal cache holds: every value exact."""
+    c = beedb.connect(":memory:")
+    c.create_function("same", 1, lambda x: x)
+    c.create_function("neg", 1, lambda x: -x)
+    sql = ("SELECT CAST(g AS NUMERIC(12,3)) / 7 AS n, same(CAST(CAST(g AS NUMERIC) / 7 AS NUMERIC(12,3))), "
+           "neg(CAST(CAST(g AS NUMERIC) / 7 AS NUMERIC(12,3))) FROM generate_series(1, 30000) AS t(g)")
+    for n, a, b in c.execute(sql):
+        assert isinstance(a, decimal.Decimal) and a == round(n, 3) and b == -a, (n, a, b)
+    # Decimals made by Python (not by the module) as parameters.
+    got = [c.execute("SELECT same(CAST($1 AS NUMERIC(12,3)))", [decimal.Decimal(i) / 8]).fetchone()[0]
+           for i in range(2000)]
+    assert got == [round(decimal.Decimal(i) / 8, 3) for i in range(2000)]
+    c.close()

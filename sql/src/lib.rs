@@ -33,7 +33,7 @@ pub use engine::copy::MAX_COPY_LINE_BYTES;
 pub use error::{Error, ErrorKind, Result};
 pub use expr::udf::{AggregateFunction, AggregateState, ScalarFunction};
 pub use session::{
-    Column, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, ResultBatch,
+    Column, ColumnSlice, ColumnValues, Connection, Database, DatabaseOptions, FromValue, InterruptHandle, QueryResult, ResultBatch,
     ResultStream, Row,
     STATEMENT_CACHE_SIZE, STATEMENT_CACHE_TEXT_BYTES_MAX, Settings, Statement, TransactionStatus,
 };

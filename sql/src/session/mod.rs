@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 
 pub use result::{Column, FromValue, QueryResult, Row};
 pub use settings::{SETTING_NAMES, SettingTargets, Settings};
-pub use stream::{ResultBatch, ResultStream};
+pub use stream::{ColumnSlice, ColumnValues, ResultBatch, ResultStream};
 
 pub use crate::exec::InterruptHandle;
 

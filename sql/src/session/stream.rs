@@ -8,8 +8,41 @@ use super::result::{Column, QueryResult, Row};
 use crate::engine::stream::StreamLink;
 use crate::error::Result;
 use crate::exec::InterruptHandle;
-use crate::types::Value;
-use crate::vector::Batch;
+use crate::types::{Decimal, Interval, Value};
+use crate::vector::{Batch, Data};
+
+/// One column of a [`ResultBatch`] as typed slices ([`ResultBatch::column_slices`]):
+/// what a columnar consumer (the Python module's batch path) copies whole, without a
+/// [`Value`] per cell. Every slice has [`ResultBatch::len`] elements (`Str`:
+/// `len + 1` offsets); a NULL row holds a default value.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnSlice<'a> {
+    pub values: ColumnValues<'a>,
+    /// `nulls[k]` is true when row `k` is NULL; `None` when no row is.
+    pub nulls: Option<&'a [bool]>,
+}
+
+/// A column's values by physical type (see `vector/mod.rs` for which SQL type uses
+/// which).
+#[derive(Debug, Clone, Copy)]
+pub enum ColumnValues<'a> {
+    Bool(&'a [bool]),
+    I16(&'a [i16]),
+    /// `integer`; `date` as days since 2000-01-01.
+    I32(&'a [i32]),
+    /// `bigint`; `timestamp` as microseconds since 2000-01-01.
+    I64(&'a [i64]),
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    /// `numeric` values as `value × 10^scale`, one scale for the whole slice.
+    Dec64 { scale: u8, values: &'a [i64] },
+    /// `numeric` values each with its own scale.
+    Dec(&'a [Decimal]),
+    Interval(&'a [Interval]),
+    /// Text: string `k` is `bytes[offsets[k]..offsets[k + 1]]` (UTF-8); the offsets
+    /// need not start at 0.
+    Str { offsets: &'a [u32], bytes: &'a [u8] },
+}
 
 /// Up to [`crate::vector::BATCH_SIZE`] rows of a result, as the executor produced
 /// them (column vectors) or as a finished statement returned them (rows).
@@ -51,6 +84,42 @@ impl ResultBatch {
             BatchRows::Columns(b) => b.columns[column].value(b.position(k)),
             BatchRows::Rows(r) => r[k].0[column].clone(),
         }
+    }
+
+    /// The columns as typed slices, when the batch holds the executor's column
+    /// vectors (a query's batch not read into by `next_row`); `None` when it holds
+    /// rows (a finished statement's, or the rest of a partly read batch). A batch
+    /// whose rows a filter selected is compacted first (once).
+    pub fn column_slices(&mut self) -> Option<Vec<ColumnSlice<'_>>> {
+        let BatchRows::Columns(b) = &mut self.rows else {
+            return None;
+        };
+        if b.sel.is_some() {
+            *b = std::mem::replace(b, Batch::empty_rows(0)).compact();
+        }
+        let slices = b
+            .columns
+            .iter()
+            .map(|c| ColumnSlice {
+                values: match &c.data {
+                    Data::Bool(v) => ColumnValues::Bool(v),
+                    Data::I16(v) => ColumnValues::I16(v),
+                    Data::I32(v) => ColumnValues::I32(v),
+                    Data::I64(v) => ColumnValues::I64(v),
+                    Data::F32(v) => ColumnValues::F32(v),
+                    Data::F64(v) => ColumnValues::F64(v),
+                    Data::Dec64(v) => ColumnValues::Dec64 { scale: v.scale, values: &v.values },
+                    Data::Dec(v) => ColumnValues::Dec(v),
+                    Data::Interval(v) => ColumnValues::Interval(v),
+                    Data::Str(v) => {
+                        let (offsets, bytes) = v.raw_parts();
+                        ColumnValues::Str { offsets, bytes }
+                    }
+                },
+                nulls: c.nulls.as_deref(),
+            })
+            .collect();
+        Some(slices)
     }
 
     /// The rows, in order.

@@ -94,6 +94,12 @@ impl StrVec {
             .extend(other.offsets[1..].iter().map(|&o| o + base));
     }
 
+    /// The buffers as they are: string `i` is `bytes[offsets[i]..offsets[i + 1]]`
+    /// (`offsets` has `len() + 1` entries; `bytes` is UTF-8).
+    pub fn raw_parts(&self) -> (&[u32], &[u8]) {
+        (&self.offsets, self.buf.as_bytes())
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         (0..self.len()).map(|i| self.get(i))
     }
