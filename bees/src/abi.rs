@@ -200,3 +200,39 @@ const _: () = {
     assert!(std::mem::offset_of!(FormArgs, ends) == FORM_OFF_ENDS as usize);
     assert!(std::mem::offset_of!(FormArgs, max_tuple) == FORM_OFF_MAX_TUPLE as usize);
 };
+
+/// One sort key column handed to a sort bee: `n` slots in the output slot format of
+/// its kind (table above; a `Bytes` slot is a [`ByteRef`], which may be null for a
+/// NULL row) and one NULL byte per row (1 = NULL), or a null `nulls` when no row is
+/// NULL.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SortColumn {
+    pub data: *const u8,
+    pub nulls: *const u8,
+}
+
+/// The arguments of one sort-bee call: encode the normalized keys
+/// ([`crate::spec::SortSpec`]) of rows `0..n` of `cols` (one per part) into
+/// `keys`, `stride` bytes per row (`n × stride` bytes, written whole).
+#[repr(C)]
+#[derive(Debug)]
+pub struct SortArgs {
+    pub cols: *const SortColumn,
+    pub n: u64,
+    pub keys: *mut u8,
+    pub stride: u64,
+}
+
+pub const SORT_OFF_COLS: i32 = 0;
+pub const SORT_OFF_N: i32 = 8;
+pub const SORT_OFF_KEYS: i32 = 16;
+pub const SORT_OFF_STRIDE: i32 = 24;
+
+const _: () = {
+    assert!(std::mem::offset_of!(SortArgs, cols) == SORT_OFF_COLS as usize);
+    assert!(std::mem::offset_of!(SortArgs, n) == SORT_OFF_N as usize);
+    assert!(std::mem::offset_of!(SortArgs, keys) == SORT_OFF_KEYS as usize);
+    assert!(std::mem::offset_of!(SortArgs, stride) == SORT_OFF_STRIDE as usize);
+    assert!(size_of::<SortColumn>() == 16);
+};

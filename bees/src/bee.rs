@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::abi::{ByteRef, ColumnOut, FormArgs, Progress, RunArgs};
+use crate::abi::{ByteRef, ColumnOut, FormArgs, Progress, RunArgs, SortArgs, SortColumn};
 use crate::cache::BeeOwner;
 use crate::compiled::{self, CompiledCode, FormFn, Jit, ScanFn};
 use crate::instantiated;
-use crate::spec::{RelationSpec, ScanSpec};
+use crate::spec::{RelationSpec, ScanSpec, SortSpec, ValueKind};
 
 /// Which maker made a bee.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +38,8 @@ pub enum BeeKind {
     Form,
     /// Query bee: predicate and projection fused with deforming (the paper's EVP, fused).
     Scan,
+    /// Query bee: a sort's keys → normalized keys ordered by memcmp.
+    Sort,
 }
 
 impl fmt::Display for BeeKind {
@@ -46,6 +48,7 @@ impl fmt::Display for BeeKind {
             BeeKind::Deform => "deform",
             BeeKind::Form => "form",
             BeeKind::Scan => "scan",
+            BeeKind::Sort => "sort",
         })
     }
 }
@@ -283,5 +286,157 @@ impl fmt::Debug for ScanBee {
 impl fmt::Debug for FormBee {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FormBee(#{} {})", self.info.id, self.info.maker)
+    }
+}
+
+/// One sort key column's slots, as [`SortBee::encode`] takes them.
+#[derive(Clone, Copy, Debug)]
+pub enum SortData<'a> {
+    /// `Bool`.
+    Bool(&'a [bool]),
+    /// `Int(2)`, `Int(4)`, `Int(8)`.
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    /// `Float(4)`, `Float(8)`.
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    /// `Decimal`: unscaled, one scale for the column.
+    I128(&'a [i128]),
+    /// `Interval`: months i32, days i32, micros i64, little-endian.
+    Interval(&'a [[u8; 16]]),
+    /// `Bytes`: one reference per row (any for a NULL row).
+    Bytes(&'a [ByteRef]),
+}
+
+/// One sort key column: its slots and, when some row is NULL, a flag per row.
+#[derive(Clone, Copy, Debug)]
+pub struct SortInput<'a> {
+    pub data: SortData<'a>,
+    pub nulls: Option<&'a [bool]>,
+}
+
+impl SortInput<'_> {
+    /// The column as the ABI passes it, after checking it has `n` rows of `kind`.
+    fn column(&self, kind: ValueKind, n: usize) -> Result<SortColumn, String> {
+        let (ok, len, data) = match (self.data, kind) {
+            (SortData::Bool(d), ValueKind::Bool) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::I16(d), ValueKind::Int(2)) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::I32(d), ValueKind::Int(4)) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::I64(d), ValueKind::Int(8)) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::F32(d), ValueKind::Float(4)) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::F64(d), ValueKind::Float(8)) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::I128(d), ValueKind::Decimal) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::Interval(d), ValueKind::Interval) => (true, d.len(), d.as_ptr() as *const u8),
+            (SortData::Bytes(d), ValueKind::Bytes) => (true, d.len(), d.as_ptr() as *const u8),
+            _ => (false, 0, std::ptr::null()),
+        };
+        if !ok {
+            return Err(format!("a {:?} column for a {kind:?} sort key", self.data));
+        }
+        if len < n || self.nulls.is_some_and(|m| m.len() < n) {
+            return Err(format!("a sort key column of {len} rows for {n} rows"));
+        }
+        let nulls = self.nulls.map_or(std::ptr::null(), |m| m.as_ptr() as *const u8);
+        Ok(SortColumn { data, nulls })
+    }
+}
+
+enum SortRoutine {
+    Compiled(#[allow(dead_code)] Box<CompiledCode>, compiled::SortFn),
+    Instantiated(instantiated::Sort),
+}
+
+/// A sort bee: encodes rows' sort keys into normalized keys
+/// ([`crate::spec::SortSpec`]), which [`SortBee::order`] sorts.
+pub struct SortBee {
+    spec: SortSpec,
+    routine: SortRoutine,
+    info: Arc<BeeInfo>,
+}
+
+impl SortBee {
+    /// Makes a bee for `spec` with `maker` (`jit` is needed for [`Maker::Compiled`]).
+    pub fn make(spec: SortSpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<SortBee, String> {
+        spec.check()?;
+        let start = Instant::now();
+        let (routine, code_bytes) = match maker {
+            Maker::Compiled => {
+                let jit = jit.ok_or("the compiled maker is not available")?;
+                let (code, f) = compiled::compile_sort(jit, &spec)?;
+                let bytes = code.code_bytes;
+                (SortRoutine::Compiled(Box::new(code), f), bytes)
+            }
+            Maker::Instantiated => (SortRoutine::Instantiated(instantiated::Sort::new(&spec)), 0),
+        };
+        let info = BeeInfo::made(BeeKind::Sort, owner, maker, code_bytes, start, reason);
+        Ok(SortBee { spec, routine, info })
+    }
+
+    pub fn spec(&self) -> &SortSpec {
+        &self.spec
+    }
+
+    pub fn info(&self) -> &Arc<BeeInfo> {
+        &self.info
+    }
+
+    pub fn maker(&self) -> Maker {
+        self.info.maker
+    }
+
+    /// Calls the routine.
+    ///
+    /// # Safety
+    /// `args` must satisfy the [`SortArgs`] contract for this bee's spec.
+    #[inline]
+    pub unsafe fn call(&self, args: &SortArgs) {
+        self.info.count(args.n);
+        // SAFETY: forwarded contract.
+        unsafe {
+            match &self.routine {
+                SortRoutine::Compiled(_, f) => {
+                    f(args);
+                }
+                SortRoutine::Instantiated(s) => s.run(args),
+            }
+        }
+    }
+
+    /// The normalized keys of rows `0..n` of `cols` (one per part), `stride()` bytes
+    /// each.
+    ///
+    /// # Safety
+    /// Every [`ByteRef`] of a `Bytes` column's non-NULL rows must be readable.
+    pub unsafe fn encode(&self, cols: &[SortInput<'_>], n: usize) -> Result<Vec<u8>, String> {
+        if cols.len() != self.spec.parts.len() {
+            return Err(format!("{} sort key columns for {} keys", cols.len(), self.spec.parts.len()));
+        }
+        let cols = cols.iter().zip(&self.spec.parts).map(|(c, p)| c.column(p.kind, n)).collect::<Result<Vec<_>, _>>()?;
+        let stride = self.spec.stride();
+        let mut keys = vec![0u8; n * stride];
+        let args = SortArgs { cols: cols.as_ptr(), n: n as u64, keys: keys.as_mut_ptr(), stride: stride as u64 };
+        // SAFETY: the columns were checked for kind and length; ByteRefs per the contract.
+        unsafe { self.call(&args) };
+        Ok(keys)
+    }
+
+    /// Bytes per row of [`SortBee::encode`]'s output.
+    pub fn stride(&self) -> usize {
+        self.spec.stride()
+    }
+
+    /// The permutation that sorts `n` rows of `keys` (from [`SortBee::encode`]): by
+    /// key, rows with equal keys needing it by `tie` (row indices; the full
+    /// comparison of their keys), then by index — the order of a stable sort.
+    pub fn order(&self, keys: &[u8], n: usize, tie: impl FnMut(u32, u32) -> std::cmp::Ordering) -> Vec<u32> {
+        let flag = self.spec.has_ties().then(|| self.spec.key_width() - 1);
+        crate::order::order(keys, n, self.spec.stride(), flag, tie)
+    }
+}
+
+impl fmt::Debug for SortBee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SortBee(#{} {})", self.info.id, self.info.maker)
     }
 }

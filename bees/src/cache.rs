@@ -22,10 +22,10 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
-use crate::bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee};
+use crate::bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee};
 use crate::compiled::Jit;
 use crate::policy::{DEFAULT_COMPILE_NS, MakerChoice, Policy};
-use crate::spec::{RelationSpec, ScanSpec};
+use crate::spec::{RelationSpec, ScanSpec, SortSpec};
 
 /// Default bound on live machine code (bytes).
 pub const DEFAULT_CODE_LIMIT: usize = 64 << 20;
@@ -37,9 +37,9 @@ pub const QUERY_LRU_ENTRIES: usize = 256;
 pub enum BeeOwner {
     /// A relation's deform or form bee.
     Relation { id: u64, name: String },
-    /// A prepared statement's scan bee.
+    /// A prepared statement's scan or sort bee.
     Statement(u64),
-    /// A one-off query's scan bee (kept in the LRU).
+    /// A one-off query's scan or sort bee (kept in the LRU).
     Query,
 }
 
@@ -74,8 +74,24 @@ pub struct RelationBees {
     pub form: Arc<FormBee>,
 }
 
+/// A query bee in the LRU.
+#[derive(Clone)]
+enum QueryBee {
+    Scan(Arc<ScanBee>),
+    Sort(Arc<SortBee>),
+}
+
+impl QueryBee {
+    fn info(&self) -> &Arc<BeeInfo> {
+        match self {
+            QueryBee::Scan(b) => b.info(),
+            QueryBee::Sort(b) => b.info(),
+        }
+    }
+}
+
 struct QueryEntry {
-    bee: Arc<ScanBee>,
+    bee: QueryBee,
     last_use: u64,
 }
 
@@ -334,32 +350,76 @@ impl BeeCache {
             q.tick += 1;
             let tick = q.tick;
             if let Some(e) = q.map.get_mut(&key)
-                && !self.outgrown(&e.bee, expected_tuples, choice)
+                && let QueryBee::Scan(b) = &e.bee
+                && !self.outgrown(b, expected_tuples, choice)
             {
                 e.last_use = tick;
-                return Ok(e.bee.clone());
+                return Ok(b.clone());
             }
         }
         let (maker, why) = self.decide(&policy, BeeKind::Scan, expected_tuples, outputs, nodes);
         let bee = Arc::new(self.make_scan(spec, maker, why, owner.clone())?);
         self.register(bee.info());
         if owner == BeeOwner::Query {
-            let mut q = self.queries.lock();
-            if q.map.len() >= QUERY_LRU_ENTRIES
-                && let Some(k) = q.map.iter().min_by_key(|(_, e)| e.last_use).map(|(k, _)| k.clone())
-            {
-                q.map.remove(&k);
-            }
-            let tick = q.tick;
-            q.map.insert(
-                key,
-                QueryEntry {
-                    bee: bee.clone(),
-                    last_use: tick,
-                },
-            );
+            self.remember(key, QueryBee::Scan(bee.clone()));
         }
         Ok(bee)
+    }
+
+    /// Puts a one-off query's bee in the LRU (evicting the least recently used).
+    fn remember(&self, key: String, bee: QueryBee) {
+        let mut q = self.queries.lock();
+        if q.map.len() >= QUERY_LRU_ENTRIES
+            && let Some(k) = q.map.iter().min_by_key(|(_, e)| e.last_use).map(|(k, _)| k.clone())
+        {
+            q.map.remove(&k);
+        }
+        let tick = q.tick;
+        q.map.insert(key, QueryEntry { bee, last_use: tick });
+    }
+
+    /// A sort bee for `spec`, for a sort of about `expected_rows` rows. Owned like
+    /// scan bees: a statement keeps its own; one-off queries share them through the
+    /// LRU (re-made compiled when an instantiated one meets a sort the policy would
+    /// compile for).
+    pub fn sort(&self, spec: SortSpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<SortBee>, String> {
+        let policy = self.policy(choice);
+        let parts = spec.parts.len();
+        let key = format!("{choice}|{}", spec.key());
+        if owner == BeeOwner::Query {
+            let mut q = self.queries.lock();
+            q.tick += 1;
+            let tick = q.tick;
+            if let Some(e) = q.map.get_mut(&key)
+                && let QueryBee::Sort(b) = &e.bee
+                && !self.sort_outgrown(b, expected_rows, choice)
+            {
+                e.last_use = tick;
+                return Ok(b.clone());
+            }
+        }
+        let (maker, why) = self.decide(&policy, BeeKind::Sort, expected_rows, parts, 0);
+        let bee = match SortBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
+            Ok(b) => b,
+            Err(e) if maker == Maker::Compiled => {
+                SortBee::make(spec, Maker::Instantiated, None, owner.clone(), format!("compile failed: {e}"))?
+            }
+            Err(e) => return Err(e),
+        };
+        let bee = Arc::new(bee);
+        self.register(bee.info());
+        if owner == BeeOwner::Query {
+            self.remember(key, QueryBee::Sort(bee.clone()));
+        }
+        Ok(bee)
+    }
+
+    /// Whether sort bee `bee` was instantiated but the policy now compiles one for
+    /// `expected_rows`.
+    pub fn sort_outgrown(&self, bee: &SortBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        choice == MakerChoice::Auto
+            && bee.maker() == Maker::Instantiated
+            && self.policy(choice).maker(BeeKind::Sort, expected_rows, bee.spec().parts.len(), 0) == Maker::Compiled
     }
 
     /// Whether `bee` was instantiated but the policy now compiles a bee of its kind

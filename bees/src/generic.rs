@@ -387,3 +387,88 @@ pub unsafe fn form(rel: &RelationSpec, args: &mut crate::abi::FormArgs) -> u64 {
     }
     args.n
 }
+
+/// The generic twin of every sort bee: encodes the normalized keys of `args` as
+/// [`crate::spec::SortSpec`] defines them, value by value, looking each part's kind
+/// up as it goes.
+///
+/// # Safety
+/// `args` must satisfy the [`crate::abi::SortArgs`] contract for `spec`.
+pub unsafe fn sort_keys(spec: &crate::spec::SortSpec, args: &crate::abi::SortArgs) {
+    use crate::spec::{SORT_PREFIX, SortSpec};
+    let stride = args.stride as usize;
+    let key_width = spec.key_width();
+    for row in 0..args.n as usize {
+        // SAFETY: the contract: `keys` holds `n × stride` bytes.
+        let key = unsafe { std::slice::from_raw_parts_mut(args.keys.add(row * stride), stride) };
+        key.fill(0);
+        let mut at = 0;
+        let mut long = false;
+        for (i, p) in spec.parts.iter().enumerate() {
+            // SAFETY: the contract: one column per part, `n` slots and NULL bytes each.
+            let col = unsafe { *args.cols.add(i) };
+            let width = SortSpec::value_width(p.kind);
+            let null = !col.nulls.is_null() && unsafe { *col.nulls.add(row) } != 0;
+            if null {
+                key[at] = if p.nulls_first { 0 } else { 2 };
+                at += 1 + width;
+                continue;
+            }
+            key[at] = 1;
+            let slot = |w: usize| -> &[u8] { unsafe { std::slice::from_raw_parts(col.data.add(row * w), w) } };
+            let v = &mut key[at + 1..at + 1 + width];
+            match p.kind {
+                ValueKind::Bool => v[0] = (slot(1)[0] != 0) as u8,
+                ValueKind::Int(w) => {
+                    let x = int_of(slot(w as usize));
+                    // `x + 2^(8w-1)`: the `w`-byte value with its sign bit flipped.
+                    let be = ((x as i128 + (1i128 << (8 * w as u32 - 1))) as u64).to_be_bytes();
+                    v.copy_from_slice(&be[8 - w as usize..]);
+                }
+                ValueKind::Float(4) => {
+                    let f = f32::from_le_bytes(slot(4).try_into().unwrap());
+                    let f = if f.is_nan() { f32::NAN } else if f == 0.0 { 0.0 } else { f };
+                    let b = f.to_bits();
+                    let b = if b >> 31 == 1 { !b } else { b | (1 << 31) };
+                    v.copy_from_slice(&b.to_be_bytes());
+                }
+                ValueKind::Float(_) => {
+                    let f = f64::from_le_bytes(slot(8).try_into().unwrap());
+                    let f = if f.is_nan() { f64::NAN } else if f == 0.0 { 0.0 } else { f };
+                    let b = f.to_bits();
+                    let b = if b >> 63 == 1 { !b } else { b | (1 << 63) };
+                    v.copy_from_slice(&b.to_be_bytes());
+                }
+                ValueKind::Decimal => {
+                    let x = i128::from_le_bytes(slot(16).try_into().unwrap());
+                    v.copy_from_slice(&((x as u128) ^ (1u128 << 127)).to_be_bytes());
+                }
+                ValueKind::Interval => {
+                    let x = crate::spec::stored_interval_span(slot(16).try_into().unwrap());
+                    v.copy_from_slice(&((x as u128) ^ (1u128 << 127)).to_be_bytes());
+                }
+                ValueKind::Bytes => {
+                    // SAFETY: the contract: a Bytes slot is a valid ByteRef.
+                    let r = unsafe { *(col.data as *const ByteRef).add(row) };
+                    let b = unsafe { r.bytes() };
+                    let k = b.len().min(SORT_PREFIX);
+                    v[..k].copy_from_slice(&b[..k]);
+                    v[SORT_PREFIX] = b.len().min(SORT_PREFIX + 1) as u8;
+                    long |= b.len() > SORT_PREFIX;
+                }
+                ValueKind::Raw(_) => unreachable!("checked by SortSpec::check"),
+            }
+            if p.desc {
+                v.iter_mut().for_each(|b| *b = !*b);
+            }
+            at += 1 + width;
+            if long {
+                // The comparator decides from here: later parts stay zero.
+                break;
+            }
+        }
+        if spec.has_ties() {
+            key[key_width - 1] = long as u8;
+        }
+    }
+}

@@ -926,3 +926,208 @@ impl Form {
         }
     }
 }
+
+/// How one kind's value slot becomes its normalized-key bytes (big-endian, before any
+/// DESC inversion); for `Bytes`, whether the value is longer than the prefix.
+trait SortEnc {
+    /// Bytes written ([`crate::spec::SortSpec::value_width`]).
+    const W: usize;
+    /// # Safety
+    /// `data` holds slot `row`; `out` has room for `W` zeroed bytes.
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool;
+}
+
+macro_rules! sort_int {
+    ($name:ident, $t:ty, $u:ty) => {
+        struct $name;
+        impl SortEnc for $name {
+            const W: usize = size_of::<$t>();
+            #[inline(always)]
+            unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+                unsafe {
+                    let x = (data as *const $t).add(row).read_unaligned();
+                    let u = (x as $u) ^ (1 << (<$u>::BITS - 1));
+                    (out as *mut [u8; size_of::<$t>()]).write_unaligned(u.to_be_bytes());
+                }
+                false
+            }
+        }
+    };
+}
+sort_int!(SortI16, i16, u16);
+sort_int!(SortI32, i32, u32);
+sort_int!(SortI64, i64, u64);
+sort_int!(SortI128, i128, u128);
+
+struct SortBool;
+impl SortEnc for SortBool {
+    const W: usize = 1;
+    #[inline(always)]
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+        unsafe { *out = (*data.add(row) != 0) as u8 };
+        false
+    }
+}
+
+struct SortF32;
+impl SortEnc for SortF32 {
+    const W: usize = 4;
+    #[inline(always)]
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+        unsafe {
+            let f = (data as *const f32).add(row).read_unaligned();
+            let b = if f.is_nan() { f32::NAN.to_bits() } else if f == 0.0 { 0 } else { f.to_bits() };
+            let b = if b >> 31 == 1 { !b } else { b | (1 << 31) };
+            (out as *mut [u8; 4]).write_unaligned(b.to_be_bytes());
+        }
+        false
+    }
+}
+
+struct SortF64;
+impl SortEnc for SortF64 {
+    const W: usize = 8;
+    #[inline(always)]
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+        unsafe {
+            let f = (data as *const f64).add(row).read_unaligned();
+            let b = if f.is_nan() { f64::NAN.to_bits() } else if f == 0.0 { 0 } else { f.to_bits() };
+            let b = if b >> 63 == 1 { !b } else { b | (1 << 63) };
+            (out as *mut [u8; 8]).write_unaligned(b.to_be_bytes());
+        }
+        false
+    }
+}
+
+struct SortInterval;
+impl SortEnc for SortInterval {
+    const W: usize = 16;
+    #[inline(always)]
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+        unsafe {
+            let s = (data as *const [u8; 16]).add(row).read_unaligned();
+            let x = crate::spec::stored_interval_span(&s);
+            (out as *mut [u8; 16]).write_unaligned(((x as u128) ^ (1 << 127)).to_be_bytes());
+        }
+        false
+    }
+}
+
+struct SortBytes;
+impl SortEnc for SortBytes {
+    const W: usize = crate::spec::SORT_PREFIX + 1;
+    #[inline(always)]
+    unsafe fn put(data: *const u8, row: usize, out: *mut u8) -> bool {
+        use crate::spec::SORT_PREFIX;
+        unsafe {
+            let r = (data as *const ByteRef).add(row).read_unaligned();
+            let k = r.len.min(SORT_PREFIX);
+            if k > 0 {
+                std::ptr::copy_nonoverlapping(r.ptr, out, k);
+            }
+            *out.add(SORT_PREFIX) = r.len.min(SORT_PREFIX + 1) as u8;
+            r.len > SORT_PREFIX
+        }
+    }
+}
+
+/// Encodes one part of every row: its NULL byte and value at `off`, and the flag
+/// byte at `flag` (`usize::MAX`: none) of rows whose value is long. With `after`
+/// (a `Bytes` part precedes this one), rows whose flag is already set are skipped.
+type SortKernel = unsafe fn(col: crate::abi::SortColumn, n: usize, keys: *mut u8, stride: usize, off: usize, flag: usize, after: bool);
+
+unsafe fn sort_part<E: SortEnc, const DESC: bool, const NULLS_FIRST: bool>(
+    col: crate::abi::SortColumn,
+    n: usize,
+    keys: *mut u8,
+    stride: usize,
+    off: usize,
+    flag: usize,
+    after: bool,
+) {
+    for row in 0..n {
+        // SAFETY: the SortArgs contract (the buffer was zeroed by the caller).
+        unsafe {
+            if after && *keys.add(row * stride + flag) != 0 {
+                continue;
+            }
+            let k = keys.add(row * stride + off);
+            if !col.nulls.is_null() && *col.nulls.add(row) != 0 {
+                *k = if NULLS_FIRST { 0 } else { 2 };
+                continue;
+            }
+            *k = 1;
+            let v = k.add(1);
+            let long = E::put(col.data, row, v);
+            if DESC {
+                for i in 0..E::W {
+                    *v.add(i) = !*v.add(i);
+                }
+            }
+            if long {
+                *keys.add(row * stride + flag) = 1;
+            }
+        }
+    }
+}
+
+fn sort_kernel(p: &crate::spec::SortPart) -> SortKernel {
+    macro_rules! k {
+        ($e:ty) => {
+            match (p.desc, p.nulls_first) {
+                (false, false) => sort_part::<$e, false, false>,
+                (false, true) => sort_part::<$e, false, true>,
+                (true, false) => sort_part::<$e, true, false>,
+                (true, true) => sort_part::<$e, true, true>,
+            }
+        };
+    }
+    match p.kind {
+        ValueKind::Bool => k!(SortBool),
+        ValueKind::Int(2) => k!(SortI16),
+        ValueKind::Int(4) => k!(SortI32),
+        ValueKind::Int(_) => k!(SortI64),
+        ValueKind::Float(4) => k!(SortF32),
+        ValueKind::Float(_) => k!(SortF64),
+        ValueKind::Decimal => k!(SortI128),
+        ValueKind::Interval => k!(SortInterval),
+        ValueKind::Bytes => k!(SortBytes),
+        ValueKind::Raw(_) => unreachable!("checked by SortSpec::check"),
+    }
+}
+
+/// An instantiated sort bee: a kernel per part, monomorphized over the kind, the
+/// direction and the NULL placement, bound to its offset in the key; each encodes its
+/// column for every row in turn.
+pub struct Sort {
+    /// Kernel, offset, whether a `Bytes` part precedes.
+    parts: Vec<(SortKernel, usize, bool)>,
+    flag: usize,
+}
+
+impl Sort {
+    /// Binds the kernels for `spec` (which must pass `spec.check()`).
+    pub fn new(spec: &crate::spec::SortSpec) -> Sort {
+        let parts = spec
+            .parts
+            .iter()
+            .zip(spec.offsets())
+            .enumerate()
+            .map(|(i, (p, off))| (sort_kernel(p), off, spec.parts[..i].iter().any(|q| q.kind == ValueKind::Bytes)))
+            .collect();
+        Sort { parts, flag: if spec.has_ties() { spec.key_width() - 1 } else { usize::MAX } }
+    }
+
+    /// # Safety
+    /// `args` must satisfy the [`crate::abi::SortArgs`] contract for this bee's spec.
+    pub unsafe fn run(&self, args: &crate::abi::SortArgs) {
+        let (n, stride) = (args.n as usize, args.stride as usize);
+        // SAFETY: forwarded contract.
+        unsafe {
+            std::ptr::write_bytes(args.keys, 0, n * stride);
+            for (i, &(kernel, off, after)) in self.parts.iter().enumerate() {
+                kernel(*args.cols.add(i), n, args.keys, stride, off, self.flag, after);
+            }
+        }
+    }
+}

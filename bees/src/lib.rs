@@ -21,11 +21,12 @@ pub mod cache;
 pub mod compiled;
 pub mod generic;
 pub mod instantiated;
+pub mod order;
 pub mod policy;
 pub mod spec;
 
 mod bee;
 
-pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee};
+pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee, SortData, SortInput};
 pub use cache::{BeeCache, BeeOwner, BeeRow};
 pub use policy::{MakerChoice, Policy};

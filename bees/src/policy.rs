@@ -67,6 +67,9 @@ pub fn saving_ns_per_tuple(kind: BeeKind, outputs: usize, pred_nodes: usize) -> 
         BeeKind::Deform => 0.8 * outputs as f64,
         BeeKind::Scan => 0.8 * outputs as f64 + 1.5 * pred_nodes as f64,
         BeeKind::Form => 1.0 * outputs as f64,
+        // Per row and sort key (`outputs`): a kernel pass per key replaced by one
+        // straight-line row encoding.
+        BeeKind::Sort => 1.0 * outputs as f64,
     }
 }
 

@@ -442,3 +442,118 @@ impl ScanSpec {
         )
     }
 }
+
+/// Bytes of a `Bytes` sort key kept in its normalized key ([`SortSpec`]).
+pub const SORT_PREFIX: usize = 12;
+
+/// One key of a sort: the kind of its values, its direction and where its NULLs go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SortPart {
+    /// Any kind but `Raw`.
+    pub kind: ValueKind,
+    pub desc: bool,
+    /// NULLs before every value (else after), whatever `desc` says.
+    pub nulls_first: bool,
+}
+
+/// A sort bee's spec: the sort keys, most significant first.
+///
+/// # Semantics: the normalized key
+///
+/// A sort bee encodes each row's keys into a fixed-width byte string, the row's
+/// *normalized key*, `stride()` bytes apart in the output. Comparing two keys as
+/// unsigned bytes (memcmp over `key_width()`) gives the SQL order of the rows, except
+/// that equal keys of a spec with a `Bytes` part whose *flag* is set (the last byte) may
+/// still differ: the caller decides those with its own comparator (a *tie*). Per
+/// part, at consecutive offsets:
+///
+/// 1. one NULL byte: 1 for a value; for a NULL 0 when `nulls_first`, else 2 — and
+///    then the value bytes are all zero;
+/// 2. the value, big-endian so that memcmp is numeric order, every byte inverted
+///    (`!b`) when `desc`:
+///    - `Bool`: 0 or 1; `Int(w)`: the `w`-byte two's complement with its sign bit
+///      flipped; `Decimal`: the same over 16 bytes (one scale per column);
+///    - `Float(w)`: the IEEE bits of the value with −0 as +0 and every NaN as the
+///      positive quiet NaN, then the sign bit flipped for a positive value or every
+///      bit for a negative one (NaN sorts above +∞, NaN = NaN, −0 = 0);
+///    - `Interval`: its total span ([`interval_span`]) as a 16-byte integer;
+///    - `Bytes`: the first [`SORT_PREFIX`] bytes, zero-padded, then one byte
+///      `min(len, SORT_PREFIX + 1)`. Two values whose prefixes and length bytes are
+///      equal are equal unless both are longer than the prefix. A value longer than
+///      the prefix ends the row's key: every later part's bytes are zero (those
+///      parts must not decide before the comparator has seen the whole string).
+/// 3. after the last part, when some part is `Bytes`, the flag byte: 1 when a
+///    non-NULL `Bytes` value of the row is longer than [`SORT_PREFIX`]. Equal bytes
+///    before it imply equal flags.
+///
+/// Bytes from `key_width()` to `stride()` are zero. Inputs are column slots in the
+/// formats of [`crate::abi`] with a NULL byte per row ([`crate::abi::SortColumn`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SortSpec {
+    pub parts: Vec<SortPart>,
+}
+
+impl SortSpec {
+    /// Checks the kinds: every part must be comparable (not `Raw`) and of a valid width.
+    pub fn check(&self) -> Result<(), String> {
+        if self.parts.is_empty() {
+            return Err("a sort bee needs a key".into());
+        }
+        for (i, p) in self.parts.iter().enumerate() {
+            let ok = match p.kind {
+                ValueKind::Int(w) => matches!(w, 2 | 4 | 8),
+                ValueKind::Float(w) => matches!(w, 4 | 8),
+                ValueKind::Raw(_) => false,
+                _ => true,
+            };
+            if !ok {
+                return Err(format!("sort key {i}: kind {:?} is not sortable", p.kind));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of a part's value in the normalized key (its NULL byte not included).
+    pub fn value_width(kind: ValueKind) -> usize {
+        match kind {
+            ValueKind::Bool => 1,
+            ValueKind::Int(w) | ValueKind::Float(w) | ValueKind::Raw(w) => w as usize,
+            ValueKind::Decimal | ValueKind::Interval => 16,
+            ValueKind::Bytes => SORT_PREFIX + 1,
+        }
+    }
+
+    /// Offset of each part's NULL byte in the key.
+    pub fn offsets(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.parts
+            .iter()
+            .map(|p| {
+                let o = at;
+                at += 1 + Self::value_width(p.kind);
+                o
+            })
+            .collect()
+    }
+
+    /// Whether equal keys may still differ (some part is `Bytes`): the key then ends
+    /// with the flag byte.
+    pub fn has_ties(&self) -> bool {
+        self.parts.iter().any(|p| p.kind == ValueKind::Bytes)
+    }
+
+    /// Bytes of a key that are compared (flag included).
+    pub fn key_width(&self) -> usize {
+        self.parts.iter().map(|p| 1 + Self::value_width(p.kind)).sum::<usize>() + self.has_ties() as usize
+    }
+
+    /// Bytes from one row's key to the next: `key_width` rounded up to 8.
+    pub fn stride(&self) -> usize {
+        self.key_width().div_ceil(8) * 8
+    }
+
+    /// A stable text identity of the spec.
+    pub fn key(&self) -> String {
+        format!("sort|{:?}", self.parts)
+    }
+}

@@ -129,13 +129,15 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
 
-use crate::abi::{FormArgs, RunArgs};
-use crate::spec::{RelationSpec, ScanSpec};
+use crate::abi::{FormArgs, RunArgs, SortArgs};
+use crate::spec::{RelationSpec, ScanSpec, SortSpec};
 
 /// A compiled scan or deform routine.
 pub type ScanFn = unsafe extern "C" fn(*mut RunArgs) -> u64;
 /// A compiled form routine.
 pub type FormFn = unsafe extern "C" fn(*mut FormArgs) -> u64;
+/// A compiled sort routine (the return value is meaningless).
+pub type SortFn = unsafe extern "C" fn(*const SortArgs) -> u64;
 
 /// The code generator: target ISA built once, cloned per module.
 pub struct Jit {
@@ -220,6 +222,12 @@ pub fn compile_form(jit: &Jit, rel: &RelationSpec) -> Result<(CompiledCode, Form
     // SAFETY: the function was generated with the FormFn signature.
     let f = unsafe { std::mem::transmute::<*const u8, FormFn>(ptr) };
     Ok((code, f))
+}
+
+/// Compiles a sort bee.
+pub fn compile_sort(_jit: &Jit, spec: &SortSpec) -> Result<(CompiledCode, SortFn), String> {
+    spec.check()?;
+    Err("the compiled sort maker is not built yet".into())
 }
 
 /// Builds one `fn(i64) -> i64` with `build` in a fresh module and finalizes it.

@@ -16,9 +16,13 @@
 //!
 //! INSERT, UPDATE and COPY encode rows with the relation's **form bee**
 //! ([`crate::exec::dml`]).
+//!
+//! A Sort node gets a **sort bee** ([`sort`]) when every key's type has a kind: it
+//! encodes the keys into normalized keys that sort by memcmp (`exec/sort.rs`).
 
 pub mod form;
 pub mod output;
+pub mod sort;
 pub mod translate;
 
 use std::collections::HashMap;
@@ -30,7 +34,9 @@ use parking_lot::Mutex;
 
 use beedb_bees::cache::RelationBees;
 use beedb_bees::spec::{Pred, ScanSpec};
-use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee};
+use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
+
+pub use sort::SortBees;
 
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
@@ -48,6 +54,8 @@ pub struct BeeSettings {
     pub deform: bool,
     pub form: bool,
     pub scan: bool,
+    /// `bee_sort`.
+    pub sort: bool,
     /// `bee_maker`: auto, compiled or instantiated.
     pub maker: MakerChoice,
 }
@@ -59,6 +67,7 @@ impl Default for BeeSettings {
             deform: true,
             form: true,
             scan: true,
+            sort: true,
             maker: MakerChoice::Auto,
         }
     }
@@ -76,6 +85,10 @@ impl BeeSettings {
     pub fn scan(&self) -> bool {
         self.enabled && self.scan
     }
+
+    pub fn sort(&self) -> bool {
+        self.enabled && self.sort
+    }
 }
 
 /// The query bees of a prepared statement: made at its first execution, reused by
@@ -84,6 +97,7 @@ impl BeeSettings {
 pub struct StatementBees {
     pub id: u64,
     bees: Mutex<HashMap<String, Arc<ScanBee>>>,
+    sorts: Mutex<HashMap<String, Arc<SortBee>>>,
 }
 
 impl StatementBees {
@@ -92,6 +106,7 @@ impl StatementBees {
         StatementBees {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             bees: Mutex::new(HashMap::new()),
+            sorts: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -203,6 +218,9 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
     {
         *bees = scan_bees(table, columns, filter.as_ref(), access, wanted, env)?;
         return Ok(());
+    }
+    if let Node::Sort { keys, bee, .. } = &mut plan.node {
+        *bee = sort_bee(keys, plan.est.map(|e| e.rows), env)?;
     }
     // The right scan of an index nested-loop join is not run as a scan: the join
     // fetches its rows one lookup at a time, generically.
@@ -353,4 +371,36 @@ fn scan_bees(
         residual: filter.cloned(),
         var_limit,
     }))))
+}
+
+/// Rows a sort is expected to see when the optimizer left no estimate.
+const UNKNOWN_SORT_ROWS: u64 = 1000;
+
+/// The sort bee of a Sort node over `keys` expected to see about `rows` rows; `None`
+/// when sort bees are off or a key's type has no kind.
+fn sort_bee(keys: &[crate::plan::SortKey], rows: Option<f64>, env: &BeeEnv<'_>) -> Result<Option<SortBees>> {
+    let s = env.settings;
+    if !s.sort() {
+        return Ok(None);
+    }
+    let Some(spec) = sort::spec(keys) else {
+        return Ok(None);
+    };
+    let expected = rows.map_or(UNKNOWN_SORT_ROWS, |r| r.max(0.0) as u64);
+    let bee = match env.statement {
+        Some(st) => {
+            let key = format!("{}|{}", s.maker, spec.key());
+            let mut map = st.sorts.lock();
+            match map.get(&key) {
+                Some(b) if !env.cache.sort_outgrown(b, expected, s.maker) => b.clone(),
+                _ => {
+                    let b = env.cache.sort(spec, BeeOwner::Statement(st.id), expected, s.maker).map_err(internal)?;
+                    map.insert(key, b.clone());
+                    b
+                }
+            }
+        }
+        None => env.cache.sort(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
+    };
+    Ok(Some(SortBees(bee)))
 }

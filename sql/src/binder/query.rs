@@ -416,6 +416,7 @@ impl Binder<'_> {
             Node::Sort {
                 input: Box::new(plan),
                 keys,
+                bee: None,
             },
             schema,
         ))
@@ -906,7 +907,7 @@ impl Binder<'_> {
         if !keys.is_empty() {
             take_plan(plan, |p| {
                 let schema = p.schema.clone();
-                Plan::new(Node::Sort { input: Box::new(p), keys }, schema)
+                Plan::new(Node::Sort { input: Box::new(p), keys, bee: None }, schema)
             });
         }
         if hidden > 0 || !on.is_empty() {
@@ -2096,7 +2097,7 @@ fn with_ties(mut plan: Plan, count: u64, offset: u64) -> Option<Plan> {
         }
     }
     take_plan(sort_under_projections(&mut plan)?, |sort| {
-        let Node::Sort { input, keys } = sort.node else { unreachable!("checked to be a Sort") };
+        let Node::Sort { input, keys, .. } = sort.node else { unreachable!("checked to be a Sort") };
         let width = input.schema.len();
         let spec = WindowSpec {
             partition: Vec::new(),

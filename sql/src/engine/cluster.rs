@@ -90,7 +90,7 @@ fn rows_in_index_order(ctx: &Ctx<'_>, table: &Arc<TableDef>, pos: usize) -> Resu
         .iter()
         .map(|&c| SortKey { expr: Expr::column(c, table.columns[c].ty), desc: false, nulls_first: false })
         .collect();
-    let plan = Plan::new(Node::Sort { input: Box::new(scan), keys }, schema);
+    let plan = Plan::new(Node::Sort { input: Box::new(scan), keys, bee: None }, schema);
     run(ctx, &optimize(plan, vec![], &ctx.optimizer, &crate::optimizer::NoStats), &[], None)
 }
 

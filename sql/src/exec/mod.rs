@@ -613,7 +613,7 @@ impl<'a> Exec<'a> {
                 sets,
                 aggs,
             } => agg::aggregate(self, plan, id, input, groups, sets, aggs, out),
-            Node::Sort { input, keys } => sort::sort(self, id, input, keys, top_n, out),
+            Node::Sort { input, keys, bee } => sort::sort(self, id, input, keys, bee.as_ref(), top_n, out),
             Node::Limit {
                 input,
                 limit,

@@ -18,6 +18,8 @@
 
 use std::cmp::Ordering;
 
+use beedb_bees::SortBee;
+
 use super::interrupt::Interrupt;
 use super::keys::cmp_sort;
 use super::spill::{BatchFile, BatchReader};
@@ -31,6 +33,10 @@ use crate::vector::{BATCH_SIZE, Batch, Data, Vector};
 /// and write buffer: a 256th of the memory limit within these.
 const RECORD_BYTES_MIN: usize = 1 << 10;
 const RECORD_BYTES_MAX: usize = 256 << 10;
+
+/// Fewest rows a sort orders with its sort bee: below, encoding the keys costs about
+/// what it saves (measured: see `bees/README.md`).
+const MIN_BEE_ROWS: usize = 64;
 
 /// Most runs merged at once (each holds a file open).
 const MAX_FAN_IN: usize = 256;
@@ -53,23 +59,35 @@ impl Buffer {
         }
     }
 
-    fn order(&self, sort_keys: &[SortKey]) -> Vec<u32> {
-        let mut perm: Vec<u32> = (0..self.len as u32).collect();
-        perm.sort_by(|&a, &b| {
-            for (k, sk) in self.keys.iter().zip(sort_keys) {
-                let o = cmp_sort(k, a as usize, k, b as usize, sk.desc, sk.nulls_first);
-                if o != Ordering::Equal {
-                    return o;
-                }
+    /// Rows `a` and `b` compared on every key.
+    fn cmp_rows(&self, sort_keys: &[SortKey], a: u32, b: u32) -> Ordering {
+        for (k, sk) in self.keys.iter().zip(sort_keys) {
+            let o = cmp_sort(k, a as usize, k, b as usize, sk.desc, sk.nulls_first);
+            if o != Ordering::Equal {
+                return o;
             }
-            Ordering::Equal
-        });
+        }
+        Ordering::Equal
+    }
+
+    /// The permutation that sorts the buffer, stably: by the sort bee's normalized
+    /// keys when there is a bee and at least [`MIN_BEE_ROWS`] rows (and the key
+    /// vectors fit its spec), else by the comparator ([`cmp_sort`] per key).
+    fn order(&self, sort_keys: &[SortKey], bee: Option<&SortBee>) -> Vec<u32> {
+        if let Some(bee) = bee
+            && self.len >= MIN_BEE_ROWS
+            && let Some(keys) = crate::bees::sort::encode(bee, &self.keys, self.len)
+        {
+            return bee.order(&keys, self.len, |a, b| self.cmp_rows(sort_keys, a, b));
+        }
+        let mut perm: Vec<u32> = (0..self.len as u32).collect();
+        perm.sort_by(|&a, &b| self.cmp_rows(sort_keys, a, b));
         perm
     }
 
     /// Keeps only the first `n` rows in sort order.
-    fn truncate_sorted(&mut self, sort_keys: &[SortKey], n: usize) {
-        let mut perm = self.order(sort_keys);
+    fn truncate_sorted(&mut self, sort_keys: &[SortKey], bee: Option<&SortBee>, n: usize) {
+        let mut perm = self.order(sort_keys, bee);
         perm.truncate(n);
         self.cols = self.cols.iter().map(|c| c.gather(&perm)).collect();
         self.keys = self.keys.iter().map(|c| c.gather(&perm)).collect();
@@ -111,6 +129,8 @@ struct Run {
 /// The sort's state: the buffer, and the runs spilled so far.
 pub(super) struct Sorter<'k> {
     sort_keys: &'k [SortKey],
+    /// The sort bee, when sort bees are on (see [`Buffer::order`]).
+    bee: Option<&'k SortBee>,
     /// The rows' column types, then the keys'.
     file_types: Vec<DataType>,
     /// Number of row columns (the keys follow them in a run).
@@ -130,6 +150,7 @@ pub(super) struct Sorter<'k> {
 impl<'k> Sorter<'k> {
     pub(super) fn new(
         sort_keys: &'k [SortKey],
+        bee: Option<&'k SortBee>,
         types: &[DataType],
         memory_limit: usize,
         top_n: Option<usize>,
@@ -138,6 +159,7 @@ impl<'k> Sorter<'k> {
         let key_types: Vec<DataType> = sort_keys.iter().map(|k| k.expr.ty).collect();
         Sorter {
             sort_keys,
+            bee,
             file_types: types.iter().chain(&key_types).copied().collect(),
             ncols: types.len(),
             memory_limit,
@@ -164,7 +186,7 @@ impl<'k> Sorter<'k> {
         if let Some(limit) = self.top_n
             && buf.len >= limit.saturating_mul(2).max(BATCH_SIZE)
         {
-            buf.truncate_sorted(self.sort_keys, limit);
+            buf.truncate_sorted(self.sort_keys, self.bee, limit);
         }
         if buf.bytes() >= self.memory_limit / 2 {
             self.spill()?;
@@ -194,7 +216,7 @@ impl<'k> Sorter<'k> {
         if bytes > self.memory_limit && buf.widest_row() > self.memory_limit {
             return Err(memory_limit_error("Sort", self.memory_limit));
         }
-        let mut perm = buf.order(self.sort_keys);
+        let mut perm = buf.order(self.sort_keys, self.bee);
         if let Some(limit) = self.top_n {
             perm.truncate(limit);
         }
@@ -226,7 +248,7 @@ impl<'k> Sorter<'k> {
     pub(super) fn finish(&mut self, out: Out) -> Result<Flow> {
         let (types, key_types) = self.file_types.split_at(self.ncols);
         let buf = std::mem::replace(&mut self.buf, Buffer::new(types, key_types));
-        let mut perm = buf.order(self.sort_keys);
+        let mut perm = buf.order(self.sort_keys, self.bee);
         if let Some(limit) = self.top_n {
             perm.truncate(limit);
         }
@@ -459,6 +481,7 @@ pub(super) fn sort(
     id: usize,
     input: &Plan,
     sort_keys: &[SortKey],
+    bee: Option<&crate::bees::SortBees>,
     top_n: Option<usize>,
     out: Out,
 ) -> Result<Flow> {
@@ -466,7 +489,8 @@ pub(super) fn sort(
     if top_n == Some(0) {
         return Ok(Flow::Continue);
     }
-    let mut sorter = Sorter::new(sort_keys, &types, ex.ctx.memory_limit, top_n, ex.ctx.interrupt);
+    let bee = bee.map(|b| &*b.0);
+    let mut sorter = Sorter::new(sort_keys, bee, &types, ex.ctx.memory_limit, top_n, ex.ctx.interrupt);
     let read = ex
         .node(input, id + 1, None, &mut |b| {
             let n = b.rows();
@@ -610,10 +634,15 @@ mod tests {
 
     /// Sorts `cols` pushed `batch` rows at a time within `limit` bytes.
     fn sort(cols: &[Vector], keys: &[SortKey], batch: usize, limit: usize, top_n: Option<usize>) -> Result<Outcome> {
+        sort_with(cols, keys, None, batch, limit, top_n)
+    }
+
+    /// [`sort`] with a sort bee.
+    fn sort_with(cols: &[Vector], keys: &[SortKey], bee: Option<&SortBee>, batch: usize, limit: usize, top_n: Option<usize>) -> Result<Outcome> {
         let n = cols[0].len();
         let interrupt = Interrupt::default();
         let types: Vec<DataType> = cols.iter().map(|c| c.ty).collect();
-        let mut sorter = Sorter::new(keys, &types, limit, top_n, &interrupt);
+        let mut sorter = Sorter::new(keys, bee, &types, limit, top_n, &interrupt);
         let mut at = 0;
         while at < n {
             let end = (at + batch).min(n);
@@ -722,7 +751,7 @@ mod tests {
         let keys = sort_keys(&[(2, false, false)]);
         assert!(sort(&cols, &keys, 10, 8 << 10, None).unwrap().rows.is_empty());
         let interrupt = Interrupt::default();
-        let mut sorter = Sorter::new(&keys, &[], 4 << 10, None, &interrupt);
+        let mut sorter = Sorter::new(&keys, None, &[], 4 << 10, None, &interrupt);
         let k = input(3000, 10, 2).swap_remove(2);
         for start in (0..3000).step_by(1000) {
             let pos: Vec<u32> = (start..start + 1000).collect();
@@ -736,5 +765,79 @@ mod tests {
         .unwrap();
         assert!(sorter.spilled_rows > 0);
         assert_eq!(n, 3000);
+    }
+
+    /// A sort bee for `keys` made by `maker`.
+    fn bee(keys: &[SortKey], maker: beedb_bees::Maker) -> SortBee {
+        let spec = crate::bees::sort::spec(keys).expect("every test type has a kind");
+        let jit = beedb_bees::compiled::Jit::new(true).ok();
+        SortBee::make(spec, maker, jit.as_ref(), beedb_bees::BeeOwner::Query, "test".into()).unwrap()
+    }
+
+    /// With a sort bee, every type alone and in pairs, all four directions, in memory
+    /// and spilled, top-N included: the same rows in the same order (ties in input
+    /// order) as the comparator.
+    #[test]
+    fn the_sort_bee_orders_as_the_comparator() {
+        let cols = input(1500, 40, 13);
+        for c in 0..13 {
+            for (d, (desc, nulls_first)) in [(false, false), (true, true), (false, true), (true, false)].into_iter().enumerate() {
+                let keys = sort_keys(&[(c, desc, nulls_first), ((c + 5) % 13, !desc, nulls_first)]);
+                let want = expected(&cols, &keys, None);
+                let b = bee(&keys, beedb_bees::Maker::Instantiated);
+                let batch = [1, 2, 1023, 1024, 1025][(c + d) % 5];
+                let got = sort_with(&cols, &keys, Some(&b), batch, 1 << 30, None).unwrap();
+                assert_eq!(got.rows, want, "key column {c}, desc {desc}, nulls first {nulls_first}");
+                let spilled = sort_with(&cols, &keys, Some(&b), 1024, 16 << 10, None).unwrap();
+                assert!(spilled.spilled_rows > 0);
+                assert_eq!(spilled.rows, want, "spilled: key column {c}");
+                let top = sort_with(&cols, &keys, Some(&b), 1024, 1 << 30, Some(100)).unwrap();
+                assert_eq!(top.rows, expected(&cols, &keys, Some(100)), "top 100: key column {c}");
+                assert!(b.info().invocations() > 0);
+            }
+        }
+    }
+
+    /// Strings longer than the key's prefix that share it, `char(n)` padding, empty
+    /// strings and NULLs: ties the normalized key cannot decide go to the comparator.
+    #[test]
+    fn the_sort_bee_breaks_long_string_ties_with_the_comparator() {
+        let mut rng = Rng(99);
+        let mut t = Vector::new(DataType::Text, 0);
+        let mut ch = Vector::new(DataType::Char(20), 0);
+        let mut id = Vector::new(DataType::BigInt, 0);
+        for k in 0..3000 {
+            let r = rng.next();
+            let s = match r % 7 {
+                0 => Value::Null,
+                1 => Value::Text(String::new()),
+                2 => Value::Text(format!("common-prefix-{}", r % 5)),
+                3 => Value::Text(format!("common-prefix-{}\u{0}", r % 5)),
+                4 => Value::Text(format!("common-prefix{}", "x".repeat((r % 9) as usize))),
+                5 => Value::Text("common-prefix".into()),
+                _ => Value::Text(format!("c{}", r % 3)),
+            };
+            t.push_value(&s);
+            ch.push_value(&match r % 4 {
+                0 => Value::Char(format!("abcdefghijklm{} ", r % 3)),
+                1 => Value::Char(format!("abcdefghijklm{}", r % 3)),
+                2 => Value::Null,
+                _ => Value::Char("ab".into()),
+            });
+            id.push_value(&Value::BigInt(k));
+        }
+        let cols = vec![t, ch, id];
+        for (desc, nulls_first) in [(false, false), (true, true), (false, true), (true, false)] {
+            for key in [vec![0], vec![1], vec![0, 1], vec![1, 0]] {
+                let keys: Vec<SortKey> = key
+                    .iter()
+                    .map(|&c| SortKey { expr: Expr::column(c, cols[c].ty), desc, nulls_first })
+                    .collect();
+                let want = expected(&cols, &keys, None);
+                let b = bee(&keys, beedb_bees::Maker::Instantiated);
+                let got = sort_with(&cols, &keys, Some(&b), 1024, 1 << 30, None).unwrap();
+                assert_eq!(got.rows, want, "keys {key:?} desc {desc} nulls first {nulls_first}");
+            }
+        }
     }
 }

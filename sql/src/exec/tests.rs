@@ -797,6 +797,7 @@ fn sort_plan(input: &Plan, keys: Vec<(usize, bool, bool)>) -> Plan {
         Node::Sort {
             input: Box::new(input.clone()),
             keys,
+            bee: None,
         },
         input.schema.clone(),
     )

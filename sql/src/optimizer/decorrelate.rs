@@ -433,13 +433,13 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
             let schema = inner.plan.schema.clone();
             Some(Pulled { plan: Plan::new(Node::Distinct { input: Box::new(inner.plan) }, schema), preds: inner.preds })
         }
-        Node::Sort { input, keys } => {
+        Node::Sort { input, keys, .. } => {
             if keys.iter().any(|k| uses_params(&k.expr, base)) {
                 return None;
             }
             let inner = pull_up(*input, base)?;
             let schema = inner.plan.schema.clone();
-            Some(Pulled { plan: Plan::new(Node::Sort { input: Box::new(inner.plan), keys }, schema), preds: inner.preds })
+            Some(Pulled { plan: Plan::new(Node::Sort { input: Box::new(inner.plan), keys, bee: None }, schema), preds: inner.preds })
         }
         _ => None,
     }

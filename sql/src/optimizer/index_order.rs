@@ -46,10 +46,10 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
             let input = deep(|| rewrite(*input, limit, stats));
             Node::Project { input: Box::new(input), exprs }
         }
-        Node::Sort { input, keys } => match ordered(*input, &keys, limit, stats) {
+        Node::Sort { input, keys, .. } => match ordered(*input, &keys, limit, stats) {
             // The chain down to the scan holds no other sort to look at.
             Ok(ordered) => return ordered,
-            Err(input) => Node::Sort { input: Box::new(deep(|| rewrite(input, None, stats))), keys },
+            Err(input) => Node::Sort { input: Box::new(deep(|| rewrite(input, None, stats))), keys, bee: None },
         },
         Node::Aggregate { input, groups, sets, aggs } if groups.is_empty() && aggs.len() == 1 => {
             match min_max(&input, &aggs[0].func, aggs[0].arg.as_ref(), aggs[0].udf.is_some(), stats) {

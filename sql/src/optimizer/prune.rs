@@ -198,11 +198,11 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(|e| renumber(e, &inner_map));
             (Node::Aggregate { input: Box::new(input), groups, sets, aggs }, identity(n))
         }
-        Node::Sort { input, mut keys } => {
+        Node::Sort { input, mut keys, .. } => {
             keys.iter().for_each(|k| mark(&k.expr, &mut needed));
             let (input, map) = prune(*input, needed);
             keys.iter_mut().for_each(|k| renumber(&mut k.expr, &map));
-            (Node::Sort { input: Box::new(input), keys }, map)
+            (Node::Sort { input: Box::new(input), keys, bee: None }, map)
         }
         Node::Limit { input, limit, offset } => {
             let (input, map) = prune(*input, needed);

@@ -375,7 +375,7 @@ fn describe(plan: &Plan) -> String {
             }
             s
         }
-        Node::Sort { keys, .. } => {
+        Node::Sort { keys, bee, .. } => {
             let k: Vec<String> = keys
                 .iter()
                 .map(|k| {
@@ -393,7 +393,12 @@ fn describe(plan: &Plan) -> String {
                     s
                 })
                 .collect();
-            format!("Sort  key: {}", k.join(", "))
+            let mut s = format!("Sort  key: {}", k.join(", "));
+            if let Some(b) = bee {
+                let info = b.0.info();
+                s.push_str(&format!("  bee: sort, {} ({})", info.maker, info.reason));
+            }
+            s
         }
         Node::Limit { limit, offset, .. } => {
             let mut s = "Limit".to_string();

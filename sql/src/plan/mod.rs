@@ -428,7 +428,9 @@ pub enum Node {
         sets: Vec<Vec<usize>>,
         aggs: Vec<AggCall>,
     },
-    Sort { input: Box<Plan>, keys: Vec<SortKey> },
+    /// `bee`: the sort bee that orders the rows, decided after planning
+    /// ([`crate::bees::attach`]); `None` = the generic comparator.
+    Sort { input: Box<Plan>, keys: Vec<SortKey>, bee: Option<crate::bees::SortBees> },
     Limit {
         input: Box<Plan>,
         limit: Option<u64>,
