@@ -36,17 +36,88 @@ pub const MAX_OPERATOR_CHAIN: usize = 2000;
 pub const PARSE_BYTES_PER_SQL_BYTE: usize = 100;
 
 /// What parsing `sql` holds at its peak, about (see [`PARSE_BYTES_PER_SQL_BYTE`]):
-/// bytes inside single-quoted literals count once, every other byte 100 times.
-/// (`E'…'` escapes and dollar quoting are read as code, which only overestimates.)
+/// bytes inside string literals — `'…'`, `E'…'` with its backslash escapes, and
+/// `$tag$…$tag$` — count once, every other byte 100 times. Quotes inside comments and
+/// double-quoted identifiers start nothing, so text after `-- it's` is not taken for
+/// a literal (that would let a long statement through at a hundredth of its cost).
 pub fn parse_bytes_estimate(sql: &str) -> usize {
-    let mut quoted = 0;
-    let mut in_string = false;
-    for &b in sql.as_bytes() {
-        if b == b'\'' {
-            // A doubled quote inside a literal leaves and re-enters it at once.
-            in_string = !in_string;
-        } else if in_string {
-            quoted += 1;
+    let b = sql.as_bytes();
+    let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    let mut quoted = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' => {
+                // An E'…' literal reads backslash escapes; `xE'` is an identifier
+                // followed by a plain literal.
+                let escapes = i >= 1 && matches!(b[i - 1], b'e' | b'E') && (i < 2 || !is_ident(b[i - 2]));
+                let start = i + 1;
+                i += 1;
+                while i < b.len() {
+                    if escapes && b[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if b[i] == b'\'' {
+                        if b.get(i + 1) == Some(&b'\'') {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                quoted += i.min(b.len()) - start;
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            // `$tag$…$tag$` (the tag empty or an identifier not starting with a digit;
+            // `$1` is a parameter), not inside an identifier (`a$b`).
+            b'$' if i == 0 || !is_ident(b[i - 1]) => {
+                let mut j = i + 1;
+                while j < b.len() && is_ident(b[j]) && b[j] != b'$' {
+                    j += 1;
+                }
+                let tag_ok = b.get(j) == Some(&b'$') && !b.get(i + 1).is_some_and(|c| c.is_ascii_digit());
+                if !tag_ok {
+                    i += 1;
+                    continue;
+                }
+                let tag = &b[i..=j];
+                let start = j + 1;
+                let end = b[start..].windows(tag.len()).position(|w| w == tag).map_or(b.len(), |p| start + p);
+                quoted += end - start;
+                i = (end + tag.len()).min(b.len());
+            }
+            _ => i += 1,
         }
     }
     (sql.len() - quoted).saturating_mul(PARSE_BYTES_PER_SQL_BYTE) + quoted
@@ -718,6 +789,35 @@ pub fn span_offset(sql: &str, span: Span) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parse_estimate_counts_literals_once_and_everything_else_100_times() {
+        let est = |sql: &str| parse_bytes_estimate(sql);
+        let code = |n: usize| n * PARSE_BYTES_PER_SQL_BYTE;
+        assert_eq!(est("select 1"), code(8));
+        // 'abc' : 3 bytes of literal, 2 quotes and the rest code.
+        assert_eq!(est("select 'abc'"), code(9) + 3);
+        assert_eq!(est("select 'a''b'"), code(9) + 4);
+        // E'…' with an escaped quote ends where the literal ends.
+        assert_eq!(est(r"select E'a\'b' , 1"), code(14) + 4);
+        // A plain literal ending in a backslash is not an escape.
+        assert_eq!(est(r"select 'a\' , 1"), code(13) + 2);
+        // Dollar quoting, with and without a tag; `$1` is a parameter.
+        assert_eq!(est("select $$it's$$"), code(11) + 4);
+        assert_eq!(est("select $q$a$$b$q$ + $1"), code(18) + 4);
+        // Quotes in comments and identifiers start no literal.
+        let tail = "x".repeat(50);
+        let sql = format!("select 1 -- it's\n, {tail}");
+        assert_eq!(est(&sql), code(sql.len()));
+        let sql = format!("select /* it's /* nested */ */ 1, {tail}");
+        assert_eq!(est(&sql), code(sql.len()));
+        let sql = format!("select \"it's\", {tail}");
+        assert_eq!(est(&sql), code(sql.len()));
+        // Unterminated forms do not run past the end.
+        assert_eq!(est("select 'ab"), code(8) + 2);
+        assert_eq!(est("select $$ab"), code(9) + 2);
+        assert_eq!(est("select E'\\"), code(9) + 1);
+    }
+
     use super::*;
 
     #[test]

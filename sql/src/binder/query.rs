@@ -985,9 +985,10 @@ impl Binder<'_> {
                 Some((lp, ls)) => {
                     check_distinct_names(&ls, &scope)?;
                     let nleft = lp.schema.len();
-                    let combined = combine_scopes(&ls, &scope, nleft);
-                    let (p, _) = join_plans(lp, ls, plan, scope, JoinKind::Inner, None);
-                    (p, combined)
+                    // The left scope moves into the combined one: cloning it at every
+                    // FROM item made a list of n items O(n²).
+                    let (p, ls) = join_plans(lp, ls, plan, Scope::default(), JoinKind::Inner, None);
+                    (p, combine_scopes(ls, &scope, nleft))
                 }
             });
         }
@@ -1002,7 +1003,7 @@ impl Binder<'_> {
     pub fn join_dml_from(&mut self, target: Plan, target_scope: Scope, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
         let (plan, scope) = self.bind_from(from)?;
         check_distinct_names(&target_scope, &scope)?;
-        let combined = combine_scopes(&target_scope, &scope, target.schema.len());
+        let combined = combine_scopes(target_scope.clone(), &scope, target.schema.len());
         let (p, _) = join_plans(target, target_scope, plan, scope, JoinKind::Inner, None);
         Ok((p, combined))
     }
@@ -1048,7 +1049,7 @@ impl Binder<'_> {
             )
             .at(self.pos(f)));
         };
-        let scope = combine_scopes(&ls, &rs, nleft);
+        let scope = combine_scopes(ls.clone(), &rs, nleft);
         let mut on_cond = None;
         if let Some(e) = on {
             if self.contains_aggregate(e) {
@@ -1628,7 +1629,7 @@ impl Binder<'_> {
         };
         let nleft = lp.schema.len();
         // The combined scope: right columns shifted past the left ones.
-        let mut scope = combine_scopes(&ls, &rs, nleft);
+        let mut scope = combine_scopes(ls.clone(), &rs, nleft);
         let shift = |e: &Expr| shift_columns(e, nleft);
         let using: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
@@ -1737,14 +1738,15 @@ fn check_distinct_names(left: &Scope, right: &Scope) -> Result<()> {
 }
 
 /// The scope of `left` joined with `right`: right columns move past the left ones.
-fn combine_scopes(left: &Scope, right: &Scope, nleft: usize) -> Scope {
-    let mut scope = left.clone();
+fn combine_scopes(left: Scope, right: &Scope, nleft: usize) -> Scope {
+    let mut scope = left;
+    let left_entries = scope.columns.len();
     for c in &right.columns {
         let mut c2 = c.clone();
         c2.expr = shift_columns(&c.expr, nleft);
         scope.columns.push(c2);
     }
-    scope.star.extend(right.star.iter().map(|&i| i + left.columns.len()));
+    scope.star.extend(right.star.iter().map(|&i| i + left_entries));
     scope
 }
 

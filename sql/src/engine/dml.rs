@@ -19,6 +19,7 @@ use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use crate::exec::dml as xdml;
 use crate::exec::i64_to_tid;
+use crate::exec::spill::HeldBatches;
 use beedb_storage::TupleId;
 use std::collections::HashSet;
 use crate::expr::Expr;
@@ -480,12 +481,12 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
         put(row)?;
     } else if *reads_target {
         let bq = with_source_bees(ctx, plan, &params)?;
-        let (held, _) = held_rows(ctx, &bq, &params, "INSERT reading its own target table")?;
-        for b in held {
+        held_rows(ctx, &bq, &params)?.drain(|b| {
             for k in 0..b.rows() {
                 put(b.row_values(k))?;
             }
-        }
+            Ok(())
+        })?;
     } else {
         let bq = with_source_bees(ctx, plan, &params)?;
         stream(ctx, &bq, &params, &mut |b| {
@@ -505,25 +506,19 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     Ok(written(format!("INSERT 0 {count}"), count, returned))
 }
 
-/// The rows a write computes before it writes any: compact batches, counted against
-/// `memory_limit` (53200 beyond, naming `what`), and their number. Reads go through
-/// the write transaction, which sees the statement's own changes, so a statement
-/// that reads its target table holds what it read before it writes (the Halloween
-/// problem: an updated row would be met again further on in the scan).
-fn held_rows(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], what: &str) -> Result<(Vec<crate::vector::Batch>, usize)> {
-    let mut held = Vec::new();
-    let (mut bytes, mut rows) = (0usize, 0usize);
+/// The rows a write computes before it writes any, in order. Reads go through the
+/// write transaction, which sees the statement's own changes, so a statement that
+/// reads its target table holds what it read before it writes (the Halloween
+/// problem: an updated row would be met again further on in the scan). They are
+/// held in memory up to half of `memory_limit`, then in a temporary file
+/// ([`HeldBatches`]), so a write of any number of rows runs within the limit.
+fn held_rows(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value]) -> Result<HeldBatches> {
+    let mut held = HeldBatches::new(&bq.plan.types(), ctx.memory_limit / 2);
     stream(ctx, bq, params, &mut |b| {
-        let b = b.compact();
-        bytes += b.heap_bytes() + b.columns.len() * std::mem::size_of::<crate::vector::Vector>();
-        if bytes > ctx.memory_limit {
-            return Err(crate::exec::memory_limit_error(what, ctx.memory_limit));
-        }
-        rows += b.rows();
-        held.push(b);
+        held.push(b)?;
         Ok(true)
     })?;
-    Ok((held, rows))
+    Ok(held)
 }
 
 /// Adds one tuple id to `seen` (an UPDATE … FROM or DELETE … USING meets a target
@@ -538,6 +533,30 @@ fn first_time(ctx: &Ctx<'_>, seen: &mut HashSet<i64>, t: i64, what: &str) -> Res
         return Err(crate::exec::memory_limit_error(what, ctx.memory_limit));
     }
     Ok(true)
+}
+
+/// The rows a RETURNING clause gives back, counted against `memory_limit` (53200
+/// beyond, naming `what`): the result is returned whole.
+struct Returned {
+    rows: Vec<Vec<Value>>,
+    bytes: usize,
+    limit: usize,
+    what: &'static str,
+}
+
+impl Returned {
+    fn new(ctx: &Ctx<'_>, what: &'static str) -> Returned {
+        Returned { rows: Vec::new(), bytes: 0, limit: ctx.memory_limit, what }
+    }
+
+    fn push(&mut self, row: Vec<Value>) -> Result<()> {
+        self.bytes += std::mem::size_of::<Vec<Value>>() + row.iter().map(|v| std::mem::size_of::<Value>() + v.heap_bytes()).sum::<usize>();
+        if self.bytes > self.limit {
+            return Err(crate::exec::memory_limit_error(self.what, self.limit));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
 }
 
 /// An INSERT's source plan with the session's bees attached (through the plan
@@ -924,7 +943,8 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     };
     let n = table.columns.len();
     // Every row is computed before the first is written (see `held_rows`).
-    let (held, rows) = held_rows(ctx, &bq, &params, "UPDATE (the rows it changes)")?;
+    let held = held_rows(ctx, &bq, &params)?;
+    let rows = held.rows();
     // Bound with the plan, under the same schema (a cached UPDATE always has them).
     let checks = match checks {
         Some(c) => c,
@@ -935,37 +955,42 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let w = ctx.txn.writer()?;
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
     let returning_at = 2 * n + 1;
-    let mut returned = Vec::new();
+    let mut returned = Returned::new(ctx, "UPDATE … RETURNING");
     // With FROM a target row may join several rows; as in PostgreSQL it is updated
     // once, with the first.
     let mut seen: HashSet<i64> = HashSet::new();
     let mut count = 0;
+    let mut i = 0usize;
     // Uniqueness is checked row by row, as PostgreSQL does.
-    for (i, (b, k)) in held.iter().flat_map(|b| (0..b.rows()).map(move |k| (b, k))).enumerate() {
-        if i % CHECK_EVERY == 0 {
-            ctx.interrupt.check()?;
+    held.drain(|b| {
+        for k in 0..b.rows() {
+            if i % CHECK_EVERY == 0 {
+                ctx.interrupt.check()?;
+            }
+            i += 1;
+            let mut row = b.row_values(k);
+            let Value::BigInt(t) = row[n] else {
+                return Err(Error::internal("UPDATE lost a tuple id"));
+            };
+            if u.from.is_some() && !first_time(ctx, &mut seen, t, "UPDATE … FROM (the rows it changed)")? {
+                continue;
+            }
+            if u.returning.is_some() {
+                returned.push(row.split_off(returning_at))?;
+            }
+            let old = row.split_off(n + 1);
+            row.truncate(n);
+            let new = row;
+            checks
+                .verify(ctx, &table, &new)
+                .and_then(|()| xdml::update_row_with(w, &table, i64_to_tid(t), &old, &new, former.as_mut()))
+                .map_err(|e| with_constraint_detail(e, &table, &new))?;
+            foreign_keys.updated(&old, &new);
+            count += 1;
         }
-        let mut row = b.row_values(k);
-        let Value::BigInt(t) = row[n] else {
-            return Err(Error::internal("UPDATE lost a tuple id"));
-        };
-        if u.from.is_some() && !first_time(ctx, &mut seen, t, "UPDATE … FROM (the rows it changed)")? {
-            continue;
-        }
-        if u.returning.is_some() {
-            returned.push(row.split_off(returning_at));
-        }
-        let old = row.split_off(n + 1);
-        row.truncate(n);
-        let new = row;
-        checks
-            .verify(ctx, &table, &new)
-            .and_then(|()| xdml::update_row_with(w, &table, i64_to_tid(t), &old, &new, former.as_mut()))
-            .map_err(|e| with_constraint_detail(e, &table, &new))?;
-        foreign_keys.updated(&old, &new);
-        count += 1;
-    }
-    drop(held);
+        Ok(())
+    })?;
+    let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
@@ -1126,7 +1151,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
         }
     };
     // Every row is found before the first is deleted (see `held_rows`).
-    let (held, _) = held_rows(ctx, &bq, &params, "DELETE (the rows it removes)")?;
+    let held = held_rows(ctx, &bq, &params)?;
     let n = table.columns.len();
     // A target row joining several USING rows is deleted (and returned) once.
     let mut seen: HashSet<i64> = HashSet::new();
@@ -1134,26 +1159,31 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let w = ctx.txn.writer()?;
     let mut count = 0;
     // Each row: the deleted values, the tuple id, then what RETURNING computes.
-    let mut returned = Vec::new();
-    for (i, (b, k)) in held.iter().flat_map(|b| (0..b.rows()).map(move |k| (b, k))).enumerate() {
-        if i % CHECK_EVERY == 0 {
-            ctx.interrupt.check()?;
+    let mut returned = Returned::new(ctx, "DELETE … RETURNING");
+    let mut i = 0usize;
+    held.drain(|b| {
+        for k in 0..b.rows() {
+            if i % CHECK_EVERY == 0 {
+                ctx.interrupt.check()?;
+            }
+            i += 1;
+            let mut row = b.row_values(k);
+            let Value::BigInt(t) = row[n] else {
+                return Err(Error::internal("DELETE lost a tuple id"));
+            };
+            if d.using.is_some() && !first_time(ctx, &mut seen, t, "DELETE … USING (the rows it removed)")? {
+                continue;
+            }
+            xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
+            foreign_keys.deleted(&row[..n]);
+            count += 1;
+            if d.returning.is_some() {
+                returned.push(row.split_off(n + 1))?;
+            }
         }
-        let mut row = b.row_values(k);
-        let Value::BigInt(t) = row[n] else {
-            return Err(Error::internal("DELETE lost a tuple id"));
-        };
-        if d.using.is_some() && !first_time(ctx, &mut seen, t, "DELETE … USING (the rows it removed)")? {
-            continue;
-        }
-        xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
-        foreign_keys.deleted(&row[..n]);
-        count += 1;
-        if d.returning.is_some() {
-            returned.push(row.split_off(n + 1));
-        }
-    }
-    drop(held);
+        Ok(())
+    })?;
+    let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     ctx.note_deletes(&table, count);
     super::analyze::analyze_if_stale(ctx, &table)?;

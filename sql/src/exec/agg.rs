@@ -942,14 +942,6 @@ enum Args {
     Udf(Vec<Vec<Value>>),
 }
 
-/// The bytes a held value takes beyond its `Value`.
-fn value_heap_bytes(v: &Value) -> usize {
-    match v {
-        Value::Text(s) => s.len(),
-        _ => 0,
-    }
-}
-
 /// `a` against `b` under the ORDER BY `keys` (NULLs placed as each key says).
 fn cmp_order_keys(a: &[Value], b: &[Value], keys: &[crate::plan::SortKey]) -> Ordering {
     for ((x, y), k) in a.iter().zip(b).zip(keys) {
@@ -1416,9 +1408,9 @@ fn accumulate(
                             };
                             st.ordered_bytes += std::mem::size_of::<OrderedRow>()
                                 + std::mem::size_of::<Value>() * row.keys.len()
-                                + value_heap_bytes(&row.arg)
-                                + value_heap_bytes(&row.arg2)
-                                + row.keys.iter().map(value_heap_bytes).sum::<usize>();
+                                + row.arg.heap_bytes()
+                                + row.arg2.heap_bytes()
+                                + row.keys.iter().map(Value::heap_bytes).sum::<usize>();
                             st.ordered[i].push(row);
                         }
                     }

@@ -6,7 +6,7 @@
 use super::key_filter::ScanKeyFilter;
 use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
 use super::spill::{BatchFile, MAX_LEVELS, Partitions};
-use super::{Exec, Flow, Out, gather_opt, make_batch, node_count};
+use super::{Exec, Flow, Out, gather_opt, make_batch};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use crate::plan::{JoinKind, Plan};
@@ -301,7 +301,7 @@ fn join_parts(
 /// the right input once every held row has matched.
 pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>, out: Out) -> Result<Flow> {
     let left_id = id + 1;
-    let right_id = left_id + node_count(s.left);
+    let right_id = left_id + ex.subtree_size(s.left);
     let right_types = s.right.types();
     let out_types = plan.types();
     let want_matched = match s.kind {
@@ -461,7 +461,7 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
 /// instead (no spilling at [`MAX_LEVELS`]: the builds of a parallel pipeline, which
 /// its threads share in memory).
 fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Result<Materialized> {
-    let right_id = id + 1 + node_count(s.left);
+    let right_id = id + 1 + ex.subtree_size(s.left);
     let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.kind.outputs_unmatched_right(), s.build_workers, level)? {
         Materialized::Memory(build) => build,
         spilled => return Ok(spilled),
@@ -991,7 +991,7 @@ pub(super) fn index_nested_loop(
         return Err(Error::internal("index nested-loop join of an unsupported kind"));
     }
     let left_id = id + 1;
-    let right_id = left_id + node_count(s.left);
+    let right_id = left_id + ex.subtree_size(s.left);
     let left_types = s.left.types();
     let out_types = plan.types();
     let decoder = RowDecoder::new(table, columns);

@@ -30,7 +30,7 @@ mod scan;
 mod series;
 mod setop;
 mod sort;
-mod spill;
+pub(crate) mod spill;
 #[cfg(test)]
 mod tests;
 pub mod tuple_codec;
@@ -233,6 +233,7 @@ impl StatementState {
             profile,
             worker,
             key_filters: RefCell::new(Vec::new()),
+            subtree_sizes: RefCell::new(FxHashMap::default()),
         }
     }
 }
@@ -255,6 +256,9 @@ pub(crate) struct Exec<'a> {
     /// they name ([`key_filter`]). Per executor: a subquery's plan numbers its nodes
     /// anew.
     key_filters: RefCell<Vec<key_filter::ScanKeyFilter>>,
+    /// Sizes of the subtrees this executor has asked for, by the address of their
+    /// root ([`Exec::subtree_size`]).
+    subtree_sizes: RefCell<FxHashMap<usize, usize>>,
 }
 
 impl SubqueryRunner for Exec<'_> {
@@ -296,6 +300,7 @@ impl SubqueryRunner for Exec<'_> {
             profile: None,
             worker: None,
             key_filters: RefCell::new(Vec::new()),
+            subtree_sizes: RefCell::new(FxHashMap::default()),
         };
         let result = match kind {
             SubqueryKind::Exists => {
@@ -354,7 +359,7 @@ impl SubqueryRunner for Exec<'_> {
                         for k in 0..b.rows() {
                             for c in columns {
                                 let v = c.value(b.position(k));
-                                bytes += std::mem::size_of::<Value>() + value_heap_bytes(&v);
+                                bytes += std::mem::size_of::<Value>() + v.heap_bytes();
                                 values.push(v);
                             }
                         }
@@ -381,15 +386,29 @@ pub(crate) fn memory_limit_error(op: &str, limit: usize) -> Error {
     ))
 }
 
-/// Heap bytes a value owns beyond its own size (text and byte strings).
-fn value_heap_bytes(v: &Value) -> usize {
-    match v {
-        Value::Text(s) | Value::Char(s) | Value::Varchar(s) => s.capacity(),
-        _ => 0,
-    }
-}
-
 impl<'a> Exec<'a> {
+    /// [`node_count`] of `plan`, memoized: a join, set operation or recursive union
+    /// numbers its right input after its left input's nodes, and counting them anew
+    /// at every level made a chain of n joins O(n²) (a FROM list of 4,000 tables:
+    /// seconds). One walk records the size of every node under the one asked for.
+    /// Keys are plan addresses, which stay valid because every plan an executor runs
+    /// (the statement's and its subqueries') outlives the executor.
+    fn subtree_size(&self, plan: &Plan) -> usize {
+        fn fill(plan: &Plan, sizes: &mut FxHashMap<usize, usize>) -> usize {
+            crate::stack::guarded(|| {
+                let n = 1 + plan.children().iter().map(|c| fill(c, sizes)).sum::<usize>();
+                sizes.insert(plan as *const Plan as usize, n);
+                n
+            })
+        }
+        let key = plan as *const Plan as usize;
+        if let Some(&n) = self.subtree_sizes.borrow().get(&key) {
+            debug_assert_eq!(n, node_count(plan), "a memoized subtree size of another plan");
+            return n;
+        }
+        fill(plan, &mut self.subtree_sizes.borrow_mut())
+    }
+
     fn eval_ctx(&self) -> EvalContext<'_> {
         EvalContext {
             params: self.params,

@@ -26,7 +26,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashSet;
 
-use super::{Exec, Flow, Out, node_count};
+use super::{Exec, Flow, Out};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, WorkTableId};
 use crate::types::DataType;
@@ -102,7 +102,7 @@ pub(super) fn recursive_union(
     out: Out,
 ) -> Result<Flow> {
     let base_id = id + 1;
-    let recursive_id = base_id + node_count(base);
+    let recursive_id = base_id + ex.subtree_size(base);
     let mut rounds = Rounds {
         types: plan.types(),
         distinct,

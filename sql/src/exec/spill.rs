@@ -223,6 +223,70 @@ impl BatchReader {
     }
 }
 
+/// Batches kept in arrival order until the end of their input, in memory while they
+/// fit `budget_bytes` and then in a temporary file: what a write statement computes
+/// before it writes (UPDATE, DELETE, an INSERT reading its own table; the Halloween
+/// problem). Once over the budget every batch held so far, and every later one, goes
+/// to the file, so the order is kept and the memory held stays under the budget.
+pub(crate) struct HeldBatches {
+    types: Vec<DataType>,
+    budget_bytes: usize,
+    mem: Vec<Batch>,
+    mem_bytes: usize,
+    file: Option<BatchFile>,
+    rows: usize,
+}
+
+impl HeldBatches {
+    pub(crate) fn new(types: &[DataType], budget_bytes: usize) -> HeldBatches {
+        HeldBatches { types: types.to_vec(), budget_bytes, mem: Vec::new(), mem_bytes: 0, file: None, rows: 0 }
+    }
+
+    /// Holds batch `b` (made dense here).
+    pub(crate) fn push(&mut self, b: Batch) -> Result<()> {
+        let b = b.compact();
+        let n = b.rows();
+        if n == 0 {
+            return Ok(());
+        }
+        self.rows += n;
+        if let Some(file) = &mut self.file {
+            return file.push(&b.columns, n);
+        }
+        self.mem_bytes += b.heap_bytes() + b.columns.len() * std::mem::size_of::<Vector>();
+        self.mem.push(b);
+        if self.mem_bytes > self.budget_bytes {
+            let mut file = BatchFile::create_with_chunk(&self.types, IO_CHUNK_BYTES)?;
+            for b in self.mem.drain(..) {
+                file.push(&b.columns, b.rows())?;
+            }
+            self.mem_bytes = 0;
+            self.file = Some(file);
+        }
+        Ok(())
+    }
+
+    /// Rows held.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Calls `f` on every batch, in the order they were pushed; a held batch is
+    /// freed (or read from the file) as `f` reaches it.
+    pub(crate) fn drain(self, mut f: impl FnMut(Batch) -> Result<()>) -> Result<()> {
+        match self.file {
+            Some(file) => {
+                let mut reader = file.into_reader()?;
+                while let Some(b) = reader.next_batch()? {
+                    f(b)?;
+                }
+                Ok(())
+            }
+            None => self.mem.into_iter().try_for_each(f),
+        }
+    }
+}
+
 /// Rows split into [`FANOUT`] temporary files by bits of a hash of their keys: at
 /// `level` 0 the top four bits, at level 1 the next four, and so on, so a part
 /// that is still too large splits again with bits that differ inside it. Rows

@@ -202,7 +202,7 @@ pub(super) fn window(
         }
         for &c in &mine {
             result_bytes += n * std::mem::size_of::<Value>()
-                + results[c].iter().map(super::value_heap_bytes).sum::<usize>();
+                + results[c].iter().map(Value::heap_bytes).sum::<usize>();
         }
         ex.check_mem("WindowAgg", base_bytes + result_bytes)?;
     }

@@ -32,6 +32,10 @@ pub fn prune_columns(plan: Plan) -> Plan {
     prune(plan, needed).0
 }
 
+/// Columns a join may carry that no node above reads before a projection drops them
+/// (see the join case of [`prune_node`]).
+const MAX_UNREAD_JOIN_COLUMNS: usize = 64;
+
 /// For each output column of a node before pruning, its position after (`None`:
 /// dropped).
 type ColumnMap = Vec<Option<usize>>;
@@ -186,7 +190,27 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
                 right_keys,
                 method,
             };
-            (node, map)
+            // A join outputs all the columns its inputs keep, its keys included, which
+            // is right for a few joins. In a long chain (a FROM list of 2,000 tables)
+            // every join would carry one column of each table below it: quadratic
+            // plans and batches. Past `MAX_UNREAD_JOIN_COLUMNS` unread columns, a
+            // projection keeps only what is read above.
+            let unread = map.iter().zip(&needed).filter(|(m, need)| m.is_some() && !**need).count();
+            if unread < MAX_UNREAD_JOIN_COLUMNS {
+                (node, map)
+            } else {
+                let join_schema: Vec<_> = schema.iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c.clone()).collect();
+                let join = Plan { node, schema: join_schema, est: est.clone(), workers: 1 };
+                let mut exprs = Vec::new();
+                let mut narrowed: ColumnMap = vec![None; n];
+                for i in 0..n {
+                    if let (Some(p), true) = (map[i], needed[i]) {
+                        narrowed[i] = Some(exprs.len());
+                        exprs.push(Expr::column(p, schema[i].ty));
+                    }
+                }
+                (Node::Project { input: Box::new(join), exprs }, narrowed)
+            }
         }
         Node::Aggregate { input, mut groups, sets, mut aggs } => {
             let mut inner = vec![false; input.schema.len()];

@@ -69,6 +69,15 @@ fn num_cmp(a: Num, b: Num) -> Ordering {
 }
 
 impl Value {
+    /// The bytes this value holds outside itself (a string's text), for memory
+    /// accounting.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::Char(s) | Value::Varchar(s) | Value::Text(s) => s.capacity(),
+            _ => 0,
+        }
+    }
+
     /// The value's type; `None` for NULL, which has none of its own. Decimals report
     /// the unconstrained `numeric`, `character` values their padded length.
     pub fn data_type(&self) -> Option<DataType> {
