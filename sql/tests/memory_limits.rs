@@ -234,6 +234,22 @@ fn insert_reading_its_own_table_spills_past_memory_limit() {
         let r = c.query(&format!("SELECT count(*), count(*) FILTER (WHERE s LIKE '%y') FROM {t}"), &[]).unwrap();
         assert_eq!((r.rows[0].get::<i64>(0).unwrap(), r.rows[0].get::<i64>(1).unwrap()), (want, 100_000), "{t}");
     }
+    // What cannot spill counts: a RETURNING result, and the rows ON CONFLICT has
+    // written (about 1.2 MB of tuple ids for 100,000 rows).
+    let e = c.execute("INSERT INTO w2 SELECT s FROM w RETURNING s", &[]).expect_err("over the limit");
+    assert_eq!(e.sqlstate, "53200", "{e}");
+    assert!(e.message.contains("INSERT … RETURNING"), "{e}");
+    c.execute_batch("CREATE TABLE u (k INTEGER PRIMARY KEY, v INTEGER); SET memory_limit = '512kB'").unwrap();
+    let e = c
+        .execute("INSERT INTO u SELECT i, 0 FROM generate_series(1, 100000) AS g(i) ON CONFLICT (k) DO UPDATE SET v = 1", &[])
+        .expect_err("over the limit");
+    assert_eq!(e.sqlstate, "53200", "{e}");
+    assert!(e.message.contains("ON CONFLICT"), "{e}");
+    c.execute_batch("SET memory_limit = '64MB'").unwrap();
+    let r = c
+        .execute("INSERT INTO u SELECT i, 0 FROM generate_series(1, 100000) AS g(i) ON CONFLICT (k) DO UPDATE SET v = 1", &[])
+        .unwrap();
+    assert_eq!(r.rows_affected, 100_000);
 }
 
 /// An UPDATE or DELETE finds every row it writes before writing the first (its scan

@@ -388,10 +388,14 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     let w = ctx.txn.writer()?;
     let mut count = 0;
     let mut inserted = 0;
-    let mut returned = Vec::new();
+    let mut returned = Returned::new(ctx, "INSERT … RETURNING");
     // The tuples this statement inserted or updated: DO UPDATE may not change one
-    // twice (21000), as in PostgreSQL.
+    // twice (21000), as in PostgreSQL. Counted against memory_limit.
     let mut touched: HashSet<TupleId> = HashSet::new();
+    let touch = |touched: &mut HashSet<TupleId>, tid: TupleId| -> Result<()> {
+        touched.insert(tid);
+        check_set_bytes(ctx, touched.capacity() * (std::mem::size_of::<TupleId>() + 1), "INSERT … ON CONFLICT (the rows it wrote)")
+    };
     let mut proposed = 0usize;
     let mut put = |row: Vec<Value>| -> Result<()> {
         if proposed % CHECK_EVERY == 0 {
@@ -411,13 +415,13 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
                 .and_then(|()| xdml::insert_row_with(w, &table, &row[..n], former.as_mut()))
                 .map_err(|e| with_constraint_detail(e, &table, &row[..n]))?;
             if conflict.is_some() {
-                touched.insert(tid);
+                touch(&mut touched, tid)?;
             }
             foreign_keys.inserted(&row[..n]);
             count += 1;
             inserted += 1;
             if returned_columns.is_some() {
-                returned.push(row[n..].to_vec());
+                returned.push(row[n..].to_vec())?;
             }
             return Ok(());
         };
@@ -446,10 +450,10 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
             .and_then(|()| xdml::update_row_with(w, &table, tid, &old, &out[..n], former.as_mut()))
             .map_err(|e| with_constraint_detail(e, &table, &out[..n]))?;
         foreign_keys.updated(&old, &out[..n]);
-        touched.insert(new_tid);
+        touch(&mut touched, new_tid)?;
         count += 1;
         if returned_columns.is_some() {
-            returned.push(out[n + 1..].to_vec());
+            returned.push(out[n + 1..].to_vec())?;
         }
         Ok(())
     };
@@ -502,7 +506,7 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     // Enough inserts since the last ANALYZE: gather statistics again now, as
     // PostgreSQL's autovacuum would in the background.
     super::analyze::analyze_if_stale(ctx, &table)?;
-    let returned = returned_columns.map(|c| (c, returned));
+    let returned = returned_columns.map(|c| (c, returned.rows));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
 }
 
@@ -529,10 +533,17 @@ fn first_time(ctx: &Ctx<'_>, seen: &mut HashSet<i64>, t: i64, what: &str) -> Res
         return Ok(false);
     }
     // A hash set's entry: the value and a control byte, at most 8/7 full.
-    if seen.capacity() * (std::mem::size_of::<i64>() + 1) > ctx.memory_limit {
+    check_set_bytes(ctx, seen.capacity() * (std::mem::size_of::<i64>() + 1), what)?;
+    Ok(true)
+}
+
+/// 53200 naming `what` when a set of tuple ids a write keeps holds more than
+/// `memory_limit` bytes.
+fn check_set_bytes(ctx: &Ctx<'_>, bytes: usize, what: &str) -> Result<()> {
+    if bytes > ctx.memory_limit {
         return Err(crate::exec::memory_limit_error(what, ctx.memory_limit));
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The rows a RETURNING clause gives back, counted against `memory_limit` (53200
