@@ -14,7 +14,12 @@
 //!   4 columns of the ~2% that qualify (generic: decode those 4 columns of every
 //!   tuple, then the vectorized evaluator; bee: one scan bee);
 //! - `form/lineitem`: encoding rows of values into stored tuples (generic:
-//!   `EncodedRow` + the layout's encoder; bee: `RowFormer`).
+//!   `EncodedRow` + the layout's encoder; bee: `RowFormer`);
+//! - `sort/int`, `sort/dec_date`, `sort/text`: ordering 1M rows' sort keys (a
+//!   bigint; a `numeric(12,2)` DESC then a date; a text of 8–40 bytes sharing
+//!   prefixes) — generic: a stable `sort_by` calling `cmp_sort` per key, as ORDER BY
+//!   does with `bee_sort` off; bee: the sort bee's normalized keys and their order,
+//!   ties by the comparator, as ORDER BY does with it on.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -354,5 +359,76 @@ fn form(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, deform, scan, form);
+/// Rows of the sort benchmarks.
+const SORT_ROWS: usize = 1_000_000;
+
+fn sort(c: &mut Criterion) {
+    use beedb_sql::exec::keys::cmp_sort;
+    use beedb_sql::plan::SortKey;
+    let mut rng = StdRng::seed_from_u64(12);
+    let n = SORT_ROWS;
+    let mut int = Vector::new(DataType::BigInt, n);
+    let mut price = Vector::new(dec(12, 2), n);
+    let mut day = Vector::new(DataType::Date, n);
+    let mut txt = Vector::new(DataType::Text, n);
+    let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
+    for _ in 0..n {
+        int.push_value(&Value::BigInt(rng.random_range(-1_000_000_000..1_000_000_000)));
+        price.push_value(&Value::Decimal(Decimal::new(rng.random_range(90_000..10_500_000), 2).unwrap()));
+        day.push_value(&Value::Date(Date(rng.random_range(0..2500))));
+        let w: Vec<&str> = (0..rng.random_range(1..5)).map(|_| words[rng.random_range(0..words.len())]).collect();
+        txt.push_value(&Value::Text(format!("{} {}", w.join(" "), rng.random_range(0..1000))));
+    }
+    let key = |c: usize, ty: DataType, desc: bool| SortKey { expr: col(c, ty), desc, nulls_first: desc };
+    let cases: Vec<(&str, Vec<Vector>, Vec<SortKey>)> = vec![
+        ("int", vec![int], vec![key(0, DataType::BigInt, false)]),
+        ("dec_date", vec![price, day], vec![key(0, dec(12, 2), true), key(1, DataType::Date, false)]),
+        ("text", vec![txt], vec![key(0, DataType::Text, false)]),
+    ];
+    let cache = BeeCache::new();
+    for (name, cols, keys) in &cases {
+        let mut g = c.benchmark_group(format!("sort/{name}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(n as u64));
+        let cmp_rows = |a: u32, b: u32| {
+            for (k, sk) in cols.iter().zip(keys) {
+                let o = cmp_sort(k, a as usize, k, b as usize, sk.desc, sk.nulls_first);
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        };
+        g.bench_function("generic", |b| {
+            b.iter(|| {
+                let mut perm: Vec<u32> = (0..n as u32).collect();
+                perm.sort_by(|&a, &b| cmp_rows(a, b));
+                black_box(perm)
+            })
+        });
+        let spec = beedb_sql::bees::sort::spec(keys).unwrap();
+        let mut want = None;
+        for (maker, choice) in makers() {
+            let bee = cache.sort(spec.clone(), BeeOwner::Query, n as u64, choice).unwrap();
+            // The same order as the comparator's.
+            let perm = bee.order(&beedb_sql::bees::sort::encode(&bee, cols, n).unwrap(), n, cmp_rows);
+            let w = want.get_or_insert_with(|| {
+                let mut p: Vec<u32> = (0..n as u32).collect();
+                p.sort_by(|&a, &b| cmp_rows(a, b));
+                p
+            });
+            assert!(perm == *w, "{maker}");
+            g.bench_function(maker, |b| {
+                b.iter(|| {
+                    let k = beedb_sql::bees::sort::encode(&bee, cols, n).unwrap();
+                    black_box(bee.order(&k, n, cmp_rows))
+                })
+            });
+            g.bench_function(format!("{maker} encode only"), |b| b.iter(|| black_box(beedb_sql::bees::sort::encode(&bee, cols, n).unwrap())));
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, deform, scan, form, sort);
 criterion_main!(benches);

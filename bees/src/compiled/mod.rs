@@ -118,6 +118,9 @@
 mod form;
 mod pred;
 mod scan;
+mod sort;
+
+pub use sort::{bee_interval_key, bee_zero};
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -225,9 +228,12 @@ pub fn compile_form(jit: &Jit, rel: &RelationSpec) -> Result<(CompiledCode, Form
 }
 
 /// Compiles a sort bee.
-pub fn compile_sort(_jit: &Jit, spec: &SortSpec) -> Result<(CompiledCode, SortFn), String> {
+pub fn compile_sort(jit: &Jit, spec: &SortSpec) -> Result<(CompiledCode, SortFn), String> {
     spec.check()?;
-    Err("the compiled sort maker is not built yet".into())
+    let (code, ptr) = compile_one(jit, |b, _| sort::build(b, spec))?;
+    // SAFETY: the function was generated with the SortFn signature.
+    let f = unsafe { std::mem::transmute::<*const u8, SortFn>(ptr) };
+    Ok((code, f))
 }
 
 /// Builds one `fn(i64) -> i64` with `build` in a fresh module and finalizes it.

@@ -784,7 +784,9 @@ mod tests {
             for (d, (desc, nulls_first)) in [(false, false), (true, true), (false, true), (true, false)].into_iter().enumerate() {
                 let keys = sort_keys(&[(c, desc, nulls_first), ((c + 5) % 13, !desc, nulls_first)]);
                 let want = expected(&cols, &keys, None);
-                let b = bee(&keys, beedb_bees::Maker::Instantiated);
+                let maker = [beedb_bees::Maker::Instantiated, beedb_bees::Maker::Compiled][(c + d) % 2];
+                let b = bee(&keys, maker);
+                assert_eq!(b.maker(), maker);
                 let batch = [1, 2, 1023, 1024, 1025][(c + d) % 5];
                 let got = sort_with(&cols, &keys, Some(&b), batch, 1 << 30, None).unwrap();
                 assert_eq!(got.rows, want, "key column {c}, desc {desc}, nulls first {nulls_first}");
@@ -834,9 +836,11 @@ mod tests {
                     .map(|&c| SortKey { expr: Expr::column(c, cols[c].ty), desc, nulls_first })
                     .collect();
                 let want = expected(&cols, &keys, None);
-                let b = bee(&keys, beedb_bees::Maker::Instantiated);
-                let got = sort_with(&cols, &keys, Some(&b), 1024, 1 << 30, None).unwrap();
-                assert_eq!(got.rows, want, "keys {key:?} desc {desc} nulls first {nulls_first}");
+                for maker in [beedb_bees::Maker::Instantiated, beedb_bees::Maker::Compiled] {
+                    let b = bee(&keys, maker);
+                    let got = sort_with(&cols, &keys, Some(&b), 1024, 1 << 30, None).unwrap();
+                    assert_eq!(got.rows, want, "{maker}: keys {key:?} desc {desc} nulls first {nulls_first}");
+                }
             }
         }
     }
