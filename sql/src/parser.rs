@@ -46,6 +46,10 @@ pub fn parse_bytes_estimate(sql: &str) -> usize {
     let mut quoted = 0usize;
     let mut i = 0;
     while i < b.len() {
+        if let Some(end) = comment_end(b, i) {
+            i = end;
+            continue;
+        }
         match b[i] {
             b'\'' => {
                 // An E'…' literal reads backslash escapes; `xE'` is an identifier
@@ -76,28 +80,6 @@ pub fn parse_bytes_estimate(sql: &str) -> usize {
                     i += 1;
                 }
                 i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let mut depth = 0usize;
-                while i < b.len() {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
             }
             // `$tag$…$tag$` (the tag empty or an identifier not starting with a digit;
             // `$1` is a parameter), not inside an identifier (`a$b`).
@@ -141,6 +123,34 @@ pub fn check_parse_size(sql: &str, memory_limit: usize) -> Result<()> {
     )))
 }
 
+/// Where the comment starting at `b[i]` ends (the index past it, or past its line
+/// for `--`), when one starts there: `-- …` to the end of the line, `/* … */`
+/// nested as PostgreSQL nests them (an unterminated one runs to the end).
+fn comment_end(b: &[u8], mut i: usize) -> Option<usize> {
+    match (b.get(i), b.get(i + 1)) {
+        (Some(b'-'), Some(b'-')) => Some(b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p)),
+        (Some(b'/'), Some(b'*')) => {
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            Some(i.min(b.len()))
+        }
+        _ => None,
+    }
+}
+
 /// Rewrites `?` placeholders (outside strings, identifiers and comments) as `$1`,
 /// `$2`, … so both parameter styles reach the PostgreSQL dialect. Returns `None`
 /// when there is none. Positions after a rewritten `?` move by the added digits.
@@ -154,6 +164,10 @@ fn number_question_marks(sql: &str) -> Option<String> {
     let mut i = 0;
     let mut last = 0;
     while i < b.len() {
+        if let Some(end) = comment_end(b, i) {
+            i = end;
+            continue;
+        }
         match b[i] {
             q @ (b'\'' | b'"') => {
                 i += 1;
@@ -168,28 +182,6 @@ fn number_question_marks(sql: &str) -> Option<String> {
                     i += 1;
                 }
                 i += 1;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let mut depth = 0;
-                while i < b.len() {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
             }
             b'?' => {
                 n += 1;

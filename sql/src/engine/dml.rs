@@ -537,6 +537,41 @@ fn first_time(ctx: &Ctx<'_>, seen: &mut HashSet<i64>, t: i64, what: &str) -> Res
     Ok(true)
 }
 
+/// Calls `f(row, tuple id)` for each row an UPDATE or DELETE holds (`held`: the
+/// table's `n` columns, then the tuple id, then what the statement computed), in
+/// order, checking for cancel as it goes. With `dedupe` (a FROM or USING join, which
+/// meets a target row once per row it joins; naming the id set for 53200) only a
+/// tuple's first row is passed.
+fn each_target_row(
+    ctx: &Ctx<'_>,
+    held: HeldBatches,
+    n: usize,
+    dedupe: Option<&str>,
+    mut f: impl FnMut(Vec<Value>, TupleId) -> Result<()>,
+) -> Result<()> {
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut i = 0usize;
+    held.drain(|b| {
+        for k in 0..b.rows() {
+            if i % CHECK_EVERY == 0 {
+                ctx.interrupt.check()?;
+            }
+            i += 1;
+            let row = b.row_values(k);
+            let Value::BigInt(t) = row[n] else {
+                return Err(Error::internal("a write lost a tuple id"));
+            };
+            if let Some(what) = dedupe
+                && !first_time(ctx, &mut seen, t, what)?
+            {
+                continue;
+            }
+            f(row, i64_to_tid(t))?;
+        }
+        Ok(())
+    })
+}
+
 /// 53200 naming `what` when a set of tuple ids a write keeps holds more than
 /// `memory_limit` bytes.
 fn check_set_bytes(ctx: &Ctx<'_>, bytes: usize, what: &str) -> Result<()> {
@@ -967,38 +1002,23 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     // Each row: the new values, the tuple id, the old values, then what RETURNING computes.
     let returning_at = 2 * n + 1;
     let mut returned = Returned::new(ctx, "UPDATE … RETURNING");
-    // With FROM a target row may join several rows; as in PostgreSQL it is updated
-    // once, with the first.
-    let mut seen: HashSet<i64> = HashSet::new();
     let mut count = 0;
-    let mut i = 0usize;
-    // Uniqueness is checked row by row, as PostgreSQL does.
-    held.drain(|b| {
-        for k in 0..b.rows() {
-            if i % CHECK_EVERY == 0 {
-                ctx.interrupt.check()?;
-            }
-            i += 1;
-            let mut row = b.row_values(k);
-            let Value::BigInt(t) = row[n] else {
-                return Err(Error::internal("UPDATE lost a tuple id"));
-            };
-            if u.from.is_some() && !first_time(ctx, &mut seen, t, "UPDATE … FROM (the rows it changed)")? {
-                continue;
-            }
-            if u.returning.is_some() {
-                returned.push(row.split_off(returning_at))?;
-            }
-            let old = row.split_off(n + 1);
-            row.truncate(n);
-            let new = row;
-            checks
-                .verify(ctx, &table, &new)
-                .and_then(|()| xdml::update_row_with(w, &table, i64_to_tid(t), &old, &new, former.as_mut()))
-                .map_err(|e| with_constraint_detail(e, &table, &new))?;
-            foreign_keys.updated(&old, &new);
-            count += 1;
+    // With FROM a target row may join several rows; as in PostgreSQL it is updated
+    // once, with the first. Uniqueness is checked row by row, as PostgreSQL does.
+    let dedupe = u.from.is_some().then_some("UPDATE … FROM (the rows it changed)");
+    each_target_row(ctx, held, n, dedupe, |mut row, t| {
+        if u.returning.is_some() {
+            returned.push(row.split_off(returning_at))?;
         }
+        let old = row.split_off(n + 1);
+        row.truncate(n);
+        let new = row;
+        checks
+            .verify(ctx, &table, &new)
+            .and_then(|()| xdml::update_row_with(w, &table, t, &old, &new, former.as_mut()))
+            .map_err(|e| with_constraint_detail(e, &table, &new))?;
+        foreign_keys.updated(&old, &new);
+        count += 1;
         Ok(())
     })?;
     let returned = returned.rows;
@@ -1164,33 +1184,19 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     // Every row is found before the first is deleted (see `held_rows`).
     let held = held_rows(ctx, &bq, &params)?;
     let n = table.columns.len();
-    // A target row joining several USING rows is deleted (and returned) once.
-    let mut seen: HashSet<i64> = HashSet::new();
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     let w = ctx.txn.writer()?;
     let mut count = 0;
     // Each row: the deleted values, the tuple id, then what RETURNING computes.
     let mut returned = Returned::new(ctx, "DELETE … RETURNING");
-    let mut i = 0usize;
-    held.drain(|b| {
-        for k in 0..b.rows() {
-            if i % CHECK_EVERY == 0 {
-                ctx.interrupt.check()?;
-            }
-            i += 1;
-            let mut row = b.row_values(k);
-            let Value::BigInt(t) = row[n] else {
-                return Err(Error::internal("DELETE lost a tuple id"));
-            };
-            if d.using.is_some() && !first_time(ctx, &mut seen, t, "DELETE … USING (the rows it removed)")? {
-                continue;
-            }
-            xdml::delete_row(w, &table, i64_to_tid(t), &row[..n])?;
-            foreign_keys.deleted(&row[..n]);
-            count += 1;
-            if d.returning.is_some() {
-                returned.push(row.split_off(n + 1))?;
-            }
+    // A target row joining several USING rows is deleted (and returned) once.
+    let dedupe = d.using.is_some().then_some("DELETE … USING (the rows it removed)");
+    each_target_row(ctx, held, n, dedupe, |mut row, t| {
+        xdml::delete_row(w, &table, t, &row[..n])?;
+        foreign_keys.deleted(&row[..n]);
+        count += 1;
+        if d.returning.is_some() {
+            returned.push(row.split_off(n + 1))?;
         }
         Ok(())
     })?;
