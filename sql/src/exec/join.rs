@@ -152,9 +152,9 @@ pub(super) fn join(
     }
     match build_or_spill(ex, &s, id, 0)? {
         Materialized::Memory(build) => ex.with_key_filters(&build.key_filters, || probe(ex, plan, id, &s, &build, out)),
-        Materialized::Spilled(parts) => {
+        Materialized::Spilled(parts, null_rows) => {
             let left_types = s.left.types();
-            grace(ex, plan, id, &s, parts, 0, &mut |each| left_input(ex, &s, id, &left_types, each), out)
+            grace(ex, plan, id, &s, parts, null_rows, 0, &mut |each| left_input(ex, &s, id, &left_types, each), out)
         }
     }
 }
@@ -209,6 +209,7 @@ fn grace(
     id: usize,
     s: &JoinSpec<'_>,
     build_parts: Partitions,
+    null_rows: Option<BatchFile>,
     level: u32,
     left: LeftSource<'_>,
     out: Out,
@@ -232,7 +233,23 @@ fn grace(
         Ok(Flow::Continue)
     })?;
     let left_files = left_parts.finish_recorded(ex, id)?;
-    join_parts(ex, plan, id, s, build_files, left_files, level, out)
+    if join_parts(ex, plan, id, s, build_files, left_files, level, out)? == Flow::Stop {
+        return Ok(Flow::Stop);
+    }
+    // The build rows with a NULL key matched nothing: NULL-extended, as unmatched.
+    let Some(file) = null_rows else { return Ok(Flow::Continue) };
+    ex.record_spill(id, file.rows(), file.bytes());
+    let (left_types, out_types) = (s.left.types(), plan.types());
+    let mut reader = file.into_reader()?;
+    while let Some(b) = reader.next_batch()? {
+        ex.ctx.interrupt.check()?;
+        let n = b.rows();
+        let rows: Vec<u32> = (0..n as u32).collect();
+        if out(right_only(&left_types, &out_types, &b.columns, &rows))? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::Continue)
 }
 
 /// Joins the parts of a spilled join one by one: part `p`'s build rows
@@ -267,7 +284,7 @@ fn join_parts(
         if !needed {
             continue;
         }
-        let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), s.kind.outputs_unmatched_right(), level + 1);
+        let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), NullKeyRows::of_build(s.kind), level + 1);
         if let Some(file) = build_file {
             read_records(ex, file, key_types.len(), &mut |b, kv| {
                 sink.add(ex, kv, b)?;
@@ -281,7 +298,7 @@ fn join_parts(
         };
         let flow = match sink.finish()? {
             Materialized::Memory(build) => probe_from(ex, plan, s, &build, &mut from_file, out)?,
-            Materialized::Spilled(parts) => grace(ex, plan, id, s, parts, level + 1, &mut from_file, out)?,
+            Materialized::Spilled(parts, null_rows) => grace(ex, plan, id, s, parts, null_rows, level + 1, &mut from_file, out)?,
         };
         if flow == Flow::Stop {
             return Ok(Flow::Stop);
@@ -309,17 +326,17 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, true, 1, 0)? {
+    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, NullKeyRows::Keep, 1, 0)? {
         Materialized::Memory(held) => held,
         // The held left rows outgrew the limit (they are in hash parts as probe
         // records: keys, then columns): the right input is split the same way, and
         // each part is joined with its right rows as the build, as a grace join does.
-        Materialized::Spilled(left_parts) => {
+        Materialized::Spilled(left_parts, _) => {
             let left_files = left_parts.finish_recorded(ex, id)?;
             let key_types: Vec<DataType> = s.right_keys.iter().map(|e| e.ty).collect();
-            let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), false, 0);
+            let mut sink = BuildSink::new(&right_types, &key_types, !s.keys_only(), NullKeyRows::Drop, 0);
             sink.start_spilling(ex.ctx.memory_limit / 8)?;
-            let Materialized::Spilled(right_parts) = materialize_into(ex, s.right, right_id, s.right_keys, 1, sink)? else {
+            let Materialized::Spilled(right_parts, _) = materialize_into(ex, s.right, right_id, s.right_keys, 1, sink)? else {
                 return Err(Error::internal("a spilling build ended in memory"));
             };
             let build_files = right_parts.finish_recorded(ex, id)?;
@@ -452,7 +469,7 @@ fn mark_pairs(
 pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build> {
     match build_or_spill(ex, s, id, MAX_LEVELS)? {
         Materialized::Memory(build) => Ok(build),
-        Materialized::Spilled(_) => Err(Error::internal("a join build spilled where it may not")),
+        Materialized::Spilled(..) => Err(Error::internal("a join build spilled where it may not")),
     }
 }
 
@@ -462,7 +479,7 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
 /// its threads share in memory).
 fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Result<Materialized> {
     let right_id = id + 1 + ex.subtree_size(s.left);
-    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), s.kind.outputs_unmatched_right(), s.build_workers, level)? {
+    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), NullKeyRows::of_build(s.kind), s.build_workers, level)? {
         Materialized::Memory(build) => build,
         spilled => return Ok(spilled),
     };
@@ -483,7 +500,30 @@ fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Res
 /// disk (records of the key columns, then the row's columns).
 enum Materialized {
     Memory(Build),
-    Spilled(Partitions),
+    /// The parts, and (right and full joins) the build rows with a NULL key, which
+    /// match nothing and are output unmatched: kept apart, since they would all
+    /// hash to one part that no further split could divide.
+    Spilled(Partitions, Option<BatchFile>),
+}
+
+/// What a spilling build does with its rows whose key is NULL (they match nothing).
+#[derive(Clone, Copy, PartialEq)]
+enum NullKeyRows {
+    /// Dropped: the join outputs only matches of the build rows.
+    Drop,
+    /// Kept in the parts with the others: a left input held by a semi or anti join
+    /// (`left_build`), whose parts are probed as they are.
+    Keep,
+    /// Written to a file of their own (a right or full join outputs them
+    /// unmatched, NULL-extended).
+    Apart,
+}
+
+impl NullKeyRows {
+    /// For the right input a join of `kind` builds on.
+    fn of_build(kind: JoinKind) -> NullKeyRows {
+        if kind.outputs_unmatched_right() { NullKeyRows::Apart } else { NullKeyRows::Drop }
+    }
 }
 
 /// Gathers a build side batch by batch: into a [`Build`], until it passes three
@@ -493,9 +533,12 @@ struct BuildSink {
     types: Vec<DataType>,
     key_types: Vec<DataType>,
     keep_rows: bool,
-    /// Whether rows with a NULL key are kept once spilling (a right or full join
-    /// outputs them unmatched); other joins drop them, as they match nothing.
-    keep_null_keys: bool,
+    /// What happens to rows with a NULL key once spilling.
+    null_keys: NullKeyRows,
+    /// The NULL-key rows' columns under [`NullKeyRows::Apart`], once there are some.
+    null_rows: Option<BatchFile>,
+    /// Write buffer of `null_rows` (a share of the limit, set when spilling starts).
+    null_chunk: usize,
     build: Build,
     ids: Vec<u32>,
     level: u32,
@@ -504,12 +547,14 @@ struct BuildSink {
 }
 
 impl BuildSink {
-    fn new(types: &[DataType], key_types: &[DataType], keep_rows: bool, keep_null_keys: bool, level: u32) -> BuildSink {
+    fn new(types: &[DataType], key_types: &[DataType], keep_rows: bool, null_keys: NullKeyRows, level: u32) -> BuildSink {
         BuildSink {
             types: types.to_vec(),
             key_types: key_types.to_vec(),
             keep_rows,
-            keep_null_keys,
+            null_keys,
+            null_rows: None,
+            null_chunk: 0,
             build: Build::empty(types, key_types),
             ids: Vec::new(),
             level,
@@ -524,10 +569,11 @@ impl BuildSink {
         if n == 0 {
             return Ok(());
         }
-        if let Some(parts) = &mut self.spill {
+        if self.spill.is_some() {
             let cols = if self.keep_rows { b.columns } else { Vec::new() };
-            push_records(parts, kv, cols, n, self.keep_null_keys, &mut self.hashes)?;
-            return ex.check_mem("Hash Join", parts.heap_bytes());
+            let null_bytes = self.push_records(kv, cols, n)?;
+            let parts = self.spill.as_ref().expect("spilling");
+            return ex.check_mem("Hash Join", parts.heap_bytes() + null_bytes);
         }
         if let Some(map) = &mut self.build.map {
             // NULL keys never match: such rows get no key id.
@@ -552,7 +598,8 @@ impl BuildSink {
     fn start_spilling(&mut self, budget_bytes: usize) -> Result<()> {
         let record_types: Vec<DataType> =
             self.key_types.iter().chain(if self.keep_rows { &self.types[..] } else { &[] }).copied().collect();
-        let mut parts = Partitions::new(&record_types, self.level, budget_bytes);
+        self.spill = Some(Partitions::new(&record_types, self.level, budget_bytes));
+        self.null_chunk = budget_bytes.clamp(4 << 10, 256 << 10);
         let build = std::mem::replace(&mut self.build, Build::empty(&self.types, &self.key_types));
         let map = build.map.as_ref().ok_or_else(|| Error::internal("spilling a join build without keys"))?;
         let keys = map.table.keys();
@@ -564,16 +611,40 @@ impl BuildSink {
             let kv = keys.iter().zip(&self.key_types).map(|(k, t)| gather_opt(k, &ids, *t)).collect();
             let rows: Vec<u32> = (start as u32..end as u32).collect();
             let cols = if self.keep_rows { build.cols.iter().map(|c| c.gather(&rows)).collect() } else { Vec::new() };
-            push_records(&mut parts, kv, cols, end - start, self.keep_null_keys, &mut self.hashes)?;
+            self.push_records(kv, cols, end - start)?;
             start = end;
         }
-        self.spill = Some(parts);
         Ok(())
+    }
+
+    /// Adds `n` rows, their keys `kv` and their columns `cols`, as records to the
+    /// parts; a row with a NULL key as `null_keys` says. Returns the bytes the
+    /// NULL-key file holds in memory.
+    fn push_records(&mut self, kv: Vec<Vector>, cols: Vec<Vector>, n: usize) -> Result<usize> {
+        let parts = self.spill.as_mut().ok_or_else(|| Error::internal("records pushed to a build in memory"))?;
+        key_hashes(&kv, n, &mut self.hashes);
+        let has_null = |k: usize| kv.iter().any(|c| c.is_null(k));
+        let rows: Vec<u32> = (0..n as u32)
+            .filter(|&k| self.null_keys == NullKeyRows::Keep || !has_null(k as usize))
+            .collect();
+        if self.null_keys == NullKeyRows::Apart && rows.len() < n {
+            let nulls: Vec<u32> = (0..n as u32).filter(|&k| has_null(k as usize)).collect();
+            let file = match &mut self.null_rows {
+                Some(f) => f,
+                None => self.null_rows.insert(BatchFile::create_with_chunk(&self.types, self.null_chunk)?),
+            };
+            let picked: Vec<Vector> = cols.iter().map(|c| c.gather(&nulls)).collect();
+            file.push(&picked, nulls.len())?;
+        }
+        let mut record = kv;
+        record.extend(cols);
+        parts.push(&record, &rows, &self.hashes)?;
+        Ok(self.null_rows.as_ref().map_or(0, BatchFile::heap_bytes))
     }
 
     fn finish(self) -> Result<Materialized> {
         Ok(match self.spill {
-            Some(parts) => Materialized::Spilled(parts),
+            Some(parts) => Materialized::Spilled(parts, self.null_rows),
             None => {
                 let mut build = self.build;
                 if let Some(map) = &mut build.map {
@@ -583,26 +654,6 @@ impl BuildSink {
             }
         })
     }
-}
-
-/// Adds `n` rows, their keys `kv` and their columns `cols`, as records to `parts`.
-/// Adds `n` rows, their keys `kv` and their columns `cols`, as records to `parts`;
-/// a row with a NULL key only when `keep_null_keys`.
-fn push_records(
-    parts: &mut Partitions,
-    kv: Vec<Vector>,
-    cols: Vec<Vector>,
-    n: usize,
-    keep_null_keys: bool,
-    hashes: &mut Vec<u64>,
-) -> Result<()> {
-    key_hashes(&kv, n, hashes);
-    let rows: Vec<u32> = (0..n as u32)
-        .filter(|&k| keep_null_keys || !kv.iter().any(|c| c.is_null(k as usize)))
-        .collect();
-    let mut record = kv;
-    record.extend(cols);
-    parts.push(&record, &rows, hashes)
 }
 
 /// Runs `input` (node `input_id`) and holds what a hash join needs of it: the key
@@ -617,13 +668,13 @@ fn materialize(
     input_id: usize,
     keys: &[Expr],
     keep_rows: bool,
-    keep_null_keys: bool,
+    null_keys: NullKeyRows,
     workers: usize,
     level: u32,
 ) -> Result<Materialized> {
     let types = input.types();
     let key_types: Vec<DataType> = keys.iter().map(|e| e.ty).collect();
-    let sink = BuildSink::new(&types, &key_types, keep_rows, keep_null_keys, if keys.is_empty() { MAX_LEVELS } else { level });
+    let sink = BuildSink::new(&types, &key_types, keep_rows, null_keys, if keys.is_empty() { MAX_LEVELS } else { level });
     materialize_into(ex, input, input_id, keys, workers, sink)
 }
 
@@ -690,7 +741,7 @@ fn materialize_into(
         }
     }
     Ok(match sink.spill {
-        Some(parts) => Materialized::Spilled(parts),
+        Some(parts) => Materialized::Spilled(parts, sink.null_rows),
         None => Materialized::Memory(sink.build),
     })
 }
@@ -784,27 +835,33 @@ fn probe_from(
 
     // Unmatched right rows.
     if marks_build {
-        let nl = left_types.len();
         let unmatched: Vec<u32> = (0..build.len as u32)
             .filter(|&r| !matched[r as usize])
             .collect();
         for chunk in unmatched.chunks(BATCH_SIZE) {
-            let none = vec![None; chunk.len()];
-            let mut cols = Vec::with_capacity(out_types.len());
-            for (k, t) in out_types.iter().enumerate().take(nl) {
-                cols.push(gather_opt(&Vector::new(left_types[k], 0), &none, *t));
-            }
-            for (k, c) in build.cols.iter().enumerate() {
-                let mut v = c.gather(chunk);
-                v.ty = out_types[nl + k];
-                cols.push(v);
-            }
-            if out(make_batch(cols, chunk.len()))? == Flow::Stop {
+            if out(right_only(&left_types, &out_types, &build.cols, chunk))? == Flow::Stop {
                 return Ok(Flow::Stop);
             }
         }
     }
     Ok(Flow::Continue)
+}
+
+/// Rows `rows` of the right columns `right` as a join's output rows with every
+/// left column NULL (the unmatched right rows of a right or full join).
+fn right_only(left_types: &[DataType], out_types: &[DataType], right: &[Vector], rows: &[u32]) -> Batch {
+    let nl = left_types.len();
+    let none = vec![None; rows.len()];
+    let mut cols = Vec::with_capacity(out_types.len());
+    for (k, t) in out_types.iter().enumerate().take(nl) {
+        cols.push(gather_opt(&Vector::new(left_types[k], 0), &none, *t));
+    }
+    for (k, c) in right.iter().enumerate() {
+        let mut v = c.gather(rows);
+        v.ty = out_types[nl + k];
+        cols.push(v);
+    }
+    make_batch(cols, rows.len())
 }
 
 impl<'a> Probe<'a> {
