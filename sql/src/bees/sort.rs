@@ -22,19 +22,14 @@ use crate::types::DataType;
 use crate::types::text::bpchar_trim;
 use crate::vector::{Data, Vector};
 
-/// The kind of a sort key of type `ty`; `None` when no sort bee handles it.
+/// The kind of a sort key of type `ty`; `None` when no sort bee handles it. As the
+/// scan bees see the column, except numerics, which a key vector holds as scaled
+/// i64 (`Dec64`) or as i128 whatever their stored form.
 pub fn kind_of(ty: &DataType) -> Option<ValueKind> {
     Some(match ty {
-        DataType::Boolean => ValueKind::Bool,
-        DataType::SmallInt => ValueKind::Int(2),
-        DataType::Integer | DataType::Date => ValueKind::Int(4),
-        DataType::BigInt | DataType::Timestamp => ValueKind::Int(8),
-        DataType::Real => ValueKind::Float(4),
-        DataType::Double => ValueKind::Float(8),
         t @ DataType::Decimal { .. } if crate::vector::dec64_scale(t).is_some() => ValueKind::Int(8),
         DataType::Decimal { .. } => ValueKind::Decimal,
-        DataType::Interval => ValueKind::Interval,
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text => ValueKind::Bytes,
+        other => super::translate::value_kind(other),
     })
 }
 
