@@ -9,7 +9,10 @@
 //! (`Decimal::div`, PostgreSQL's scale), float sums and averages → real/double.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
+use beedb_bees::agg::AccState;
+use beedb_bees::{AggBee, AggTable};
 use rustc_hash::FxHashSet;
 
 use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
@@ -1009,6 +1012,7 @@ pub(super) fn aggregate(
     groups: &[Expr],
     sets: &[Vec<usize>],
     aggs: &[AggCall],
+    bee: Option<&crate::bees::AggBees>,
     out: Out,
 ) -> Result<Flow> {
     let plain: Vec<Vec<usize>>;
@@ -1029,6 +1033,8 @@ pub(super) fn aggregate(
             input_types: input.types(),
             growing: aggs.iter().any(|c| !combinable(c)),
         }),
+        // The bee's spec exists only for a plain GROUP BY (no sets).
+        bee: bee.filter(|_| sets.is_empty() && !groups.is_empty()).map(|b| b.0.clone()),
     };
     let make = || Grouping::new(&cx);
     let each = |ex: &Exec<'_>, g: &mut Grouping, b| add_batch(ex, &cx, g, 0, b, None);
@@ -1060,8 +1066,10 @@ pub(super) fn aggregate(
             let mut partial = partial.into_iter();
             let mut held = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
             let mut spilled = Vec::new();
+            held.settle(&cx)?;
             spilled.extend(held.spill.take());
             for mut other in partial {
+                other.settle(&cx)?;
                 spilled.extend(other.spill.take());
                 for (into, from) in held.states.iter_mut().zip(other.states) {
                     into.merge(from, aggs)?;
@@ -1099,6 +1107,8 @@ struct Cx<'p> {
     aggs: &'p [AggCall],
     /// `None` when the node cannot spill (grouping sets, no GROUP BY).
     spill: Option<Spill>,
+    /// The aggregate bee, when `bee_agg` gave the node one (plain GROUP BY only).
+    bee: Option<Arc<AggBee>>,
 }
 
 impl Cx<'_> {
@@ -1143,13 +1153,109 @@ struct Grouping {
     ids: Vec<u32>,
     hashes: Vec<u64>,
     scratch: ProbeScratch,
+    /// While the aggregate bee groups: its table and the group keys. Its state moves
+    /// into `states[0]` ([`Grouping::settle`]) before anything else reads the
+    /// states (spilling, merging threads, output) or when an input batch is not in
+    /// the form the bee takes; the generic path goes on from there.
+    bee: Option<BeeState>,
+}
+
+/// An aggregate bee's grouping in progress.
+struct BeeState {
+    bee: Arc<AggBee>,
+    table: AggTable,
+    /// The distinct keys, one vector per group expression, row `g` holding group `g`.
+    keys: Vec<Vector>,
+    new_rows: Vec<u32>,
 }
 
 impl Grouping {
     fn new(cx: &Cx<'_>) -> Result<Grouping> {
         let (states, gids) = new_states(cx.groups, cx.set_lists, cx.aggs)?;
-        Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default() })
+        let bee = cx.bee.as_ref().map(|b| BeeState {
+            bee: b.clone(),
+            table: b.table(),
+            keys: cx.groups.iter().map(|e| Vector::new(e.ty, 16)).collect(),
+            new_rows: Vec::new(),
+        });
+        Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default(), bee })
     }
+
+    /// Moves the bee's groups and accumulators into the generic state (which holds
+    /// nothing yet): the keys into the key table, in group order (so the ids stay),
+    /// each accumulator into the [`Acc`] the generic path would have built.
+    fn settle(&mut self, cx: &Cx<'_>) -> Result<()> {
+        let Some(b) = self.bee.take() else {
+            return Ok(());
+        };
+        let st = &mut self.states[0];
+        let n = b.table.groups();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut ids = Vec::with_capacity(n);
+        st.table.insert(&b.keys, n, false, &mut ids);
+        if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
+            return Err(Error::internal("aggregate bee groups differ from the key table's"));
+        }
+        for ((acc, state), call) in st.accs.iter_mut().zip(b.table.accs).zip(cx.aggs) {
+            *acc = acc_of(state, call, n)?;
+        }
+        st.ngroups = n;
+        Ok(())
+    }
+}
+
+/// The generic accumulator of `call` holding a bee's accumulator `state` of `n`
+/// groups: the same values the generic updates would have left.
+fn acc_of(state: AccState, call: &AggCall, n: usize) -> Result<Acc> {
+    let arg_ty = call.arg.as_ref().map(|a| a.ty);
+    let scale = arg_ty.as_ref().and_then(crate::vector::dec64_scale);
+    let dec = |sum: i128| -> Result<Decimal> { Ok(Decimal::new(sum, scale.unwrap_or(0))?) };
+    let opt = |has: Vec<bool>| has.into_iter();
+    Ok(match (Acc::new(call)?, state) {
+        (Acc::Count(_), AccState::Count(c)) => Acc::Count(c),
+        (Acc::SumInt(_), AccState::SumI64 { sum, has }) => {
+            Acc::SumInt(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::SumWide(_), AccState::SumI128 { sum, has }) => {
+            Acc::SumWide(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::SumDec(_), AccState::SumI128 { sum, has }) => Acc::SumDec(
+            sum.into_iter().zip(opt(has)).map(|(s, h)| if h { dec(s).map(Some) } else { Ok(None) }).collect::<Result<_>>()?,
+        ),
+        (Acc::AvgWide(_), AccState::AvgI128 { sum, n }) => Acc::AvgWide(sum.into_iter().zip(n).collect()),
+        (Acc::AvgDec(_), AccState::AvgI128 { sum, n }) => Acc::AvgDec(
+            sum.into_iter()
+                .zip(n)
+                .map(|(s, c)| Ok((if c == 0 { Decimal::ZERO } else { dec(s)? }, c)))
+                .collect::<Result<_>>()?,
+        ),
+        (Acc::SumFloat(_), AccState::SumF64 { sum, has }) => {
+            Acc::SumFloat(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::AvgFloat(_), AccState::AvgF64 { sum, n }) => Acc::AvgFloat(sum.into_iter().zip(n).collect()),
+        (Acc::MinMaxFixed { max, best }, AccState::BestI64 { v, has }) => {
+            let data = match (&best.data, scale) {
+                (Data::Bool(_), _) => Data::Bool(v.iter().map(|&x| x != 0).collect()),
+                (Data::I16(_), _) => Data::I16(v.iter().map(|&x| x as i16).collect()),
+                (Data::I32(_), _) => Data::I32(v.iter().map(|&x| x as i32).collect()),
+                (Data::I64(_), _) => Data::I64(v),
+                (Data::Dec64(_), Some(scale)) => Data::Dec64(crate::vector::Dec64Vec { scale, values: v }),
+                _ => return Err(Error::internal("an aggregate bee's min/max of another type")),
+            };
+            Acc::MinMaxFixed { max, best: Vector { ty: best.ty, data, nulls: Some(has.iter().map(|&h| !h).collect()) } }
+        }
+        (Acc::MinMaxFixed { max, best }, AccState::BestF64 { v, has }) => {
+            let data = match &best.data {
+                Data::F32(_) => Data::F32(v.iter().map(|&x| x as f32).collect()),
+                Data::F64(_) => Data::F64(v),
+                _ => return Err(Error::internal("an aggregate bee's min/max of another type")),
+            };
+            Acc::MinMaxFixed { max, best: Vector { ty: best.ty, data, nulls: Some(has.iter().map(|&h| !h).collect()) } }
+        }
+        _ => return Err(Error::internal(format!("an aggregate bee's state for {:?} over {n} groups", call.func))),
+    })
 }
 
 /// Adds input batch `b` to `g`: to its groups, or once it spills, the rows of
@@ -1170,7 +1276,7 @@ fn add_batch(
     let eval_keys = |b: &crate::vector::Batch| cx.groups.iter().map(|e| ex.eval(e, b)).collect::<Result<Vec<_>>>();
     let Some(spill) = &cx.spill else {
         let keys = eval_keys(&b)?;
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None)?;
         return ex.check_mem("HashAggregate", bytes);
     };
     let Some(parts) = &mut g.spill else {
@@ -1178,8 +1284,10 @@ fn add_batch(
             Some(keys) => keys,
             None => eval_keys(&b)?,
         };
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate_in(ex, cx, g, b, keys)?;
         if bytes > spill.threshold(ex.ctx.memory_limit) && level < MAX_LEVELS {
+            // Spilling reads the generic state.
+            g.settle(cx)?;
             g.spill = Some(Partitions::new(&spill.record_types(cx), level, ex.ctx.memory_limit / 8));
             g.spilled_at = bytes;
             return Ok(());
@@ -1199,7 +1307,7 @@ fn add_batch(
         if id == NO_ID { new.push(k as u32) } else { held.push(k as u32) }
     }
     if new.is_empty() {
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None)?;
         return if bytes > g.spilled_at { ex.check_mem("HashAggregate", bytes + parts.heap_bytes()) } else { Ok(()) };
     }
     key_hashes(&keys, n, &mut g.hashes);
@@ -1213,7 +1321,7 @@ fn add_batch(
         return ex.check_mem("HashAggregate", pending);
     }
     let rows = if held_cols.is_empty() { crate::vector::Batch::empty_rows(held.len()) } else { make_batch(held_cols, held.len()) };
-    let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, rows, held_keys)?;
+    let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, rows, held_keys, None)?;
     if bytes > g.spilled_at {
         ex.check_mem("HashAggregate", bytes + pending)?;
     }
@@ -1236,7 +1344,8 @@ fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: Bat
 
 /// Outputs the groups `g` holds, then aggregates each of its files alone
 /// (splitting at `level + 1` when one outgrows the limit in turn).
-fn finish(ex: &Exec<'_>, cx: &Cx<'_>, g: Grouping, level: u32, out: Out) -> Result<Flow> {
+fn finish(ex: &Exec<'_>, cx: &Cx<'_>, mut g: Grouping, level: u32, out: Out) -> Result<Flow> {
+    g.settle(cx)?;
     let files = g.spill.map(|p| p.finish_recorded(ex, cx.id)).transpose()?;
     if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
         return Ok(Flow::Stop);
@@ -1329,32 +1438,16 @@ fn accumulate(
     gids: &mut Vec<u32>,
     b: crate::vector::Batch,
     gv: Vec<Vector>,
+    args: Option<Vec<Args>>,
 ) -> Result<usize> {
         let n = b.rows();
         if n == 0 {
             return Ok(0);
         }
-        let args = aggs
-            .iter()
-            .map(|call| {
-                Ok(match &call.udf {
-                    Some(udf) => Args::Udf(
-                        udf.args
-                            .iter()
-                            .map(|e| ex.eval(e, &b).map(|v| (0..n).map(|k| v.value(k)).collect()))
-                            .collect::<Result<Vec<Vec<Value>>>>()?,
-                    ),
-                    None => Args::Builtin(
-                        match &call.arg {
-                            Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
-                            _ => None,
-                        },
-                        call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?,
-                        call.order.iter().map(|k| ex.eval(&k.expr, &b)).collect::<Result<Vec<_>>>()?,
-                    ),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let args = match args {
+            Some(args) => args,
+            None => eval_args(ex, aggs, &b)?,
+        };
         let mut bytes = 0;
         for st in states.iter_mut() {
             if st.members.is_empty() {
@@ -1444,6 +1537,79 @@ fn accumulate(
                 + st.accs.iter().map(Acc::bytes).sum::<usize>();
         }
         Ok(bytes)
+}
+
+/// The aggregates' arguments over batch `b`, each evaluated once.
+fn eval_args(ex: &Exec<'_>, aggs: &[AggCall], b: &crate::vector::Batch) -> Result<Vec<Args>> {
+    let n = b.rows();
+    aggs.iter()
+        .map(|call| {
+            Ok(match &call.udf {
+                Some(udf) => Args::Udf(
+                    udf.args
+                        .iter()
+                        .map(|e| ex.eval(e, b).map(|v| (0..n).map(|k| v.value(k)).collect()))
+                        .collect::<Result<Vec<Vec<Value>>>>()?,
+                ),
+                None => Args::Builtin(
+                    match &call.arg {
+                        Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, b)?),
+                        _ => None,
+                    },
+                    call.arg2.as_ref().map(|e| ex.eval(e, b)).transpose()?,
+                    call.order.iter().map(|k| ex.eval(&k.expr, b)).collect::<Result<Vec<_>>>()?,
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Adds batch `b` with group keys `keys` to `g`'s groups (not spilling): through
+/// the aggregate bee while `g` has one and the batch's vectors are in the form it
+/// takes, otherwise (after settling the bee's state) generically. Returns the bytes
+/// the state holds.
+fn accumulate_in(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, b: crate::vector::Batch, keys: Vec<Vector>) -> Result<usize> {
+    let Some(bs) = &mut g.bee else {
+        return accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None);
+    };
+    let n = b.rows();
+    let args = eval_args(ex, cx.aggs, &b)?;
+    let done = {
+        let vecs: Vec<Option<&Vector>> = args
+            .iter()
+            .map(|a| match a {
+                Args::Builtin(a, _, _) => a.as_ref(),
+                Args::Udf(_) => None,
+            })
+            .collect();
+        match crate::bees::agg::inputs(&bs.bee, &keys, &vecs) {
+            None => false,
+            Some((kd, ad)) => {
+                let ki: Vec<_> = kd.iter().zip(&keys).map(|(d, v)| crate::bees::agg::input(d, Some(v))).collect();
+                let ai: Vec<_> = ad.iter().zip(&vecs).map(|(d, v)| crate::bees::agg::input(d, *v)).collect();
+                bs.new_rows.clear();
+                match bs.bee.update(&mut bs.table, &ki, &ai, n, &mut bs.new_rows) {
+                    Ok(()) => true,
+                    Err(beedb_bees::agg::AggError::Overflow { .. }) => return Err(bigint_overflow()),
+                    // Nothing changed: the generic path takes over.
+                    Err(_) => false,
+                }
+            }
+        }
+    };
+    if done {
+        for &k in &bs.new_rows {
+            for (key, c) in bs.keys.iter_mut().zip(&keys) {
+                key.push_from(c, k as usize);
+            }
+        }
+        let ngroups = bs.table.groups();
+        return Ok(bs.table.heap_bytes()
+            + bs.keys.iter().map(|k| k.heap_bytes()).sum::<usize>()
+            + ngroups * (cx.aggs.len() * 24 + 8));
+    }
+    g.settle(cx)?;
+    accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, Some(args))
 }
 
 /// Outputs every set's groups.

@@ -631,7 +631,8 @@ impl<'a> Exec<'a> {
                 groups,
                 sets,
                 aggs,
-            } => agg::aggregate(self, plan, id, input, groups, sets, aggs, out),
+                bee,
+            } => agg::aggregate(self, plan, id, input, groups, sets, aggs, bee.as_ref(), out),
             Node::Sort { input, keys, bee } => sort::sort(self, id, input, keys, bee.as_ref(), top_n, out),
             Node::Limit {
                 input,
