@@ -88,6 +88,17 @@ fn answer(c: &mut Connection, sql: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// An answer with −0 and 0 as one value: which of the two a group of float keys
+/// shows is its first row's, which spilling and threads change, with or without
+/// bees.
+fn canon(a: Result<Vec<String>, String>) -> Result<Vec<String>, String> {
+    a.map(|v| {
+        let mut v: Vec<String> = v.into_iter().map(|r| r.replace("(-0.0)", "(0.0)")).collect();
+        v.sort();
+        v
+    })
+}
+
 fn aggregates(rng: &mut Rng) -> String {
     let n = 1 + rng.next() % 5;
     (0..n)
@@ -100,6 +111,8 @@ fn aggregates(rng: &mut Rng) -> String {
                 ("min" | "max", "b") => format!("bool_and({col})"),
                 // An argument whose evaluation overflows (an error either way).
                 ("sum", "i4") if rng.next() % 3 == 0 => "sum(i4 * 1000)".to_string(),
+                // Computed numerics (typed `numeric`, held as scaled i64s while they fit).
+                ("sum" | "avg", "n") if rng.next() % 2 == 0 => format!("{f}(n * (1 - n))"),
                 _ => format!("{f}({col})"),
             }
         })
@@ -128,19 +141,19 @@ fn group_by_is_the_same_with_aggregate_bees_on_and_off() {
         errors += usize::from(want.is_err());
         for maker in ["instantiated", "compiled", "auto"] {
             c.execute_batch(&format!("SET bee_agg = on; SET bee_maker = {maker}")).unwrap();
-            assert_eq!(answer(&mut c, &sql), want, "{maker}: {sql}");
+            assert!(answer(&mut c, &sql) == want, "{maker}: {sql}");
         }
         c.execute_batch("RESET bee_maker").unwrap();
         if q % 5 == 0 {
             c.execute_batch("SET memory_limit = '64kB'").unwrap();
-            assert_eq!(answer(&mut c, &sql), want, "spilled: {sql}");
+            assert!(canon(answer(&mut c, &sql)) == canon(want.clone()), "spilled: {sql}");
             c.execute_batch("RESET memory_limit").unwrap();
         }
         if q % 3 == 0 {
             c.execute_batch("SET threads = 2; SET parallel_min_rows = 0").unwrap();
-            assert_eq!(answer(&mut c, &sql), want, "two threads: {sql}");
+            assert!(canon(answer(&mut c, &sql)) == canon(want.clone()), "two threads: {sql}");
             c.execute_batch("SET bees = off").unwrap();
-            assert_eq!(answer(&mut c, &sql), want, "two threads, bees off: {sql}");
+            assert!(canon(answer(&mut c, &sql)) == canon(want.clone()), "two threads, bees off: {sql}");
             c.execute_batch("RESET threads; RESET parallel_min_rows; RESET bees").unwrap();
         }
     }
@@ -173,7 +186,7 @@ fn the_switch_and_explain() {
     // What the bee does not do: no bee.
     for other in [
         "SELECT t, sum(n) FROM s GROUP BY t",
-        "SELECT c, sum(nu) FROM s GROUP BY c",
+        "SELECT c, min(nu) FROM s GROUP BY c",
         "SELECT c, count(DISTINCT i4) FROM s GROUP BY c",
         "SELECT c, string_agg(t, ',') FROM s GROUP BY c",
         "SELECT sum(n) FROM s",

@@ -9,14 +9,19 @@
 //!   `char(n)`/`varchar(n)` with n ≤ 15 (`char` without trailing blanks); all of
 //!   them with a NULL bit each in 128 bits;
 //! - aggregates without DISTINCT, ORDER BY or an application function:
-//!   `count(*)`, `count(x)` of any type, `sum`/`avg` of integers, of
-//!   `numeric(p ≤ 18)` and of floats, `min`/`max` of booleans, integers, dates,
-//!   timestamps, floats and `numeric(p ≤ 18)`.
+//!   `count(*)`, `count(x)` of any type, `sum`/`avg` of integers, of numerics and
+//!   of floats, `min`/`max` of booleans, integers, dates, timestamps, floats and
+//!   `numeric(p ≤ 18)`.
 //!
-//! At run time a vector not in its plan-time form (a `numeric` vector held as
-//! `Dec` or at another scale, a string longer than its part) makes the caller
-//! hand the aggregation to the generic path from that batch on ([`inputs`] returns
-//! `None`).
+//! A numeric sum or average takes its argument as scaled i64s (`Dec64` vectors),
+//! whatever its declared type: `numeric(p ≤ 18)` columns and the products and sums
+//! of such columns (TPC-H Q1's `l_extendedprice * (1 - l_discount)`, typed
+//! `numeric`) arrive that way while they fit. The scale is the first batch's; the
+//! caller checks that every later batch has it ([`inputs`] gives each batch's).
+//!
+//! At run time a vector not in the form the bee takes (a numeric vector held as
+//! `Dec`, or at another scale; a string longer in bytes than its part) makes the
+//! caller hand the aggregation to the generic path from that batch on.
 
 use std::sync::Arc;
 
@@ -81,8 +86,9 @@ fn op(call: &AggCall) -> Option<AggOp> {
         (AggFunc::Sum, Some(t @ (DataType::SmallInt | DataType::Integer))) => AggOp::SumInt(int_w(&t)?),
         (AggFunc::Sum, Some(DataType::BigInt)) => AggOp::SumWide(8),
         (AggFunc::Avg, Some(t)) if int_w(&t).is_some() => AggOp::AvgInt(int_w(&t)?),
-        (AggFunc::Sum, Some(t)) if dec64_scale(&t).is_some() => AggOp::SumDec,
-        (AggFunc::Avg, Some(t)) if dec64_scale(&t).is_some() => AggOp::AvgDec,
+        // Any numeric: its vectors must arrive as scaled i64s, all at one scale.
+        (AggFunc::Sum, Some(DataType::Decimal { .. })) => AggOp::SumDec,
+        (AggFunc::Avg, Some(DataType::Decimal { .. })) => AggOp::AvgDec,
         (AggFunc::Sum, Some(t)) if float_w(&t).is_some() => AggOp::SumFloat(float_w(&t)?),
         (AggFunc::Avg, Some(t)) if float_w(&t).is_some() => AggOp::AvgFloat(float_w(&t)?),
         (AggFunc::Min, Some(t)) => AggOp::Min(val_kind(&t)?),
@@ -112,7 +118,7 @@ pub enum Owned<'a> {
     Str(Vec<&'a [u8]>),
 }
 
-/// The integer scale a `numeric(p ≤ 18)` input must arrive at: its type's.
+/// A `numeric(p ≤ 18)` key or min/max input: i64s at its type's scale.
 fn dec_data<'a>(v: &'a Vector) -> Option<AggData<'a>> {
     match &v.data {
         Data::Dec64(d) if Some(d.scale) == dec64_scale(&v.ty) => Some(AggData::I64(&d.values)),
@@ -142,6 +148,7 @@ fn key_data(v: &Vector, kind: KeyKind) -> Option<Owned<'_>> {
 fn arg_data(v: &Vector, op: AggOp) -> Option<Owned<'_>> {
     let data = match (op.input(), &v.data) {
         (None, _) => AggData::None,
+        (_, Data::Dec64(d)) if matches!(op, AggOp::SumDec | AggOp::AvgDec) => AggData::I64(&d.values),
         (Some(ValKind::Bool), Data::Bool(d)) => AggData::Bool(d),
         (Some(ValKind::Int(2)), Data::I16(d)) => AggData::I16(d),
         (Some(ValKind::Int(4)), Data::I32(d)) => AggData::I32(d),
@@ -152,6 +159,21 @@ fn arg_data(v: &Vector, op: AggOp) -> Option<Owned<'_>> {
         _ => return None,
     };
     Some(Owned::Borrowed(data))
+}
+
+/// The scale of each numeric sum's or average's argument vector (`None` for the
+/// other aggregates): the bee's sums are at the scale of the first batch.
+pub fn dec_scales(bee: &AggBee, args: &[Option<&Vector>]) -> Vec<Option<u8>> {
+    args.iter()
+        .zip(&bee.spec().aggs)
+        .map(|(v, op)| match (v, op) {
+            (Some(v), AggOp::SumDec | AggOp::AvgDec) => match &v.data {
+                Data::Dec64(d) => Some(d.scale),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// The inputs' values for `bee`: group key vectors `keys`, one argument vector per

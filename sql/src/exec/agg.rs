@@ -1167,6 +1167,8 @@ struct BeeState {
     /// The distinct keys, one vector per group expression, row `g` holding group `g`.
     keys: Vec<Vector>,
     new_rows: Vec<u32>,
+    /// Per numeric sum or average, the scale of its sums (the first batch's).
+    scales: Vec<Option<u8>>,
 }
 
 impl Grouping {
@@ -1177,6 +1179,7 @@ impl Grouping {
             table: b.table(),
             keys: cx.groups.iter().map(|e| Vector::new(e.ty, 16)).collect(),
             new_rows: Vec::new(),
+            scales: vec![None; cx.aggs.len()],
         });
         Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default(), bee })
     }
@@ -1198,8 +1201,8 @@ impl Grouping {
         if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
             return Err(Error::internal("aggregate bee groups differ from the key table's"));
         }
-        for ((acc, state), call) in st.accs.iter_mut().zip(b.table.accs).zip(cx.aggs) {
-            *acc = acc_of(state, call, n)?;
+        for (((acc, state), call), scale) in st.accs.iter_mut().zip(b.table.accs).zip(cx.aggs).zip(b.scales) {
+            *acc = acc_of(state, call, scale, n)?;
         }
         st.ngroups = n;
         Ok(())
@@ -1207,11 +1210,12 @@ impl Grouping {
 }
 
 /// The generic accumulator of `call` holding a bee's accumulator `state` of `n`
-/// groups: the same values the generic updates would have left.
-fn acc_of(state: AccState, call: &AggCall, n: usize) -> Result<Acc> {
+/// groups (a numeric sum's at `sum_scale`): the same values the generic updates
+/// would have left.
+fn acc_of(state: AccState, call: &AggCall, sum_scale: Option<u8>, n: usize) -> Result<Acc> {
     let arg_ty = call.arg.as_ref().map(|a| a.ty);
     let scale = arg_ty.as_ref().and_then(crate::vector::dec64_scale);
-    let dec = |sum: i128| -> Result<Decimal> { Ok(Decimal::new(sum, scale.unwrap_or(0))?) };
+    let dec = |sum: i128| -> Result<Decimal> { Ok(Decimal::new(sum, sum_scale.unwrap_or(0))?) };
     let opt = |has: Vec<bool>| has.into_iter();
     Ok(match (Acc::new(call)?, state) {
         (Acc::Count(_), AccState::Count(c)) => Acc::Count(c),
@@ -1582,14 +1586,22 @@ fn accumulate_in(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, b: crate::vector:
                 Args::Udf(_) => None,
             })
             .collect();
-        match crate::bees::agg::inputs(&bs.bee, &keys, &vecs) {
+        // A numeric sum's batches must all have its scale.
+        let scales = crate::bees::agg::dec_scales(&bs.bee, &vecs);
+        let same_scales = scales.iter().zip(&bs.scales).all(|(s, t)| s.is_none() || t.is_none() || s == t);
+        match crate::bees::agg::inputs(&bs.bee, &keys, &vecs).filter(|_| same_scales) {
             None => false,
             Some((kd, ad)) => {
                 let ki: Vec<_> = kd.iter().zip(&keys).map(|(d, v)| crate::bees::agg::input(d, Some(v))).collect();
                 let ai: Vec<_> = ad.iter().zip(&vecs).map(|(d, v)| crate::bees::agg::input(d, *v)).collect();
                 bs.new_rows.clear();
                 match bs.bee.update(&mut bs.table, &ki, &ai, n, &mut bs.new_rows) {
-                    Ok(()) => true,
+                    Ok(()) => {
+                        for (t, s) in bs.scales.iter_mut().zip(scales) {
+                            *t = t.or(s);
+                        }
+                        true
+                    }
                     Err(beedb_bees::agg::AggError::Overflow { .. }) => return Err(bigint_overflow()),
                     // Nothing changed: the generic path takes over.
                     Err(_) => false,
