@@ -1066,10 +1066,10 @@ pub(super) fn aggregate(
             let mut partial = partial.into_iter();
             let mut held = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
             let mut spilled = Vec::new();
-            held.settle(&cx)?;
+            held.settle(cx.aggs)?;
             spilled.extend(held.spill.take());
             for mut other in partial {
-                other.settle(&cx)?;
+                other.settle(cx.aggs)?;
                 spilled.extend(other.spill.take());
                 for (into, from) in held.states.iter_mut().zip(other.states) {
                     into.merge(from, aggs)?;
@@ -1187,7 +1187,7 @@ impl Grouping {
     /// Moves the bee's groups and accumulators into the generic state (which holds
     /// nothing yet): the keys into the key table, in group order (so the ids stay),
     /// each accumulator into the [`Acc`] the generic path would have built.
-    fn settle(&mut self, cx: &Cx<'_>) -> Result<()> {
+    fn settle(&mut self, aggs: &[AggCall]) -> Result<()> {
         let Some(b) = self.bee.take() else {
             return Ok(());
         };
@@ -1201,7 +1201,7 @@ impl Grouping {
         if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
             return Err(Error::internal("aggregate bee groups differ from the key table's"));
         }
-        for (((acc, state), call), scale) in st.accs.iter_mut().zip(b.table.accs).zip(cx.aggs).zip(b.scales) {
+        for (((acc, state), call), scale) in st.accs.iter_mut().zip(b.table.accs).zip(aggs).zip(b.scales) {
             *acc = acc_of(state, call, scale, n)?;
         }
         st.ngroups = n;
@@ -1291,7 +1291,7 @@ fn add_batch(
         let bytes = accumulate_in(ex, cx, g, b, keys)?;
         if bytes > spill.threshold(ex.ctx.memory_limit) && level < MAX_LEVELS {
             // Spilling reads the generic state.
-            g.settle(cx)?;
+            g.settle(cx.aggs)?;
             g.spill = Some(Partitions::new(&spill.record_types(cx), level, ex.ctx.memory_limit / 8));
             g.spilled_at = bytes;
             return Ok(());
@@ -1349,7 +1349,7 @@ fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: Bat
 /// Outputs the groups `g` holds, then aggregates each of its files alone
 /// (splitting at `level + 1` when one outgrows the limit in turn).
 fn finish(ex: &Exec<'_>, cx: &Cx<'_>, mut g: Grouping, level: u32, out: Out) -> Result<Flow> {
-    g.settle(cx)?;
+    g.settle(cx.aggs)?;
     let files = g.spill.map(|p| p.finish_recorded(ex, cx.id)).transpose()?;
     if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
         return Ok(Flow::Stop);
@@ -1452,6 +1452,18 @@ fn accumulate(
             Some(args) => args,
             None => eval_args(ex, aggs, &b)?,
         };
+        accumulate_args(aggs, states, gids, n, gv, args)
+}
+
+/// [`accumulate`] with the arguments evaluated (`n` rows).
+fn accumulate_args(
+    aggs: &[AggCall],
+    states: &mut [SetState],
+    gids: &mut Vec<u32>,
+    n: usize,
+    gv: Vec<Vector>,
+    args: Vec<Args>,
+) -> Result<usize> {
         let mut bytes = 0;
         for st in states.iter_mut() {
             if st.members.is_empty() {
@@ -1573,11 +1585,20 @@ fn eval_args(ex: &Exec<'_>, aggs: &[AggCall], b: &crate::vector::Batch) -> Resul
 /// takes, otherwise (after settling the bee's state) generically. Returns the bytes
 /// the state holds.
 fn accumulate_in(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, b: crate::vector::Batch, keys: Vec<Vector>) -> Result<usize> {
-    let Some(bs) = &mut g.bee else {
+    if g.bee.is_none() {
         return accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None);
-    };
+    }
     let n = b.rows();
     let args = eval_args(ex, cx.aggs, &b)?;
+    accumulate_bee(cx.aggs, g, n, keys, args)
+}
+
+/// Adds `n` rows (group keys `keys`, arguments `args`) through `g`'s bee, or when
+/// the bee does not take them, after settling, generically.
+fn accumulate_bee(aggs: &[AggCall], g: &mut Grouping, n: usize, keys: Vec<Vector>, args: Vec<Args>) -> Result<usize> {
+    let Some(bs) = &mut g.bee else {
+        return accumulate_args(aggs, &mut g.states, &mut g.gids, n, keys, args);
+    };
     let done = {
         let vecs: Vec<Option<&Vector>> = args
             .iter()
@@ -1618,10 +1639,63 @@ fn accumulate_in(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, b: crate::vector:
         let ngroups = bs.table.groups();
         return Ok(bs.table.heap_bytes()
             + bs.keys.iter().map(|k| k.heap_bytes()).sum::<usize>()
-            + ngroups * (cx.aggs.len() * 24 + 8));
+            + ngroups * (aggs.len() * 24 + 8));
     }
-    g.settle(cx)?;
-    accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, Some(args))
+    g.settle(aggs)?;
+    accumulate_args(aggs, &mut g.states, &mut g.gids, n, keys, args)
+}
+
+/// The grouping code driven without an executor, for the benchmarks of aggregate
+/// bees against the generic path (`sql/benches/bees.rs`): a plain GROUP BY's state,
+/// fed evaluated key and argument vectors.
+#[doc(hidden)]
+pub mod bench {
+    use super::*;
+
+    pub struct BenchGrouping {
+        aggs: Vec<AggCall>,
+        g: Grouping,
+    }
+
+    impl BenchGrouping {
+        /// A GROUP BY over keys of `key_types` computing `aggs`, through `bee` if any.
+        pub fn new(key_types: &[DataType], aggs: Vec<AggCall>, bee: Option<Arc<AggBee>>) -> Result<BenchGrouping> {
+            let groups: Vec<Expr> = key_types.iter().enumerate().map(|(i, t)| Expr::column(i, *t)).collect();
+            let sets = vec![(0..groups.len()).collect::<Vec<_>>()];
+            let (states, gids) = new_states(&groups, &sets, &aggs)?;
+            let bee = bee.map(|b| BeeState {
+                table: b.table(),
+                bee: b,
+                keys: key_types.iter().map(|t| Vector::new(*t, 16)).collect(),
+                new_rows: Vec::new(),
+                scales: vec![None; aggs.len()],
+            });
+            let g = Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default(), bee };
+            Ok(BenchGrouping { aggs, g })
+        }
+
+        /// Adds `n` rows: group keys, and per aggregate its argument (`None` for count(*)).
+        pub fn add(&mut self, n: usize, keys: Vec<Vector>, args: Vec<Option<Vector>>) -> Result<usize> {
+            let args = args.into_iter().map(|a| Args::Builtin(a, None, Vec::new())).collect();
+            accumulate_bee(&self.aggs, &mut self.g, n, keys, args)
+        }
+
+        /// Every group's key values and results, in group order.
+        pub fn finish(mut self) -> Result<Vec<Vec<Value>>> {
+            self.g.settle(&self.aggs)?;
+            let st = &self.g.states[0];
+            let keys = st.table.keys();
+            (0..st.ngroups)
+                .map(|g| {
+                    let mut row: Vec<Value> = keys.iter().map(|k| k.value(g)).collect();
+                    for (a, call) in st.accs.iter().zip(&self.aggs) {
+                        row.push(a.result(g, &call.ty)?);
+                    }
+                    Ok(row)
+                })
+                .collect()
+        }
+    }
 }
 
 /// Outputs every set's groups.

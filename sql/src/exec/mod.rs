@@ -16,6 +16,8 @@
 //! [`ExecContext::memory_limit`]; going over is an error, never an abort.
 
 mod agg;
+#[doc(hidden)]
+pub use agg::bench as agg_bench;
 pub mod dml;
 mod external_sort;
 pub mod interrupt;
