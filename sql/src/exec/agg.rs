@@ -901,6 +901,9 @@ struct SetState {
     ordered: Vec<Vec<OrderedRow>>,
     /// What `ordered` holds, counted against memory_limit.
     ordered_bytes: usize,
+    /// The group keys of an aggregate bee's groups settled for output only
+    /// ([`Grouping::settle`] without an index): `table` is then empty.
+    output_keys: Option<Vec<Vector>>,
 }
 
 impl SetState {
@@ -912,7 +915,10 @@ impl SetState {
             vec![0; other.ngroups]
         } else {
             let n = other.ngroups;
-            let keys = other.table.into_keys();
+            let keys = match other.output_keys {
+                Some(keys) => keys,
+                None => other.table.into_keys(),
+            };
             let mut ids = Vec::with_capacity(n);
             self.table.insert(&keys, n, false, &mut ids);
             if self.table.len() > self.ngroups {
@@ -1069,7 +1075,8 @@ pub(super) fn aggregate(
             held.settle(cx.aggs)?;
             spilled.extend(held.spill.take());
             for mut other in partial {
-                other.settle(cx.aggs)?;
+                // Merging reads only the other state's keys and accumulators.
+                other.settle_for_output(cx.aggs)?;
                 spilled.extend(other.spill.take());
                 for (into, from) in held.states.iter_mut().zip(other.states) {
                     into.merge(from, aggs)?;
@@ -1188,6 +1195,17 @@ impl Grouping {
     /// nothing yet): the keys into the key table, in group order (so the ids stay),
     /// each accumulator into the [`Acc`] the generic path would have built.
     fn settle(&mut self, aggs: &[AggCall]) -> Result<()> {
+        self.settle_into(aggs, true)
+    }
+
+    /// [`Grouping::settle`] when the state is only output next: the keys are kept
+    /// as they are, without building the key table's index (a second hash table of
+    /// every group).
+    fn settle_for_output(&mut self, aggs: &[AggCall]) -> Result<()> {
+        self.settle_into(aggs, false)
+    }
+
+    fn settle_into(&mut self, aggs: &[AggCall], index: bool) -> Result<()> {
         let Some(b) = self.bee.take() else {
             return Ok(());
         };
@@ -1196,10 +1214,14 @@ impl Grouping {
         if n == 0 {
             return Ok(());
         }
-        let mut ids = Vec::with_capacity(n);
-        st.table.insert(&b.keys, n, false, &mut ids);
-        if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
-            return Err(Error::internal("aggregate bee groups differ from the key table's"));
+        if index {
+            let mut ids = Vec::with_capacity(n);
+            st.table.insert(&b.keys, n, false, &mut ids);
+            if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
+                return Err(Error::internal("aggregate bee groups differ from the key table's"));
+            }
+        } else {
+            st.output_keys = Some(b.keys);
         }
         for (((acc, state), call), scale) in st.accs.iter_mut().zip(b.table.accs).zip(aggs).zip(b.scales) {
             *acc = acc_of(state, call, scale, n)?;
@@ -1349,7 +1371,7 @@ fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: Bat
 /// Outputs the groups `g` holds, then aggregates each of its files alone
 /// (splitting at `level + 1` when one outgrows the limit in turn).
 fn finish(ex: &Exec<'_>, cx: &Cx<'_>, mut g: Grouping, level: u32, out: Out) -> Result<Flow> {
-    g.settle(cx.aggs)?;
+    g.settle_for_output(cx.aggs)?;
     let files = g.spill.map(|p| p.finish_recorded(ex, cx.id)).transpose()?;
     if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
         return Ok(Flow::Stop);
@@ -1427,6 +1449,7 @@ fn new_states(groups: &[Expr], set_lists: &[Vec<usize>], aggs: &[AggCall]) -> Re
             distinct_bytes: 0,
             ordered: aggs.iter().map(|_| Vec::new()).collect(),
             ordered_bytes: 0,
+            output_keys: None,
         });
     }
     Ok((states, Vec::new()))
@@ -1713,7 +1736,10 @@ fn emit(plan: &Plan, groups: &[Expr], sets: &[Vec<usize>], aggs: &[AggCall], sta
                 feed_ordered(acc, call, rows)?;
             }
         }
-        let keys = st.table.into_keys();
+        let keys = match st.output_keys {
+            Some(keys) => keys,
+            None => st.table.into_keys(),
+        };
         let mut start = 0;
         while start < ngroups {
             let end = (start + BATCH_SIZE).min(ngroups);
