@@ -17,6 +17,9 @@
 //! ([`abi`]).
 
 pub mod abi;
+pub mod agg;
+pub mod agg_generic;
+pub mod agg_instantiated;
 pub mod cache;
 pub mod compiled;
 pub mod generic;
@@ -27,6 +30,7 @@ pub mod spec;
 
 mod bee;
 
+pub use agg::{AggBee, AggSpec, AggTable};
 pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee, SortData, SortInput};
 pub use cache::{BeeCache, BeeOwner, BeeRow};
 pub use policy::{MakerChoice, Policy};

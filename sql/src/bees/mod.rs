@@ -19,7 +19,12 @@
 //!
 //! A Sort node gets a **sort bee** ([`sort`]) when every key's type has a kind: it
 //! encodes the keys into normalized keys that sort by memcmp (`exec/sort.rs`).
+//!
+//! A plain GROUP BY gets an **aggregate bee** ([`agg`]) when its key types pack and
+//! every aggregate is one the bee does: it packs the keys, finds the groups and
+//! updates the accumulators in one call per batch (`exec/agg.rs`).
 
+pub mod agg;
 pub mod form;
 pub mod output;
 pub mod sort;
@@ -34,8 +39,9 @@ use parking_lot::Mutex;
 
 use beedb_bees::cache::RelationBees;
 use beedb_bees::spec::{Pred, ScanSpec};
-use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
+use beedb_bees::{AggBee, BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
 
+pub use agg::AggBees;
 pub use sort::SortBees;
 
 use crate::catalog::TableDef;
@@ -56,6 +62,8 @@ pub struct BeeSettings {
     pub scan: bool,
     /// `bee_sort`.
     pub sort: bool,
+    /// `bee_agg`.
+    pub agg: bool,
     /// `bee_maker`: auto, compiled or instantiated.
     pub maker: MakerChoice,
 }
@@ -68,6 +76,7 @@ impl Default for BeeSettings {
             form: true,
             scan: true,
             sort: true,
+            agg: true,
             maker: MakerChoice::Auto,
         }
     }
@@ -89,6 +98,10 @@ impl BeeSettings {
     pub fn sort(&self) -> bool {
         self.enabled && self.sort
     }
+
+    pub fn agg(&self) -> bool {
+        self.enabled && self.agg
+    }
 }
 
 /// The query bees of a prepared statement: made at its first execution, reused by
@@ -98,6 +111,7 @@ pub struct StatementBees {
     pub id: u64,
     bees: Mutex<HashMap<String, Arc<ScanBee>>>,
     sorts: Mutex<HashMap<String, Arc<SortBee>>>,
+    aggs: Mutex<HashMap<String, Arc<AggBee>>>,
 }
 
 impl StatementBees {
@@ -107,6 +121,7 @@ impl StatementBees {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             bees: Mutex::new(HashMap::new()),
             sorts: Mutex::new(HashMap::new()),
+            aggs: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -222,6 +237,9 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
     }
     if let Node::Sort { keys, bee, .. } = &mut plan.node {
         *bee = sort_bee(keys, plan.est.map(|e| e.rows), env)?;
+    }
+    if let Node::Aggregate { input, groups, sets, aggs, bee } = &mut plan.node {
+        *bee = agg_bee(groups, sets, aggs, input.est.map(|e| e.rows), env)?;
     }
     // The right scan of an index nested-loop join is not run as a scan: the join
     // fetches its rows one lookup at a time, generically.
@@ -408,4 +426,39 @@ fn sort_bee(keys: &[crate::plan::SortKey], rows: Option<f64>, env: &BeeEnv<'_>) 
         None => env.cache.sort(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
     };
     Ok(Some(SortBees(bee)))
+}
+
+/// The aggregate bee of an Aggregate node expected to read about `rows` input rows;
+/// `None` when aggregate bees are off or some part has no bee form.
+fn agg_bee(
+    groups: &[Expr],
+    sets: &[Vec<usize>],
+    aggs: &[crate::plan::AggCall],
+    rows: Option<f64>,
+    env: &BeeEnv<'_>,
+) -> Result<Option<AggBees>> {
+    let s = env.settings;
+    if !s.agg() {
+        return Ok(None);
+    }
+    let Some(spec) = agg::spec(groups, sets, aggs) else {
+        return Ok(None);
+    };
+    let expected = rows.map_or(UNKNOWN_SORT_ROWS, |r| r.max(0.0) as u64);
+    let bee = match env.statement {
+        Some(st) => {
+            let key = format!("{}|{}", s.maker, spec.key());
+            let mut map = st.aggs.lock();
+            match map.get(&key) {
+                Some(b) if !env.cache.agg_outgrown(b, expected, s.maker) => b.clone(),
+                _ => {
+                    let b = env.cache.agg(spec, BeeOwner::Statement(st.id), expected, s.maker).map_err(internal)?;
+                    map.insert(key, b.clone());
+                    b
+                }
+            }
+        }
+        None => env.cache.agg(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
+    };
+    Ok(Some(AggBees(bee)))
 }
