@@ -40,6 +40,8 @@ pub enum BeeKind {
     Scan,
     /// Query bee: a sort's keys → normalized keys ordered by memcmp.
     Sort,
+    /// Query bee: a hash join's probe (key columns → packed keys → table ids).
+    Join,
 }
 
 impl fmt::Display for BeeKind {
@@ -49,6 +51,7 @@ impl fmt::Display for BeeKind {
             BeeKind::Form => "form",
             BeeKind::Scan => "scan",
             BeeKind::Sort => "sort",
+            BeeKind::Join => "join",
         })
     }
 }
@@ -75,7 +78,7 @@ pub struct BeeInfo {
 
 impl BeeInfo {
     /// The record of a bee just made (`started` when making began), with a new id.
-    fn made(kind: BeeKind, owner: BeeOwner, maker: Maker, code_bytes: usize, started: Instant, reason: String) -> Arc<BeeInfo> {
+    pub(crate) fn made(kind: BeeKind, owner: BeeOwner, maker: Maker, code_bytes: usize, started: Instant, reason: String) -> Arc<BeeInfo> {
         Arc::new(BeeInfo {
             id: next_id(),
             kind,
@@ -97,7 +100,7 @@ impl BeeInfo {
         self.tuples.load(Ordering::Relaxed)
     }
 
-    fn count(&self, n: u64) {
+    pub(crate) fn count(&self, n: u64) {
         self.invocations.fetch_add(1, Ordering::Relaxed);
         self.tuples.fetch_add(n, Ordering::Relaxed);
     }
