@@ -45,6 +45,20 @@ fn errors_carry_positions_and_states() {
     let e = c.execute("SELECT 1/0", &[]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Data);
     assert_eq!(e.message, "division by zero");
+    // A table renamed in FROM, referenced by its own name: PostgreSQL's message and
+    // the hint naming the alias (the innermost one that renames it), in a column
+    // reference and in a qualified star.
+    let e = c.execute("SELECT t.a FROM t AS x", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "42P01");
+    assert_eq!(e.message, "invalid reference to FROM-clause entry for table \"t\"");
+    assert_eq!(e.hint.as_deref(), Some("Perhaps you meant to reference the table alias \"x\"."));
+    let e = c.execute("SELECT 1 FROM t x WHERE EXISTS (SELECT 1 FROM t y WHERE t.a = 1)", &[]).unwrap_err();
+    assert_eq!(e.hint.as_deref(), Some("Perhaps you meant to reference the table alias \"y\"."));
+    let e = c.execute("SELECT t.* FROM t x", &[]).unwrap_err();
+    assert_eq!(e.message, "invalid reference to FROM-clause entry for table \"t\"");
+    let e = c.execute("SELECT u.a FROM t x", &[]).unwrap_err();
+    assert_eq!(e.message, "missing FROM-clause entry for table \"u\"");
+    assert_eq!(e.hint, None);
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! `point_path = on`, the other off, and every answer — rows with their value types,
 //! counts, command tags, SQLSTATEs, messages and DETAILs — and the tables at the end
 //! must be equal. The statements are prepared lookups, updates and deletes by a
-//! unique key (one column, two columns, a text key), run with random keys: present,
+//! unique key (one column, two columns, a text key), by a non-unique key (a handful
+//! of rows, or more than the point path takes: it then declines and the operator
+//! tree runs the plan) and by a key range, run with random keys: present,
 //! missing, NULL, out of the column's range; updates of key columns (unique
 //! violations), of NOT NULL, CHECK and FOREIGN KEY columns (violations of each),
 //! arithmetic errors, RETURNING, deletes of referenced rows; in autocommit and in
@@ -33,6 +35,10 @@ const SCHEMA: &str = "
         n NUMERIC(6,2) CHECK (n < 1000),
         ts TIMESTAMP DEFAULT now()
     );
+    CREATE TABLE n (id INTEGER PRIMARY KEY, g INTEGER, x NUMERIC(8,2), s TEXT);
+    CREATE INDEX n_g ON n (g);
+    INSERT INTO n SELECT i, CASE WHEN i <= 40 THEN -1 ELSE i % 300 END, i / 4.0, 's' || i FROM generate_series(1, 3000) i;
+    ANALYZE n;
     INSERT INTO parent SELECT g, 'p' || g FROM generate_series(1, 5) g;
     INSERT INTO t SELECT g, 'u' || g, g % 20, 'b' || (g / 20), g * 1.5, g, g, 1 + g % 5 FROM generate_series(1, 60) g;";
 
@@ -54,6 +60,16 @@ const STATEMENTS: &[(&str, &[Param])] = &[
     ("DELETE FROM t WHERE k = $1 RETURNING *", &[Param::Key]),
     ("DELETE FROM t WHERE u = $1", &[Param::Text]),
     ("DELETE FROM parent WHERE id = $1", &[Param::Small]),
+    // Non-unique keys: about 10 rows of n per g, 40 for g = -1 (more than the point
+    // path takes: it declines), and rows move between groups.
+    ("SELECT id, x, s FROM n WHERE g = $1", &[Param::Group]),
+    ("SELECT id, x FROM n WHERE g = $1 AND x > $2", &[Param::Group, Param::Float]),
+    ("UPDATE n SET x = x + $1 WHERE g = $2 RETURNING id, x", &[Param::Float, Param::Group]),
+    ("UPDATE n SET g = $1 WHERE id = $2", &[Param::Group, Param::Id]),
+    ("DELETE FROM n WHERE g = $1 AND x > $2 RETURNING id", &[Param::Group, Param::Float]),
+    // Key ranges, one read backward for its ORDER BY.
+    ("SELECT id, s FROM n WHERE id BETWEEN $1 AND $2 ORDER BY id DESC", &[Param::Id, Param::Id]),
+    ("SELECT id FROM n WHERE id > $1 AND id < $2 AND g <> 7", &[Param::Id, Param::Id]),
     ("UPDATE parent SET id = $1 WHERE id = $2", &[Param::Small, Param::Small]),
     (
         "INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -88,6 +104,10 @@ enum Param {
     Float,
     Text,
     Short,
+    /// A group of `n` (`g`): mostly present, sometimes missing.
+    Group,
+    /// An `id` of `n`.
+    Id,
 }
 
 fn param(r: &mut StdRng, p: Param) -> Value {
@@ -104,6 +124,8 @@ fn param(r: &mut StdRng, p: Param) -> Value {
         Param::Small => Value::Integer(r.random_range(-1..9)),
         Param::Float => Value::Double(r.random_range(-40..400) as f64 / 4.0),
         Param::Text => Value::Text(format!("u{}", r.random_range(1..80))),
+        Param::Group => Value::Integer(if r.random_bool(0.2) { -1 } else { r.random_range(-3..310) }),
+        Param::Id => Value::Integer(r.random_range(-5..3050)),
         Param::Short => Value::Text(match r.random_range(0..8) {
             0 => "too long for eight".to_string(),
             n => format!("b{}", n % 4),
@@ -174,8 +196,9 @@ fn table_contents(conn: &mut Connection) -> String {
     let b = conn.query("SELECT * FROM parent ORDER BY id", &[]).unwrap();
     // The clock differs between the two databases: only whether it was set.
     let c = conn.query("SELECT id, k, note, n, ts IS NOT NULL FROM h ORDER BY id", &[]).unwrap();
+    let d = conn.query("SELECT * FROM n ORDER BY id", &[]).unwrap();
     let rows = |r: &beedb_sql::QueryResult| format!("{:?}", r.rows.iter().map(|r| &r.0).collect::<Vec<_>>());
-    format!("{}\n{}\n{}", rows(&a), rows(&b), rows(&c))
+    format!("{}\n{}\n{}\n{}", rows(&a), rows(&b), rows(&c), rows(&d))
 }
 
 fn run_both(seed: u64, bees: &str, steps: usize) {
@@ -264,9 +287,47 @@ fn explain_verbose_shows_the_point_path() {
     assert!(text.ends_with("Point Path: one lookup in t_pkey"), "{text}");
     let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT k FROM t WHERE a = 3 AND b = 'b1'");
     assert!(text.ends_with("Point Path: one lookup in t_a_b_key"), "{text}");
-    let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT v FROM t WHERE k > 3");
-    assert!(text.ends_with("Point Path: no (not a lookup of one row by a unique key)"), "{text}");
+    let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT id, x, s FROM n WHERE g = 3");
+    assert!(text.ends_with("Point Path: lookup in n_g (up to 32 rows, else the operator tree)"), "{text}");
+    let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT id, s FROM n WHERE id BETWEEN 3 AND 9 ORDER BY id DESC");
+    assert!(text.contains("Index Scan Backward"), "{text}");
+    assert!(text.ends_with("Point Path: lookup in n_pkey (up to 32 rows, else the operator tree)"), "{text}");
+    let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT v FROM t WHERE v > 3");
+    assert!(text.ends_with("Point Path: no (not an index lookup of a few rows)"), "{text}");
     s.conn.set("point_path", "off").unwrap();
     let text = plan(&mut s.conn, "EXPLAIN (VERBOSE) SELECT v FROM t WHERE k = 3");
     assert!(text.ends_with("Point Path: off (point_path = off)"), "{text}");
+}
+
+/// A lookup by a non-unique key that finds more entries than the point path takes
+/// (`POINT_MAX_ROWS`) is declined before anything is output and runs through the
+/// operator tree: every row comes out once, in index order, as with the path off;
+/// one that finds fewer runs on the point path with the same answer.
+#[test]
+fn non_unique_lookup_past_the_limit_runs_through_the_operator_tree() {
+    for point_path in ["on", "off"] {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.set("point_path", point_path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE m (id INTEGER PRIMARY KEY, g INTEGER, s TEXT);
+             CREATE INDEX m_g ON m (g);
+             INSERT INTO m SELECT i, CASE WHEN i <= 100 THEN 1 ELSE i END, 's' || i FROM generate_series(1, 5000) i;
+             ANALYZE m;",
+        )
+        .unwrap();
+        let select = c.prepare("SELECT id, s FROM m WHERE g = $1").unwrap();
+        for (key, want) in [(1, 100usize), (7, 0), (150, 1)] {
+            let res = select.execute(&mut c, &[Value::Integer(key)]).unwrap();
+            assert_eq!(res.rows.len(), want, "point_path = {point_path}, g = {key}");
+            let ids: Vec<String> = res.rows.iter().map(|r| r.0[0].to_string()).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_by_key(|s| s.parse::<i64>().unwrap());
+            assert_eq!(ids, sorted, "index order (g, tuple id) is id order here");
+        }
+        let res = c.query("UPDATE m SET s = 'x' WHERE g = 1", &[]).unwrap();
+        assert_eq!(res.rows_affected, 100);
+        let res = c.query("SELECT count(*) FROM m WHERE s = 'x'", &[]).unwrap();
+        assert_eq!(res.rows[0].0[0].to_string(), "100");
+    }
 }

@@ -218,6 +218,7 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
         Node::Project { .. } | Node::TableScan { .. } => wanted,
         _ => None,
     };
+    let est_rows = plan.est.map(|e| e.rows);
     if let Node::TableScan {
         table,
         columns,
@@ -227,7 +228,7 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
         ..
     } = &mut plan.node
     {
-        *bees = scan_bees(table, columns, filter.as_ref(), access, wanted, env)?;
+        *bees = scan_bees(table, columns, filter.as_ref(), access, wanted, est_rows, env)?;
         return Ok(());
     }
     if let Node::Sort { keys, bee, .. } = &mut plan.node {
@@ -260,11 +261,13 @@ const MIN_INDEX_SCAN_BEE_TUPLES: u64 = 256;
 
 /// Tuples a scan is expected to read, for the maker policy: the relation's size for
 /// a heap scan; one tuple for equality on every column of a unique index; for other
-/// index scans, PostgreSQL's default selectivities (0.5% for an
-/// equality or a two-sided range, a third for a one-sided range), as BeeDB keeps no
-/// statistics yet. Without this, every index lookup of a large relation would pay
-/// for compiling a bee to read one tuple.
-fn expected_tuples(table: &TableDef, relation_size: u64, access: &crate::plan::Access) -> u64 {
+/// index scans, the optimizer's estimate of the rows the scan gives (`est_rows`, from
+/// the table's statistics) when it made one, else PostgreSQL's default selectivities
+/// (0.5% for an equality or a two-sided range, a third for a one-sided range).
+/// Without this, every index lookup of a large relation would pay for making a bee
+/// to read a few tuples — and, as a parameter's value is baked into a scan bee, a
+/// prepared lookup would make one per value it is run with.
+fn expected_tuples(table: &TableDef, relation_size: u64, access: &crate::plan::Access, est_rows: Option<f64>) -> u64 {
     match access {
         crate::plan::Access::Heap => relation_size,
         crate::plan::Access::Index { index, eq, .. }
@@ -272,9 +275,10 @@ fn expected_tuples(table: &TableDef, relation_size: u64, access: &crate::plan::A
         {
             1
         }
-        crate::plan::Access::Index { lower, upper, .. } => match (lower, upper) {
-            (Some(_), None) | (None, Some(_)) => relation_size / 3,
-            _ => (relation_size / 200).max(1),
+        crate::plan::Access::Index { lower, upper, .. } => match (est_rows, lower, upper) {
+            (Some(rows), _, _) => (rows.max(0.0).ceil() as u64).max(1),
+            (None, Some(_), None) | (None, None, Some(_)) => relation_size / 3,
+            (None, _, _) => (relation_size / 200).max(1),
         },
     }
 }
@@ -285,6 +289,7 @@ fn scan_bees(
     filter: Option<&Expr>,
     access: &crate::plan::Access,
     wanted: Option<u64>,
+    est_rows: Option<f64>,
     env: &BeeEnv<'_>,
 ) -> Result<Option<ScanBees>> {
     let s = env.settings;
@@ -292,7 +297,7 @@ fn scan_bees(
         return Ok(None);
     }
     let relation_size = env.cache.relation_size(table.id as u64);
-    let mut expected = expected_tuples(table, relation_size, access);
+    let mut expected = expected_tuples(table, relation_size, access, est_rows);
     // An index scan under a Limit stops after about that many entries, more when its
     // filter rejects some: allow one kept in sixteen (a heap scan reads whole pages
     // and is left to its relation size).

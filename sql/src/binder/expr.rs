@@ -865,10 +865,9 @@ impl Binder<'_> {
                 .at(self.pos(e)));
             }
         match table {
-            Some(t) if !self.any_level_has_table(t) => Err(Error::semantic(
-                "42P01",
-                format!("missing FROM-clause entry for table \"{t}\""),
-            )),
+            Some(t) if !self.any_level_has_table(t) => {
+                Err(super::scope::Scope::missing_table(t, self.frames.iter().map(|f| &f.scope)))
+            }
             Some(t) => Err(Error::semantic("42703", format!("column {t}.{name} does not exist"))),
             None => Err(Error::undefined_column(name)),
         }

@@ -351,8 +351,7 @@ impl<'a> Binder<'a> {
                     };
                     let t = object_name(n)?;
                     if !scope.has_table(&t) {
-                        return Err(Error::semantic("42P01", format!("missing FROM-clause entry for table \"{t}\""))
-                            .at(self.pos(it)));
+                        return Err(scope::Scope::missing_table(&t, std::iter::once(scope)).at(self.pos(it)));
                     }
                     for c in scope.columns.iter().filter(|c| c.table.as_deref() == Some(&t) && !c.unqualified_only) {
                         push(c.expr.clone(), c.name.clone());

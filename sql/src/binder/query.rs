@@ -494,11 +494,7 @@ impl Binder<'_> {
                     };
                     let t = object_name(n)?;
                     if !scope.has_table(&t) {
-                        return Err(Error::semantic(
-                            "42P01",
-                            format!("missing FROM-clause entry for table \"{t}\""),
-                        )
-                        .at(self.pos(it)));
+                        return Err(Scope::missing_table(&t, std::iter::once(&scope)).at(self.pos(it)));
                     }
                     for c in scope.columns.iter().filter(|c| c.table.as_deref() == Some(&t) && !c.unqualified_only) {
                         items.push(Item::Column(c.expr.clone(), c.name.clone()));
@@ -1217,7 +1213,7 @@ impl Binder<'_> {
         alias: Option<&ast::TableAlias>,
         default: Option<String>,
     ) -> Result<(Plan, Scope)> {
-        let name = alias.map(|a| ident(&a.name)).or(default);
+        let name = alias.map(|a| ident(&a.name)).or(default.clone());
         if let Some(a) = alias {
             if a.columns.len() > plan.schema.len() {
                 return Err(Error::semantic(
@@ -1235,7 +1231,12 @@ impl Binder<'_> {
             }
         }
         let cols: Vec<(String, DataType)> = plan.schema.iter().map(|c| (c.name.clone(), c.ty)).collect();
-        let scope = Scope::relation(name.as_deref(), &cols, 0);
+        let mut scope = Scope::relation(name.as_deref(), &cols, 0);
+        if let (Some(real), Some(alias)) = (default, name)
+            && real != alias
+        {
+            scope.aliases.push((real, alias));
+        }
         Ok((plan, scope))
     }
 
@@ -1747,6 +1748,7 @@ fn combine_scopes(left: Scope, right: &Scope, nleft: usize) -> Scope {
         scope.columns.push(c2);
     }
     scope.star.extend(right.star.iter().map(|&i| i + left_entries));
+    scope.aliases.extend(right.aliases.iter().cloned());
     scope
 }
 

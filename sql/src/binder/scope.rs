@@ -26,6 +26,9 @@ pub struct Scope {
     pub columns: Vec<ScopeColumn>,
     /// Entries `*` expands to, in order.
     pub star: Vec<usize>,
+    /// (relation name, alias) of each relation the FROM clause renamed: a reference
+    /// by the hidden name is an error whose hint names the alias, as PostgreSQL's.
+    pub aliases: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -44,7 +47,7 @@ impl Scope {
             })
             .collect();
         let star = (0..columns.len()).collect();
-        Scope { columns, star }
+        Scope { columns, star, aliases: Vec::new() }
     }
 
     /// Finds `name` (optionally qualified by `table`). `Ok(None)` when absent.
@@ -71,5 +74,21 @@ impl Scope {
 
     pub fn has_table(&self, table: &str) -> bool {
         self.columns.iter().any(|c| c.table.as_deref() == Some(table))
+    }
+
+    /// The error for a reference qualified by `table`, which no scope in `scopes`
+    /// (innermost last) has: PostgreSQL's "invalid reference … / Perhaps you meant to
+    /// reference the table alias" when a FROM clause renamed a relation of that name,
+    /// else "missing FROM-clause entry".
+    pub fn missing_table<'a>(table: &str, scopes: impl DoubleEndedIterator<Item = &'a Scope>) -> crate::error::Error {
+        let alias = scopes.rev().find_map(|s| s.aliases.iter().find(|(name, _)| name == table).map(|(_, a)| a.clone()));
+        match alias {
+            Some(a) => crate::error::Error::semantic(
+                "42P01",
+                format!("invalid reference to FROM-clause entry for table \"{table}\""),
+            )
+            .with_hint(format!("Perhaps you meant to reference the table alias \"{a}\".")),
+            None => crate::error::Error::semantic("42P01", format!("missing FROM-clause entry for table \"{table}\"")),
+        }
     }
 }

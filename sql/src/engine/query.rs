@@ -281,10 +281,10 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
     // The point path is how the statement runs, not a plan node: VERBOSE says so
     // (EXPLAIN ANALYZE always runs the operator tree, to count its rows).
     if options.verbose && !analyze {
-        lines.push(match exec::point::point_index_name(&bq.plan) {
-            Some(index) if ctx.point_path => format!("Point Path: one lookup in {index}"),
+        lines.push(match exec::point::point_description(&bq.plan) {
+            Some(how) if ctx.point_path => format!("Point Path: {how}"),
             Some(_) => "Point Path: off (point_path = off)".to_string(),
-            None => "Point Path: no (not a lookup of one row by a unique key)".to_string(),
+            None => "Point Path: no (not an index lookup of a few rows)".to_string(),
         });
     }
     let n = lines.len() as u64;

@@ -1,26 +1,34 @@
-//! The point-statement path: a plan that reads at most one tuple — a table scan
-//! whose access is an equality on every column of a unique index, with at most a
-//! projection above it — runs here instead of through the operator tree. That is
-//! the shape of `SELECT … FROM t WHERE key = $1` and of the plans UPDATE and DELETE
-//! read their target row with (`UPDATE t SET v = v + $1 WHERE key = $2`).
+//! The point-statement path: a plan that reads a few tuples through an index — a
+//! table scan whose access is an index lookup (an equality on every column of a
+//! unique index, or any other index equality or range), with at most a projection
+//! above it — runs here instead of through the operator tree. That is the shape of
+//! `SELECT … FROM t WHERE key = $1`, of the plans UPDATE and DELETE read their target
+//! rows with (`UPDATE t SET v = v + $1 WHERE key = $2`), and of a lookup by a
+//! non-unique key that names a handful of rows (`SELECT … FROM orders WHERE
+//! customer = $1`).
+//!
+//! The index entries are read first, before anything is decoded or handed on: when
+//! the lookup finds more than [`POINT_MAX_ROWS`] of them, the point path declines and
+//! the caller runs the plan through the operator tree, which reads many rows in runs
+//! and batches (nothing was output, so the only cost is one index descent). A plan the
+//! optimizer expects to give more than four times that many rows is not tried at all.
 //!
 //! What it leaves out is the general path's machinery for many rows, not any of its
 //! semantics: no node dispatch or guarded stack step per operator, no index read in
 //! runs with its tuple-id and tuple buffers, no batch builder, no closures per
 //! operator. The key is evaluated and looked up exactly as an index scan does it
-//! (`scan::index_range`), the tuple is decoded by the generic decoder (the bees'
-//! twin) into one-row vectors, and the scan's filter and the projection are
-//! evaluated by the executor's own evaluator (`Exec::pred`, `Exec::eval`) over them,
-//! so rows, value types and errors are the general path's. A unique index holds at
-//! most one entry for a key without NULLs (an equality with NULL finds nothing), but
-//! every entry the key finds is read, so the result would stay right even if it
-//! held more. The filter's conjuncts are tested in order, as the evaluator's AND
-//! does, less the equalities the lookup itself guarantees ([`implied_by_key`]): a
-//! `key = $1` on a key column whose index key is exact (integers, dates, timestamps,
-//! booleans, decimals at the key scale, text and varchar compared byte for byte)
-//! holds for every tuple the lookup finds, so it is not evaluated again; on other
-//! types (floats, whose 0 and −0 or NaNs compare otherwise than their bytes,
-//! intervals, blank-padded characters) it is.
+//! (`scan::index_range`, with the scan's bounds and direction), the tuples are
+//! decoded by the generic decoder (the bees' twin) into one-row vectors, and the
+//! scan's filter and the projection are evaluated by the executor's own evaluator
+//! (`Exec::pred`, `Exec::eval`) over them, so rows, their order, value types and
+//! errors are the general path's. The filter's conjuncts are tested in order, as the
+//! evaluator's AND does, less the equalities the lookup itself guarantees
+//! ([`implied_by_key`]): a `key = $1` on a key column the lookup binds by equality,
+//! whose index key is exact (integers, dates, timestamps, booleans, decimals at the
+//! key scale, text and varchar compared byte for byte), holds for every tuple the
+//! lookup finds, so it is not evaluated again; on other types (floats, whose 0 and
+//! −0 or NaNs compare otherwise than their bytes, intervals, blank-padded
+//! characters) it is.
 //!
 //! The session setting `point_path = off` sends these plans through the operator
 //! tree too, so tests compare both paths (`sql/tests/point_path.rs`).
@@ -38,6 +46,10 @@ use crate::plan::{Access, Node, Plan};
 use crate::types::Value;
 use crate::vector::Batch;
 
+/// Most index entries a lookup on the point path takes; with more, the point path
+/// declines and the operator tree runs the plan.
+pub const POINT_MAX_ROWS: usize = 32;
+
 /// The parts of a point plan.
 struct PointPlan<'p> {
     table: &'p TableDef,
@@ -45,6 +57,12 @@ struct PointPlan<'p> {
     filter: Option<&'p Expr>,
     index: usize,
     eq: &'p [Expr],
+    lower: Option<&'p (Expr, bool)>,
+    upper: Option<&'p (Expr, bool)>,
+    skip_nulls: bool,
+    backward: bool,
+    /// Whether the access names at most one tuple ([`is_unique_lookup`]).
+    unique: bool,
     with_tid: bool,
     /// The projection above the scan, if there is one.
     project: Option<&'p [Expr]>,
@@ -70,32 +88,47 @@ fn point_plan(plan: &Plan) -> Option<PointPlan<'_>> {
     let Node::TableScan { table, columns, filter, access, with_tid, .. } = &scan.node else {
         return None;
     };
-    if !is_unique_lookup(table, access) {
+    let Access::Index { index, eq, lower, upper, skip_nulls, backward } = access else { return None };
+    let unique = is_unique_lookup(table, access);
+    // A plan expected to give many rows is not tried: it would only be declined.
+    if !unique && scan.est.is_some_and(|e| e.rows > (4 * POINT_MAX_ROWS) as f64) {
         return None;
     }
-    let Access::Index { index, eq, .. } = access else { return None };
     Some(PointPlan {
         table,
         columns,
         filter: filter.as_ref(),
         index: *index,
         eq,
+        lower: lower.as_ref(),
+        upper: upper.as_ref(),
+        skip_nulls: *skip_nulls,
+        backward: *backward,
+        unique,
         with_tid: *with_tid,
         project,
     })
 }
 
-/// The name of the unique index a point plan looks its key up in, when `plan` is
-/// one (EXPLAIN VERBOSE shows it).
-pub fn point_index_name(plan: &Plan) -> Option<&str> {
+/// How the point path runs `plan`, when it is a point plan (EXPLAIN VERBOSE shows
+/// it): `one lookup in t_pkey`, or for a lookup that may find several rows `lookup in
+/// t_a_idx (up to 32 rows, else the operator tree)`.
+pub fn point_description(plan: &Plan) -> Option<String> {
     let p = point_plan(plan)?;
-    Some(p.table.indexes[p.index].name.as_str())
+    let index = &p.table.indexes[p.index].name;
+    Some(if p.unique {
+        format!("one lookup in {index}")
+    } else {
+        format!("lookup in {index} (up to {POINT_MAX_ROWS} rows, else the operator tree)")
+    })
 }
 
 /// Runs `plan` on the point path when it is a point plan, handing its one-row
-/// batches to `sink` (which returns `Ok(false)` to stop); returns whether it was one
-/// (when not, nothing ran and the caller runs the plan through [`super::run`]).
-/// Not used under EXPLAIN ANALYZE, whose counters belong to the operators.
+/// batches to `sink` (which returns `Ok(false)` to stop); returns whether it ran
+/// (when not — not a point plan, or a lookup that found more than [`POINT_MAX_ROWS`]
+/// entries — nothing was output and the caller runs the plan through
+/// [`super::run`]). Not used under EXPLAIN ANALYZE, whose counters belong to the
+/// operators.
 pub fn run_point(plan: &Plan, ctx: &ExecContext, sink: &mut dyn FnMut(Batch) -> Result<bool>) -> Result<bool> {
     let Some(p) = point_plan(plan).filter(|_| ctx.profile.is_none()) else { return Ok(false) };
     lookup(&p, ctx, &mut |ex, scanned| {
@@ -107,19 +140,19 @@ pub fn run_point(plan: &Plan, ctx: &ExecContext, sink: &mut dyn FnMut(Batch) -> 
             }
         };
         sink(out)
-    })?;
-    Ok(true)
+    })
 }
 
 /// [`run_point`] returning the rows as values (what `super::collect` returns), or
-/// `None` when `plan` is not a point plan. A projected column that is a plain
+/// `None` when it did not run (`plan` is not a point plan, or its lookup found too
+/// many entries). A projected column that is a plain
 /// reference to a scanned one of the same type is taken as a value straight from the
 /// decoded tuple (an UPDATE's plan passes every old value on so): the operator tree
 /// would copy its vector first and read the same value out of the copy.
 pub fn collect_point(plan: &Plan, ctx: &ExecContext) -> Result<Option<Vec<Vec<Value>>>> {
     let Some(p) = point_plan(plan).filter(|_| ctx.profile.is_none()) else { return Ok(None) };
     let mut rows = Vec::new();
-    lookup(&p, ctx, &mut |ex, scanned| {
+    Ok(lookup(&p, ctx, &mut |ex, scanned| {
         let row = match p.project {
             None => scanned.row_values(0),
             Some(exprs) => exprs
@@ -134,20 +167,23 @@ pub fn collect_point(plan: &Plan, ctx: &ExecContext) -> Result<Option<Vec<Vec<Va
         };
         rows.push(row);
         Ok(true)
-    })?;
-    Ok(Some(rows))
+    })?
+    .then_some(rows))
 }
 
 /// Looks the key of point plan `p` up and hands each tuple it finds that passes the
 /// scan's filter to `each` as a one-row batch of the scan's output (its columns, then
 /// the tuple id when the scan reports it); `each` returns `Ok(false)` to stop.
-fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, Batch) -> Result<bool>) -> Result<()> {
+/// Returns `Ok(false)`, having called `each` for nothing, when the lookup finds more
+/// than [`POINT_MAX_ROWS`] index entries.
+fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, Batch) -> Result<bool>) -> Result<bool> {
     ctx.interrupt.check()?;
     let state = StatementState::default();
     let ex = state.exec(ctx, None, None);
     let r = ctx.reader;
-    let Some(range) = index_range(&ex, p.table, p.index, p.eq, (None, None, false), false)? else {
-        return Ok(());
+    let bounds = (p.lower, p.upper, p.skip_nulls);
+    let Some(range) = index_range(&ex, p.table, p.index, p.eq, bounds, p.backward)? else {
+        return Ok(true);
     };
     // The tuple ids are copied out and the cursor (and the leaf latch it holds)
     // dropped before the heap is read, as the index scan does.
@@ -159,12 +195,14 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
             let tid = TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?;
             if first.is_none() {
                 first = Some(tid);
-            } else {
+            } else if more.len() + 1 < POINT_MAX_ROWS {
                 more.push(tid);
+            } else {
+                return Ok(false);
             }
         }
     }
-    let Some(first) = first else { return Ok(()) };
+    let Some(first) = first else { return Ok(true) };
     let heap = HeapFile::open(p.table.heap);
     let decoder = RowDecoder::new(p.table, p.columns);
     let mut tuple = Vec::new();
@@ -190,7 +228,7 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
             break;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Whether the one row of `scanned` passes `filter`, a conjunction tested conjunct by
@@ -211,9 +249,9 @@ fn passes(p: &PointPlan<'_>, ex: &Exec<'_>, filter: &Expr, scanned: &Batch) -> R
     }
 }
 
-/// Whether conjunct `c` is an equality the unique-index lookup of `p` guarantees for
+/// Whether conjunct `c` is an equality the index lookup of `p` guarantees for
 /// every tuple it finds: `column = key` (either way round) where the column is the
-/// index's key column `k`, `key` is the lookup's `k`th key expression, both sides
+/// index's key column `k`, `key` is the lookup's `k`th equality key expression, both sides
 /// have the column's type, and that type's index key is exact — equal keys mean
 /// equal values under SQL's `=` (see the module's documentation).
 fn implied_by_key(p: &PointPlan<'_>, c: &Expr) -> bool {

@@ -76,6 +76,54 @@ pub enum Func {
 }
 
 impl Func {
+    /// The name a call of the function is written with in SQL (what EXPLAIN prints):
+    /// `octet_length`, `date_trunc`, `strpos` (whose arguments are `(s, sub)`,
+    /// also for `position(sub IN s)`). [`Func::Concat`] is the `||` operator and
+    /// [`Func::CurrentDate`] takes no parentheses: [`crate::plan::explain`] writes
+    /// both apart.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Func::Upper => "upper",
+            Func::Lower => "lower",
+            Func::Length => "length",
+            Func::OctetLength => "octet_length",
+            Func::Substring => "substring",
+            Func::Btrim => "btrim",
+            Func::Ltrim => "ltrim",
+            Func::Rtrim => "rtrim",
+            Func::Position => "strpos",
+            Func::Repeat => "repeat",
+            Func::Concat => "||",
+            Func::ConcatAll => "concat",
+            Func::Replace => "replace",
+            Func::Left => "left",
+            Func::Right => "right",
+            Func::Lpad => "lpad",
+            Func::Rpad => "rpad",
+            Func::Reverse => "reverse",
+            Func::Abs => "abs",
+            Func::Round => "round",
+            Func::Trunc => "trunc",
+            Func::Floor => "floor",
+            Func::Ceil => "ceil",
+            Func::Sqrt => "sqrt",
+            Func::Power => "power",
+            Func::Sign => "sign",
+            Func::Mod => "mod",
+            Func::Gcd => "gcd",
+            Func::Lcm => "lcm",
+            Func::DateTrunc => "date_trunc",
+            Func::NullIf => "nullif",
+            Func::Greatest => "greatest",
+            Func::Least => "least",
+            Func::NextVal => "nextval",
+            Func::CurrVal => "currval",
+            Func::SetVal => "setval",
+            Func::Now => "now",
+            Func::CurrentDate => "CURRENT_DATE",
+        }
+    }
+
     /// Whether the function reads or changes a sequence (not a pure kernel).
     pub fn is_sequence(self) -> bool {
         matches!(self, Func::NextVal | Func::CurrVal | Func::SetVal)

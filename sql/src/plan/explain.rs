@@ -3,7 +3,7 @@
 
 use super::{Access, AggFunc, FrameBound, FrameUnits, JoinKind, Node, Plan, SetOpKind, WindowFunc};
 use crate::exec::Profile;
-use crate::expr::{Expr, ExprKind};
+use crate::expr::{Expr, ExprKind, Func};
 
 /// The lines of the plan tree. Node ids are pre-order indexes, as the executor's
 /// [`Profile`] keys them; with a profile each line ends with
@@ -577,9 +577,14 @@ pub fn fmt_expr(e: &Expr, names: &[String]) -> String {
             "COALESCE({})",
             v.iter().map(f).collect::<Vec<_>>().join(", ")
         ),
+        ExprKind::Func { func: Func::Concat, args } => format!(
+            "({})",
+            args.iter().map(f).collect::<Vec<_>>().join(" || ")
+        ),
+        ExprKind::Func { func: Func::CurrentDate, .. } => "CURRENT_DATE".to_string(),
         ExprKind::Func { func, args } => format!(
             "{}({})",
-            format!("{func:?}").to_lowercase(),
+            func.sql_name(),
             args.iter().map(f).collect::<Vec<_>>().join(", ")
         ),
         ExprKind::Udf { udf, args } => format!(
