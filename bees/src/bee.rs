@@ -42,6 +42,8 @@ pub enum BeeKind {
     Sort,
     /// Query bee: a hash join's probe (key columns → packed keys → table ids).
     Join,
+    /// Query bee: a GROUP BY's key packing, group lookup and aggregate updates.
+    Aggregate,
 }
 
 impl fmt::Display for BeeKind {
@@ -52,6 +54,7 @@ impl fmt::Display for BeeKind {
             BeeKind::Scan => "scan",
             BeeKind::Sort => "sort",
             BeeKind::Join => "join",
+            BeeKind::Aggregate => "aggregate",
         })
     }
 }

@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
+use crate::agg::{AggBee, AggSpec};
 use crate::bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee};
 use crate::join::{JoinBee, JoinKeySpec};
 use crate::compiled::Jit;
@@ -80,6 +81,7 @@ pub struct RelationBees {
 enum QueryBee {
     Scan(Arc<ScanBee>),
     Sort(Arc<SortBee>),
+    Aggregate(Arc<AggBee>),
     Join(Arc<JoinBee>),
 }
 
@@ -88,6 +90,7 @@ impl QueryBee {
         match self {
             QueryBee::Scan(b) => b.info(),
             QueryBee::Sort(b) => b.info(),
+            QueryBee::Aggregate(b) => b.info(),
             QueryBee::Join(b) => b.info(),
         }
     }
@@ -415,6 +418,50 @@ impl BeeCache {
             self.remember(key, QueryBee::Sort(bee.clone()));
         }
         Ok(bee)
+    }
+
+    /// An aggregate bee for `spec`, for about `expected_rows` input rows; owned like
+    /// sort bees. The policy counts one key part or aggregate as one output.
+    pub fn agg(&self, spec: AggSpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<AggBee>, String> {
+        let policy = self.policy(choice);
+        let outputs = spec.keys.len() + spec.aggs.len();
+        let key = format!("{choice}|{}", spec.key());
+        if owner == BeeOwner::Query {
+            let mut q = self.queries.lock();
+            q.tick += 1;
+            let tick = q.tick;
+            if let Some(e) = q.map.get_mut(&key)
+                && let QueryBee::Aggregate(b) = &e.bee
+                && !self.agg_outgrown(b, expected_rows, choice)
+            {
+                e.last_use = tick;
+                return Ok(b.clone());
+            }
+        }
+        let (maker, why) = self.decide(&policy, BeeKind::Aggregate, expected_rows, outputs, 0);
+        let bee = match AggBee::make(spec.clone(), maker, owner.clone(), why) {
+            Ok(b) => b,
+            Err(e) if maker == Maker::Compiled => {
+                AggBee::make(spec, Maker::Instantiated, owner.clone(), format!("compile failed: {e}"))?
+            }
+            Err(e) => return Err(e),
+        };
+        let bee = Arc::new(bee);
+        self.register(bee.info());
+        if owner == BeeOwner::Query {
+            self.remember(key, QueryBee::Aggregate(bee.clone()));
+        }
+        Ok(bee)
+    }
+
+    /// Whether aggregate bee `bee` was instantiated but the policy now compiles one
+    /// for `expected_rows`.
+    pub fn agg_outgrown(&self, bee: &AggBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        let outputs = bee.spec().keys.len() + bee.spec().aggs.len();
+        choice == MakerChoice::Auto
+            && bee.maker() == Maker::Instantiated
+            && !bee.info().reason.starts_with("compile failed")
+            && self.policy(choice).maker(BeeKind::Aggregate, expected_rows, outputs, 0) == Maker::Compiled
     }
 
     /// A join bee for `spec`, for a probe of about `expected_rows` rows; owned like

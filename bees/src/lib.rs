@@ -17,6 +17,9 @@
 //! ([`abi`]).
 
 pub mod abi;
+pub mod agg;
+pub mod agg_generic;
+pub mod agg_instantiated;
 pub mod cache;
 pub mod compiled;
 pub mod generic;
@@ -29,6 +32,7 @@ pub mod spec;
 
 mod bee;
 
+pub use agg::{AggBee, AggSpec, AggTable};
 pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee, SortData, SortInput};
 pub use join::{JoinBee, JoinKeySpec};
 pub use cache::{BeeCache, BeeOwner, BeeRow};

@@ -72,6 +72,9 @@ pub fn saving_ns_per_tuple(kind: BeeKind, outputs: usize, pred_nodes: usize) -> 
         BeeKind::Sort => 1.0 * outputs as f64,
         // No compiled join maker yet: never worth compiling.
         BeeKind::Join => 0.0,
+        // Per row and key part or aggregate (`outputs`): a guess until the compiled
+        // maker exists to measure.
+        BeeKind::Aggregate => 1.0 * outputs as f64,
     }
 }
 

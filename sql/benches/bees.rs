@@ -20,6 +20,13 @@
 //!   prefixes) — generic: a stable `sort_by` calling `cmp_sort` per key, as ORDER BY
 //!   does with `bee_sort` off; bee: the sort bee's normalized keys and their order,
 //!   ties by the comparator, as ORDER BY does with it on.
+//! - `agg/q1`, `agg/many_groups`: grouping 1M rows in batches of 1024 — Q1-like
+//!   (two `char(1)` keys, 4 groups; sums and averages of `numeric(15,2)` and of a
+//!   scale-4 product, count(*)) and 100,000 bigint groups (sum of a numeric, avg of an
+//!   integer, count(*)) — generic: the executor's GROUP BY state with `bee_agg` off
+//!   (packed key table, then one `Acc::update` pass per aggregate); bee: the same
+//!   state with the aggregate bee (`exec::agg_bench`); `clone only` is the inputs'
+//!   copy both include.
 //! - `join/int_100k`, `join/int_1m`, `join/int_int_1m`, `join/date_100k`: probing a
 //!   hash join's key table (built from 100k or 1M distinct keys: an integer, a pair
 //!   of integers, a date) with 2M probe rows in batches of 1024, half of them
@@ -437,6 +444,110 @@ fn sort(c: &mut Criterion) {
     }
 }
 
+const AGG_ROWS: usize = 1_000_000;
+
+fn agg(c: &mut Criterion) {
+    use beedb_sql::exec::agg_bench::BenchGrouping;
+    use beedb_sql::plan::{AggCall, AggFunc};
+    let mut rng = StdRng::seed_from_u64(1);
+    let call = |func: AggFunc, arg: Option<(usize, DataType)>, ty: DataType| AggCall {
+        func,
+        arg: arg.map(|(i, t)| col(i, t)),
+        arg2: None,
+        distinct: false,
+        order: Vec::new(),
+        ty,
+        udf: None,
+    };
+    type Batches = Vec<(Vec<Vector>, Vec<Option<Vector>>)>;
+    // Q1-like: returnflag, linestatus; quantity, price, price × (1 − discount).
+    let q1 = || -> Batches {
+        let mut rng = StdRng::seed_from_u64(2);
+        (0..AGG_ROWS.div_ceil(BATCH_SIZE))
+            .map(|_| {
+                let n = BATCH_SIZE;
+                let mut k1 = Vector::new(DataType::Char(1), n);
+                let mut k2 = Vector::new(DataType::Char(1), n);
+                let mut qty = Vector::new(dec(15, 2), n);
+                let mut price = Vector::new(dec(15, 2), n);
+                let mut disc = Vector::new(dec(15, 4), n);
+                for _ in 0..n {
+                    let f = ["A", "N", "R"][rng.random_range(0..3)];
+                    k1.push_value(&Value::Text(f.into()));
+                    k2.push_value(&Value::Text(if f == "N" && rng.random_bool(0.5) { "F" } else { "O" }.into()));
+                    qty.push_value(&Value::Decimal(Decimal::new(rng.random_range(100..5000), 2).unwrap()));
+                    price.push_value(&Value::Decimal(Decimal::new(rng.random_range(90_000..10_500_000), 2).unwrap()));
+                    disc.push_value(&Value::Decimal(Decimal::new(rng.random_range(90_000..10_500_000) * 95, 4).unwrap()));
+                }
+                let args = vec![Some(qty.clone()), Some(price.clone()), Some(disc), Some(qty), Some(price), None];
+                (vec![k1, k2], args)
+            })
+            .collect()
+    };
+    let q1_aggs = vec![
+        call(AggFunc::Sum, Some((2, dec(15, 2))), DataType::NUMERIC),
+        call(AggFunc::Sum, Some((3, dec(15, 2))), DataType::NUMERIC),
+        call(AggFunc::Sum, Some((4, dec(15, 4))), DataType::NUMERIC),
+        call(AggFunc::Avg, Some((2, dec(15, 2))), DataType::NUMERIC),
+        call(AggFunc::Avg, Some((3, dec(15, 2))), DataType::NUMERIC),
+        call(AggFunc::CountStar, None, DataType::BigInt),
+    ];
+    let mut many = || -> Batches {
+        (0..AGG_ROWS.div_ceil(BATCH_SIZE))
+            .map(|_| {
+                let n = BATCH_SIZE;
+                let mut k = Vector::new(DataType::BigInt, n);
+                let mut price = Vector::new(dec(15, 2), n);
+                let mut qty = Vector::new(DataType::Integer, n);
+                for _ in 0..n {
+                    k.push_value(&Value::BigInt(rng.random_range(0..100_000) * 7919));
+                    price.push_value(&Value::Decimal(Decimal::new(rng.random_range(90_000..10_500_000), 2).unwrap()));
+                    qty.push_value(&Value::Integer(rng.random_range(1..50)));
+                }
+                (vec![k], vec![Some(price), Some(qty), None])
+            })
+            .collect()
+    };
+    let many_aggs = vec![
+        call(AggFunc::Sum, Some((1, dec(15, 2))), DataType::NUMERIC),
+        call(AggFunc::Avg, Some((2, DataType::Integer)), DataType::NUMERIC),
+        call(AggFunc::CountStar, None, DataType::BigInt),
+    ];
+    let cases: Vec<(&str, Vec<DataType>, Vec<AggCall>, Batches)> = vec![
+        ("q1", vec![DataType::Char(1), DataType::Char(1)], q1_aggs, q1()),
+        ("many_groups", vec![DataType::BigInt], many_aggs, many()),
+    ];
+    let cache = BeeCache::new();
+    for (name, types, aggs, batches) in &cases {
+        let run = |bee: Option<Arc<beedb_bees::AggBee>>| {
+            let mut g = BenchGrouping::new(types, aggs.clone(), bee).unwrap();
+            for (keys, args) in batches {
+                g.add(keys[0].len(), keys.clone(), args.clone()).unwrap();
+            }
+            g
+        };
+        let groups: Vec<beedb_sql::expr::Expr> = types.iter().enumerate().map(|(i, t)| col(i, *t)).collect();
+        let spec = beedb_sql::bees::agg::spec(&groups, &[], aggs).unwrap();
+        let want = run(None).finish().unwrap();
+        let mut g = c.benchmark_group(format!("agg/{name}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(AGG_ROWS as u64));
+        g.bench_function("clone only", |b| {
+            b.iter(|| {
+                for (keys, args) in batches {
+                    black_box((keys.clone(), args.clone()));
+                }
+            })
+        });
+        g.bench_function("generic", |b| b.iter(|| black_box(run(None))));
+        // The compiled maker does not exist yet: instantiated only.
+        let bee = cache.agg(spec.clone(), BeeOwner::Query, AGG_ROWS as u64, MakerChoice::Instantiated).unwrap();
+        assert!(run(Some(bee.clone())).finish().unwrap() == want, "{name}: the bee's answer");
+        g.bench_function("instantiated", |b| b.iter(|| black_box(run(Some(bee.clone())))));
+        g.finish();
+    }
+}
+
 /// Probe rows of the join benchmarks.
 const JOIN_PROBE_ROWS: usize = 2_000_000;
 
@@ -563,5 +674,5 @@ fn join(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, deform, scan, form, sort, join);
+criterion_group!(benches, deform, scan, form, sort, agg, join);
 criterion_main!(benches);

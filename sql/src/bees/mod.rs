@@ -19,7 +19,12 @@
 //!
 //! A Sort node gets a **sort bee** ([`sort`]) when every key's type has a kind: it
 //! encodes the keys into normalized keys that sort by memcmp (`exec/sort.rs`).
+//!
+//! A plain GROUP BY gets an **aggregate bee** ([`agg`]) when its key types pack and
+//! every aggregate is one the bee does: it packs the keys, finds the groups and
+//! updates the accumulators in one call per batch (`exec/agg.rs`).
 
+pub mod agg;
 pub mod form;
 pub mod join;
 pub mod output;
@@ -35,8 +40,9 @@ use parking_lot::Mutex;
 
 use beedb_bees::cache::RelationBees;
 use beedb_bees::spec::{Pred, ScanSpec};
-use beedb_bees::{BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
+use beedb_bees::{AggBee, BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
 
+pub use agg::AggBees;
 pub use join::JoinBees;
 pub use sort::SortBees;
 
@@ -58,6 +64,8 @@ pub struct BeeSettings {
     pub scan: bool,
     /// `bee_sort`.
     pub sort: bool,
+    /// `bee_agg`.
+    pub agg: bool,
     /// `bee_join`.
     pub join: bool,
     /// `bee_maker`: auto, compiled or instantiated.
@@ -72,6 +80,7 @@ impl Default for BeeSettings {
             form: true,
             scan: true,
             sort: true,
+            agg: true,
             join: true,
             maker: MakerChoice::Auto,
         }
@@ -95,6 +104,10 @@ impl BeeSettings {
         self.enabled && self.sort
     }
 
+    pub fn agg(&self) -> bool {
+        self.enabled && self.agg
+    }
+
     pub fn join(&self) -> bool {
         self.enabled && self.join
     }
@@ -107,6 +120,7 @@ pub struct StatementBees {
     pub id: u64,
     bees: Mutex<HashMap<String, Arc<ScanBee>>>,
     sorts: Mutex<HashMap<String, Arc<SortBee>>>,
+    aggs: Mutex<HashMap<String, Arc<AggBee>>>,
     joins: Mutex<HashMap<String, Arc<beedb_bees::JoinBee>>>,
 }
 
@@ -117,6 +131,7 @@ impl StatementBees {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             bees: Mutex::new(HashMap::new()),
             sorts: Mutex::new(HashMap::new()),
+            aggs: Mutex::new(HashMap::new()),
             joins: Mutex::new(HashMap::new()),
         }
     }
@@ -233,6 +248,9 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
     }
     if let Node::Sort { keys, bee, .. } = &mut plan.node {
         *bee = sort_bee(keys, plan.est.map(|e| e.rows), env)?;
+    }
+    if let Node::Aggregate { input, groups, sets, aggs, bee } = &mut plan.node {
+        *bee = agg_bee(groups, sets, aggs, input.est.map(|e| e.rows), env)?;
     }
     if let Node::Join { left, right, left_keys, right_keys, method: crate::plan::JoinMethod::Hash { build, bee, .. }, .. } = &mut plan.node {
         // The table holds the build side's keys; the other side probes it.
@@ -427,6 +445,41 @@ fn sort_bee(keys: &[crate::plan::SortKey], rows: Option<f64>, env: &BeeEnv<'_>) 
         None => env.cache.sort(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
     };
     Ok(Some(SortBees(bee)))
+}
+
+/// The aggregate bee of an Aggregate node expected to read about `rows` input rows;
+/// `None` when aggregate bees are off or some part has no bee form.
+fn agg_bee(
+    groups: &[Expr],
+    sets: &[Vec<usize>],
+    aggs: &[crate::plan::AggCall],
+    rows: Option<f64>,
+    env: &BeeEnv<'_>,
+) -> Result<Option<AggBees>> {
+    let s = env.settings;
+    if !s.agg() {
+        return Ok(None);
+    }
+    let Some(spec) = agg::spec(groups, sets, aggs) else {
+        return Ok(None);
+    };
+    let expected = rows.map_or(UNKNOWN_SORT_ROWS, |r| r.max(0.0) as u64);
+    let bee = match env.statement {
+        Some(st) => {
+            let key = format!("{}|{}", s.maker, spec.key());
+            let mut map = st.aggs.lock();
+            match map.get(&key) {
+                Some(b) if !env.cache.agg_outgrown(b, expected, s.maker) => b.clone(),
+                _ => {
+                    let b = env.cache.agg(spec, BeeOwner::Statement(st.id), expected, s.maker).map_err(internal)?;
+                    map.insert(key, b.clone());
+                    b
+                }
+            }
+        }
+        None => env.cache.agg(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
+    };
+    Ok(Some(AggBees(bee)))
 }
 
 /// Rows a join's probe side is expected to have when the optimizer left no estimate.

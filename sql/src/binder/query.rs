@@ -609,6 +609,7 @@ impl Binder<'_> {
                         groups: state.groups,
                         sets: state.sets,
                         aggs: state.aggs,
+                        bee: None,
                     },
                     schema,
                 )

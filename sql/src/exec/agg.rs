@@ -9,7 +9,10 @@
 //! (`Decimal::div`, PostgreSQL's scale), float sums and averages → real/double.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
+use beedb_bees::agg::AccState;
+use beedb_bees::{AggBee, AggTable};
 use rustc_hash::FxHashSet;
 
 use super::key_table::{KeyTable, NO_ID, ProbeScratch, key_hashes};
@@ -898,6 +901,9 @@ struct SetState {
     ordered: Vec<Vec<OrderedRow>>,
     /// What `ordered` holds, counted against memory_limit.
     ordered_bytes: usize,
+    /// The group keys of an aggregate bee's groups settled for output only
+    /// ([`Grouping::settle`] without an index): `table` is then empty.
+    output_keys: Option<Vec<Vector>>,
 }
 
 impl SetState {
@@ -909,7 +915,10 @@ impl SetState {
             vec![0; other.ngroups]
         } else {
             let n = other.ngroups;
-            let keys = other.table.into_keys();
+            let keys = match other.output_keys {
+                Some(keys) => keys,
+                None => other.table.into_keys(),
+            };
             let mut ids = Vec::with_capacity(n);
             self.table.insert(&keys, n, false, &mut ids);
             if self.table.len() > self.ngroups {
@@ -1009,6 +1018,7 @@ pub(super) fn aggregate(
     groups: &[Expr],
     sets: &[Vec<usize>],
     aggs: &[AggCall],
+    bee: Option<&crate::bees::AggBees>,
     out: Out,
 ) -> Result<Flow> {
     let plain: Vec<Vec<usize>>;
@@ -1029,6 +1039,8 @@ pub(super) fn aggregate(
             input_types: input.types(),
             growing: aggs.iter().any(|c| !combinable(c)),
         }),
+        // The bee's spec exists only for a plain GROUP BY (no sets).
+        bee: bee.filter(|_| sets.is_empty() && !groups.is_empty()).map(|b| b.0.clone()),
     };
     let make = || Grouping::new(&cx);
     let each = |ex: &Exec<'_>, g: &mut Grouping, b| add_batch(ex, &cx, g, 0, b, None);
@@ -1060,8 +1072,11 @@ pub(super) fn aggregate(
             let mut partial = partial.into_iter();
             let mut held = partial.next().ok_or_else(|| Error::internal("a parallel aggregate without threads"))?;
             let mut spilled = Vec::new();
+            held.settle(cx.aggs)?;
             spilled.extend(held.spill.take());
             for mut other in partial {
+                // Merging reads only the other state's keys and accumulators.
+                other.settle_for_output(cx.aggs)?;
                 spilled.extend(other.spill.take());
                 for (into, from) in held.states.iter_mut().zip(other.states) {
                     into.merge(from, aggs)?;
@@ -1099,6 +1114,8 @@ struct Cx<'p> {
     aggs: &'p [AggCall],
     /// `None` when the node cannot spill (grouping sets, no GROUP BY).
     spill: Option<Spill>,
+    /// The aggregate bee, when `bee_agg` gave the node one (plain GROUP BY only).
+    bee: Option<Arc<AggBee>>,
 }
 
 impl Cx<'_> {
@@ -1143,13 +1160,128 @@ struct Grouping {
     ids: Vec<u32>,
     hashes: Vec<u64>,
     scratch: ProbeScratch,
+    /// While the aggregate bee groups: its table and the group keys. Its state moves
+    /// into `states[0]` ([`Grouping::settle`]) before anything else reads the
+    /// states (spilling, merging threads, output) or when an input batch is not in
+    /// the form the bee takes; the generic path goes on from there.
+    bee: Option<BeeState>,
+}
+
+/// An aggregate bee's grouping in progress.
+struct BeeState {
+    bee: Arc<AggBee>,
+    table: AggTable,
+    /// The distinct keys, one vector per group expression, row `g` holding group `g`.
+    keys: Vec<Vector>,
+    new_rows: Vec<u32>,
+    /// Per numeric sum or average, the scale of its sums (the first batch's).
+    scales: Vec<Option<u8>>,
 }
 
 impl Grouping {
     fn new(cx: &Cx<'_>) -> Result<Grouping> {
         let (states, gids) = new_states(cx.groups, cx.set_lists, cx.aggs)?;
-        Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default() })
+        let bee = cx.bee.as_ref().map(|b| BeeState {
+            bee: b.clone(),
+            table: b.table(),
+            keys: cx.groups.iter().map(|e| Vector::new(e.ty, 16)).collect(),
+            new_rows: Vec::new(),
+            scales: vec![None; cx.aggs.len()],
+        });
+        Ok(Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default(), bee })
     }
+
+    /// Moves the bee's groups and accumulators into the generic state (which holds
+    /// nothing yet): the keys into the key table, in group order (so the ids stay),
+    /// each accumulator into the [`Acc`] the generic path would have built.
+    fn settle(&mut self, aggs: &[AggCall]) -> Result<()> {
+        self.settle_into(aggs, true)
+    }
+
+    /// [`Grouping::settle`] when the state is only output next: the keys are kept
+    /// as they are, without building the key table's index (a second hash table of
+    /// every group).
+    fn settle_for_output(&mut self, aggs: &[AggCall]) -> Result<()> {
+        self.settle_into(aggs, false)
+    }
+
+    fn settle_into(&mut self, aggs: &[AggCall], index: bool) -> Result<()> {
+        let Some(b) = self.bee.take() else {
+            return Ok(());
+        };
+        let st = &mut self.states[0];
+        let n = b.table.groups();
+        if n == 0 {
+            return Ok(());
+        }
+        if index {
+            let mut ids = Vec::with_capacity(n);
+            st.table.insert(&b.keys, n, false, &mut ids);
+            if st.table.len() != n || ids.iter().enumerate().any(|(g, &id)| id as usize != g) {
+                return Err(Error::internal("aggregate bee groups differ from the key table's"));
+            }
+        } else {
+            st.output_keys = Some(b.keys);
+        }
+        for (((acc, state), call), scale) in st.accs.iter_mut().zip(b.table.accs).zip(aggs).zip(b.scales) {
+            *acc = acc_of(state, call, scale, n)?;
+        }
+        st.ngroups = n;
+        Ok(())
+    }
+}
+
+/// The generic accumulator of `call` holding a bee's accumulator `state` of `n`
+/// groups (a numeric sum's at `sum_scale`): the same values the generic updates
+/// would have left.
+fn acc_of(state: AccState, call: &AggCall, sum_scale: Option<u8>, n: usize) -> Result<Acc> {
+    let arg_ty = call.arg.as_ref().map(|a| a.ty);
+    let scale = arg_ty.as_ref().and_then(crate::vector::dec64_scale);
+    let dec = |sum: i128| -> Result<Decimal> { Ok(Decimal::new(sum, sum_scale.unwrap_or(0))?) };
+    let opt = |has: Vec<bool>| has.into_iter();
+    Ok(match (Acc::new(call)?, state) {
+        (Acc::Count(_), AccState::Count(c)) => Acc::Count(c),
+        (Acc::SumInt(_), AccState::SumI64 { sum, has }) => {
+            Acc::SumInt(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::SumWide(_), AccState::SumI128 { sum, has }) => {
+            Acc::SumWide(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::SumDec(_), AccState::SumI128 { sum, has }) => Acc::SumDec(
+            sum.into_iter().zip(opt(has)).map(|(s, h)| if h { dec(s).map(Some) } else { Ok(None) }).collect::<Result<_>>()?,
+        ),
+        (Acc::AvgWide(_), AccState::AvgI128 { sum, n }) => Acc::AvgWide(sum.into_iter().zip(n).collect()),
+        (Acc::AvgDec(_), AccState::AvgI128 { sum, n }) => Acc::AvgDec(
+            sum.into_iter()
+                .zip(n)
+                .map(|(s, c)| Ok((if c == 0 { Decimal::ZERO } else { dec(s)? }, c)))
+                .collect::<Result<_>>()?,
+        ),
+        (Acc::SumFloat(_), AccState::SumF64 { sum, has }) => {
+            Acc::SumFloat(sum.into_iter().zip(opt(has)).map(|(s, h)| h.then_some(s)).collect())
+        }
+        (Acc::AvgFloat(_), AccState::AvgF64 { sum, n }) => Acc::AvgFloat(sum.into_iter().zip(n).collect()),
+        (Acc::MinMaxFixed { max, best }, AccState::BestI64 { v, has }) => {
+            let data = match (&best.data, scale) {
+                (Data::Bool(_), _) => Data::Bool(v.iter().map(|&x| x != 0).collect()),
+                (Data::I16(_), _) => Data::I16(v.iter().map(|&x| x as i16).collect()),
+                (Data::I32(_), _) => Data::I32(v.iter().map(|&x| x as i32).collect()),
+                (Data::I64(_), _) => Data::I64(v),
+                (Data::Dec64(_), Some(scale)) => Data::Dec64(crate::vector::Dec64Vec { scale, values: v }),
+                _ => return Err(Error::internal("an aggregate bee's min/max of another type")),
+            };
+            Acc::MinMaxFixed { max, best: Vector { ty: best.ty, data, nulls: Some(has.iter().map(|&h| !h).collect()) } }
+        }
+        (Acc::MinMaxFixed { max, best }, AccState::BestF64 { v, has }) => {
+            let data = match &best.data {
+                Data::F32(_) => Data::F32(v.iter().map(|&x| x as f32).collect()),
+                Data::F64(_) => Data::F64(v),
+                _ => return Err(Error::internal("an aggregate bee's min/max of another type")),
+            };
+            Acc::MinMaxFixed { max, best: Vector { ty: best.ty, data, nulls: Some(has.iter().map(|&h| !h).collect()) } }
+        }
+        _ => return Err(Error::internal(format!("an aggregate bee's state for {:?} over {n} groups", call.func))),
+    })
 }
 
 /// Adds input batch `b` to `g`: to its groups, or once it spills, the rows of
@@ -1170,7 +1302,7 @@ fn add_batch(
     let eval_keys = |b: &crate::vector::Batch| cx.groups.iter().map(|e| ex.eval(e, b)).collect::<Result<Vec<_>>>();
     let Some(spill) = &cx.spill else {
         let keys = eval_keys(&b)?;
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None)?;
         return ex.check_mem("HashAggregate", bytes);
     };
     let Some(parts) = &mut g.spill else {
@@ -1178,8 +1310,10 @@ fn add_batch(
             Some(keys) => keys,
             None => eval_keys(&b)?,
         };
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate_in(ex, cx, g, b, keys)?;
         if bytes > spill.threshold(ex.ctx.memory_limit) && level < MAX_LEVELS {
+            // Spilling reads the generic state.
+            g.settle(cx.aggs)?;
             g.spill = Some(Partitions::new(&spill.record_types(cx), level, ex.ctx.memory_limit / 8));
             g.spilled_at = bytes;
             return Ok(());
@@ -1199,7 +1333,7 @@ fn add_batch(
         if id == NO_ID { new.push(k as u32) } else { held.push(k as u32) }
     }
     if new.is_empty() {
-        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys)?;
+        let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None)?;
         return if bytes > g.spilled_at { ex.check_mem("HashAggregate", bytes + parts.heap_bytes()) } else { Ok(()) };
     }
     key_hashes(&keys, n, &mut g.hashes);
@@ -1213,7 +1347,7 @@ fn add_batch(
         return ex.check_mem("HashAggregate", pending);
     }
     let rows = if held_cols.is_empty() { crate::vector::Batch::empty_rows(held.len()) } else { make_batch(held_cols, held.len()) };
-    let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, rows, held_keys)?;
+    let bytes = accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, rows, held_keys, None)?;
     if bytes > g.spilled_at {
         ex.check_mem("HashAggregate", bytes + pending)?;
     }
@@ -1236,7 +1370,8 @@ fn feed_part(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, level: u32, file: Bat
 
 /// Outputs the groups `g` holds, then aggregates each of its files alone
 /// (splitting at `level + 1` when one outgrows the limit in turn).
-fn finish(ex: &Exec<'_>, cx: &Cx<'_>, g: Grouping, level: u32, out: Out) -> Result<Flow> {
+fn finish(ex: &Exec<'_>, cx: &Cx<'_>, mut g: Grouping, level: u32, out: Out) -> Result<Flow> {
+    g.settle_for_output(cx.aggs)?;
     let files = g.spill.map(|p| p.finish_recorded(ex, cx.id)).transpose()?;
     if emit(cx.plan, cx.groups, cx.sets, cx.aggs, g.states, out)? == Flow::Stop {
         return Ok(Flow::Stop);
@@ -1314,6 +1449,7 @@ fn new_states(groups: &[Expr], set_lists: &[Vec<usize>], aggs: &[AggCall]) -> Re
             distinct_bytes: 0,
             ordered: aggs.iter().map(|_| Vec::new()).collect(),
             ordered_bytes: 0,
+            output_keys: None,
         });
     }
     Ok((states, Vec::new()))
@@ -1329,32 +1465,28 @@ fn accumulate(
     gids: &mut Vec<u32>,
     b: crate::vector::Batch,
     gv: Vec<Vector>,
+    args: Option<Vec<Args>>,
 ) -> Result<usize> {
         let n = b.rows();
         if n == 0 {
             return Ok(0);
         }
-        let args = aggs
-            .iter()
-            .map(|call| {
-                Ok(match &call.udf {
-                    Some(udf) => Args::Udf(
-                        udf.args
-                            .iter()
-                            .map(|e| ex.eval(e, &b).map(|v| (0..n).map(|k| v.value(k)).collect()))
-                            .collect::<Result<Vec<Vec<Value>>>>()?,
-                    ),
-                    None => Args::Builtin(
-                        match &call.arg {
-                            Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, &b)?),
-                            _ => None,
-                        },
-                        call.arg2.as_ref().map(|e| ex.eval(e, &b)).transpose()?,
-                        call.order.iter().map(|k| ex.eval(&k.expr, &b)).collect::<Result<Vec<_>>>()?,
-                    ),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let args = match args {
+            Some(args) => args,
+            None => eval_args(ex, aggs, &b)?,
+        };
+        accumulate_args(aggs, states, gids, n, gv, args)
+}
+
+/// [`accumulate`] with the arguments evaluated (`n` rows).
+fn accumulate_args(
+    aggs: &[AggCall],
+    states: &mut [SetState],
+    gids: &mut Vec<u32>,
+    n: usize,
+    gv: Vec<Vector>,
+    args: Vec<Args>,
+) -> Result<usize> {
         let mut bytes = 0;
         for st in states.iter_mut() {
             if st.members.is_empty() {
@@ -1446,6 +1578,149 @@ fn accumulate(
         Ok(bytes)
 }
 
+/// The aggregates' arguments over batch `b`, each evaluated once.
+fn eval_args(ex: &Exec<'_>, aggs: &[AggCall], b: &crate::vector::Batch) -> Result<Vec<Args>> {
+    let n = b.rows();
+    aggs.iter()
+        .map(|call| {
+            Ok(match &call.udf {
+                Some(udf) => Args::Udf(
+                    udf.args
+                        .iter()
+                        .map(|e| ex.eval(e, b).map(|v| (0..n).map(|k| v.value(k)).collect()))
+                        .collect::<Result<Vec<Vec<Value>>>>()?,
+                ),
+                None => Args::Builtin(
+                    match &call.arg {
+                        Some(e) if call.func != AggFunc::CountStar => Some(ex.eval(e, b)?),
+                        _ => None,
+                    },
+                    call.arg2.as_ref().map(|e| ex.eval(e, b)).transpose()?,
+                    call.order.iter().map(|k| ex.eval(&k.expr, b)).collect::<Result<Vec<_>>>()?,
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Adds batch `b` with group keys `keys` to `g`'s groups (not spilling): through
+/// the aggregate bee while `g` has one and the batch's vectors are in the form it
+/// takes, otherwise (after settling the bee's state) generically. Returns the bytes
+/// the state holds.
+fn accumulate_in(ex: &Exec<'_>, cx: &Cx<'_>, g: &mut Grouping, b: crate::vector::Batch, keys: Vec<Vector>) -> Result<usize> {
+    if g.bee.is_none() {
+        return accumulate(ex, cx.aggs, &mut g.states, &mut g.gids, b, keys, None);
+    }
+    let n = b.rows();
+    let args = eval_args(ex, cx.aggs, &b)?;
+    accumulate_bee(cx.aggs, g, n, keys, args)
+}
+
+/// Adds `n` rows (group keys `keys`, arguments `args`) through `g`'s bee, or when
+/// the bee does not take them, after settling, generically.
+fn accumulate_bee(aggs: &[AggCall], g: &mut Grouping, n: usize, keys: Vec<Vector>, args: Vec<Args>) -> Result<usize> {
+    let Some(bs) = &mut g.bee else {
+        return accumulate_args(aggs, &mut g.states, &mut g.gids, n, keys, args);
+    };
+    let done = {
+        let vecs: Vec<Option<&Vector>> = args
+            .iter()
+            .map(|a| match a {
+                Args::Builtin(a, _, _) => a.as_ref(),
+                Args::Udf(_) => None,
+            })
+            .collect();
+        // A numeric sum's batches must all have its scale.
+        let scales = crate::bees::agg::dec_scales(&bs.bee, &vecs);
+        let same_scales = scales.iter().zip(&bs.scales).all(|(s, t)| s.is_none() || t.is_none() || s == t);
+        match crate::bees::agg::inputs(&bs.bee, &keys, &vecs).filter(|_| same_scales) {
+            None => false,
+            Some((kd, ad)) => {
+                let ki: Vec<_> = kd.iter().zip(&keys).map(|(d, v)| crate::bees::agg::input(d, Some(v))).collect();
+                let ai: Vec<_> = ad.iter().zip(&vecs).map(|(d, v)| crate::bees::agg::input(d, *v)).collect();
+                bs.new_rows.clear();
+                match bs.bee.update(&mut bs.table, &ki, &ai, n, &mut bs.new_rows) {
+                    Ok(()) => {
+                        for (t, s) in bs.scales.iter_mut().zip(scales) {
+                            *t = t.or(s);
+                        }
+                        true
+                    }
+                    Err(beedb_bees::agg::AggError::Overflow { .. }) => return Err(bigint_overflow()),
+                    // Nothing changed: the generic path takes over.
+                    Err(_) => false,
+                }
+            }
+        }
+    };
+    if done {
+        for &k in &bs.new_rows {
+            for (key, c) in bs.keys.iter_mut().zip(&keys) {
+                key.push_from(c, k as usize);
+            }
+        }
+        let ngroups = bs.table.groups();
+        return Ok(bs.table.heap_bytes()
+            + bs.keys.iter().map(|k| k.heap_bytes()).sum::<usize>()
+            + ngroups * (aggs.len() * 24 + 8));
+    }
+    g.settle(aggs)?;
+    accumulate_args(aggs, &mut g.states, &mut g.gids, n, keys, args)
+}
+
+/// The grouping code driven without an executor, for the benchmarks of aggregate
+/// bees against the generic path (`sql/benches/bees.rs`): a plain GROUP BY's state,
+/// fed evaluated key and argument vectors.
+#[doc(hidden)]
+pub mod bench {
+    use super::*;
+
+    pub struct BenchGrouping {
+        aggs: Vec<AggCall>,
+        g: Grouping,
+    }
+
+    impl BenchGrouping {
+        /// A GROUP BY over keys of `key_types` computing `aggs`, through `bee` if any.
+        pub fn new(key_types: &[DataType], aggs: Vec<AggCall>, bee: Option<Arc<AggBee>>) -> Result<BenchGrouping> {
+            let groups: Vec<Expr> = key_types.iter().enumerate().map(|(i, t)| Expr::column(i, *t)).collect();
+            let sets = vec![(0..groups.len()).collect::<Vec<_>>()];
+            let (states, gids) = new_states(&groups, &sets, &aggs)?;
+            let bee = bee.map(|b| BeeState {
+                table: b.table(),
+                bee: b,
+                keys: key_types.iter().map(|t| Vector::new(*t, 16)).collect(),
+                new_rows: Vec::new(),
+                scales: vec![None; aggs.len()],
+            });
+            let g = Grouping { states, gids, spill: None, spilled_at: 0, ids: Vec::new(), hashes: Vec::new(), scratch: ProbeScratch::default(), bee };
+            Ok(BenchGrouping { aggs, g })
+        }
+
+        /// Adds `n` rows: group keys, and per aggregate its argument (`None` for count(*)).
+        pub fn add(&mut self, n: usize, keys: Vec<Vector>, args: Vec<Option<Vector>>) -> Result<usize> {
+            let args = args.into_iter().map(|a| Args::Builtin(a, None, Vec::new())).collect();
+            accumulate_bee(&self.aggs, &mut self.g, n, keys, args)
+        }
+
+        /// Every group's key values and results, in group order.
+        pub fn finish(mut self) -> Result<Vec<Vec<Value>>> {
+            self.g.settle(&self.aggs)?;
+            let st = &self.g.states[0];
+            let keys = st.table.keys();
+            (0..st.ngroups)
+                .map(|g| {
+                    let mut row: Vec<Value> = keys.iter().map(|k| k.value(g)).collect();
+                    for (a, call) in st.accs.iter().zip(&self.aggs) {
+                        row.push(a.result(g, &call.ty)?);
+                    }
+                    Ok(row)
+                })
+                .collect()
+        }
+    }
+}
+
 /// Outputs every set's groups.
 fn emit(plan: &Plan, groups: &[Expr], sets: &[Vec<usize>], aggs: &[AggCall], states: Vec<SetState>, out: Out) -> Result<Flow> {
     let types = plan.types();
@@ -1461,7 +1736,10 @@ fn emit(plan: &Plan, groups: &[Expr], sets: &[Vec<usize>], aggs: &[AggCall], sta
                 feed_ordered(acc, call, rows)?;
             }
         }
-        let keys = st.table.into_keys();
+        let keys = match st.output_keys {
+            Some(keys) => keys,
+            None => st.table.into_keys(),
+        };
         let mut start = 0;
         while start < ngroups {
             let end = (start + BATCH_SIZE).min(ngroups);

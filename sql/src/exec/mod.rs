@@ -16,6 +16,8 @@
 //! [`ExecContext::memory_limit`]; going over is an error, never an abort.
 
 mod agg;
+#[doc(hidden)]
+pub use agg::bench as agg_bench;
 pub mod dml;
 mod external_sort;
 pub mod interrupt;
@@ -631,7 +633,8 @@ impl<'a> Exec<'a> {
                 groups,
                 sets,
                 aggs,
-            } => agg::aggregate(self, plan, id, input, groups, sets, aggs, out),
+                bee,
+            } => agg::aggregate(self, plan, id, input, groups, sets, aggs, bee.as_ref(), out),
             Node::Sort { input, keys, bee } => sort::sort(self, id, input, keys, bee.as_ref(), top_n, out),
             Node::Limit {
                 input,

@@ -630,6 +630,7 @@ fn agg_plan(input: &Plan, groups: Vec<Expr>, aggs: Vec<AggCall>) -> Plan {
             groups,
             sets: Vec::new(),
             aggs,
+            bee: None,
         },
         schema,
     )

@@ -660,7 +660,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         Node::Project { input, exprs } => (Some(exprs), *input),
         node => (None, Plan::new(node, subplan.plan.schema.clone())),
     };
-    let Node::Aggregate { input, groups, sets, aggs } = agg.node else { return None };
+    let Node::Aggregate { input, groups, sets, aggs, .. } = agg.node else { return None };
     // An application aggregate's value over no rows is unknown here.
     if !groups.is_empty() || !sets.is_empty() || aggs.iter().any(|a| a.udf.is_some() || a.args().any(|x| uses_params(x, base))) {
         return None;
@@ -712,7 +712,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         .collect();
     let value = top[0].clone();
     let empty_value = substitute_columns(&value, &empty);
-    let aggregate = Plan::new(Node::Aggregate { input: Box::new(pulled.plan), groups: keys, sets: Vec::new(), aggs }, agg_schema);
+    let aggregate = Plan::new(Node::Aggregate { input: Box::new(pulled.plan), groups: keys, sets: Vec::new(), aggs, bee: None }, agg_schema);
     let mut exprs = vec![shift_columns(&value, nkeys)];
     let mut schema = vec![OutputColumn { name: "value".into(), ty: value.ty }];
     for (i, c) in aggregate.schema[..nkeys].iter().enumerate() {

@@ -51,10 +51,10 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
             Ok(ordered) => return ordered,
             Err(input) => Node::Sort { input: Box::new(deep(|| rewrite(input, None, stats))), keys, bee: None },
         },
-        Node::Aggregate { input, groups, sets, aggs } if groups.is_empty() && aggs.len() == 1 => {
+        Node::Aggregate { input, groups, sets, aggs, bee } if groups.is_empty() && aggs.len() == 1 => {
             match min_max(&input, &aggs[0].func, aggs[0].arg.as_ref(), aggs[0].udf.is_some(), stats) {
-                Some(limited) => Node::Aggregate { input: Box::new(limited), groups, sets, aggs },
-                None => Node::Aggregate { input: Box::new(deep(|| rewrite(*input, None, stats))), groups, sets, aggs },
+                Some(limited) => Node::Aggregate { input: Box::new(limited), groups, sets, aggs, bee },
+                None => Node::Aggregate { input: Box::new(deep(|| rewrite(*input, None, stats))), groups, sets, aggs, bee },
             }
         }
         node => map_node_children(node, &mut |p| rewrite(p, None, stats)),

@@ -357,7 +357,7 @@ pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> 
     match node {
         Node::Filter { input, predicate } => Node::Filter { input: b(input), predicate },
         Node::Project { input, exprs } => Node::Project { input: b(input), exprs },
-        Node::Aggregate { input, groups, sets, aggs } => Node::Aggregate { input: b(input), groups, sets, aggs },
+        Node::Aggregate { input, groups, sets, aggs, bee } => Node::Aggregate { input: b(input), groups, sets, aggs, bee },
         Node::Sort { input, keys, bee } => Node::Sort { input: b(input), keys, bee },
         Node::Limit { input, limit, offset } => Node::Limit { input: b(input), limit, offset },
         Node::Distinct { input } => Node::Distinct { input: b(input) },

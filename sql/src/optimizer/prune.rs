@@ -212,7 +212,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
                 (Node::Project { input: Box::new(join), exprs }, narrowed)
             }
         }
-        Node::Aggregate { input, mut groups, sets, mut aggs } => {
+        Node::Aggregate { input, mut groups, sets, mut aggs, .. } => {
             let mut inner = vec![false; input.schema.len()];
             groups.iter().for_each(|g| mark(g, &mut inner));
             aggs.iter().flat_map(|a| a.args()).for_each(|e| mark(e, &mut inner));
@@ -220,7 +220,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             let (input, inner_map) = skip_narrowing(input, inner_map);
             groups.iter_mut().for_each(|g| renumber(g, &inner_map));
             aggs.iter_mut().flat_map(|a| a.args_mut()).for_each(|e| renumber(e, &inner_map));
-            (Node::Aggregate { input: Box::new(input), groups, sets, aggs }, identity(n))
+            (Node::Aggregate { input: Box::new(input), groups, sets, aggs, bee: None }, identity(n))
         }
         Node::Sort { input, mut keys, .. } => {
             keys.iter().for_each(|k| mark(&k.expr, &mut needed));

@@ -319,7 +319,7 @@ fn describe(plan: &Plan) -> String {
             }
             s
         }
-        Node::Aggregate { groups, sets, aggs, .. } => {
+        Node::Aggregate { groups, sets, aggs, bee, .. } => {
             let mut s = if !sets.is_empty() {
                 // One hash table per grouping set, each written as PostgreSQL writes
                 // a set: `(a, b)`, `(a)`, `()`.
@@ -373,6 +373,10 @@ fn describe(plan: &Plan) -> String {
                 .collect();
             if !a.is_empty() {
                 s.push_str(&format!("  aggs: {}", a.join(", ")));
+            }
+            if let Some(b) = bee {
+                let info = b.0.info();
+                s.push_str(&format!("  bee: aggregate, {} ({})", info.maker, info.reason));
             }
             if plan.workers > 1 {
                 s.push_str(&format!("  workers: {}", plan.workers));

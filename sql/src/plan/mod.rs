@@ -425,11 +425,14 @@ pub enum Node {
     /// more column between the groups and the aggregates: the set's index in `sets`
     /// (an integer), from which `grouping(…)` is computed. Empty `sets`: plain
     /// GROUP BY over all `groups`.
+    /// `bee`: the aggregate bee that groups and updates in one pass, decided after
+    /// planning ([`crate::bees::attach`]); `None` = the generic path.
     Aggregate {
         input: Box<Plan>,
         groups: Vec<Expr>,
         sets: Vec<Vec<usize>>,
         aggs: Vec<AggCall>,
+        bee: Option<crate::bees::AggBees>,
     },
     /// `bee`: the sort bee that orders the rows, decided after planning
     /// ([`crate::bees::attach`]); `None` = the generic comparator.

@@ -12,6 +12,7 @@
 //! | `bee_form`      | `on`, `off`: form bees         | `on`     |
 //! | `bee_scan`      | `on`, `off`: scan bees         | `on`     |
 //! | `bee_sort`      | `on`, `off`: sort bees         | `on`     |
+//! | `bee_agg`       | `on`, `off`: aggregate bees    | `on`     |
 //! | `bee_join`      | `on`, `off`: join bees (hash join probes) | `on` |
 //! | `bee_maker`     | `auto`, `compiled`, `instantiated` | `auto` |
 //! | `bee_code_limit`| bytes of bee machine code, or with kB/MB/GB | `64MB` |
@@ -110,6 +111,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "bee_form",
     "bee_scan",
     "bee_sort",
+    "bee_agg",
     "bee_join",
     "bee_maker",
     "bee_code_limit",
@@ -216,6 +218,7 @@ impl Settings {
             "bee_form" => self.bees.form = parse_switch(name, value)?,
             "bee_scan" => self.bees.scan = parse_switch(name, value)?,
             "bee_sort" => self.bees.sort = parse_switch(name, value)?,
+            "bee_agg" => self.bees.agg = parse_switch(name, value)?,
             "bee_join" => self.bees.join = parse_switch(name, value)?,
             "bee_maker" => {
                 self.bees.maker = value.parse().map_err(|_| invalid(name, value))?;
@@ -259,7 +262,7 @@ impl Settings {
             "synchronous" => "full",
             "writer_timeout" => "5s",
             "statement_timeout" => "0",
-            "bees" | "bee_deform" | "bee_form" | "bee_scan" | "bee_sort" | "bee_join" => "on",
+            "bees" | "bee_deform" | "bee_form" | "bee_scan" | "bee_sort" | "bee_agg" | "bee_join" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
@@ -303,6 +306,7 @@ impl Settings {
             "bee_form" => show_switch(self.bees.form),
             "bee_scan" => show_switch(self.bees.scan),
             "bee_sort" => show_switch(self.bees.sort),
+            "bee_agg" => show_switch(self.bees.agg),
             "bee_join" => show_switch(self.bees.join),
             "bee_maker" => self.bees.maker.to_string(),
             "bee_code_limit" => format_bytes(t.bees.code_limit()),

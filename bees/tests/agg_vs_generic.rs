@@ -1,0 +1,285 @@
+//! Differential tests of aggregate bees: every aggregate bee must give, call for
+//! call, what the generic twin ([`beedb_bees::agg_generic`]) gives — the same result
+//! (done, overflow, unpackable), group ids, new-group rows and accumulators — for
+//! random specs over every key kind and every aggregate op, over random columns
+//! (NULLs or none, type extremes, NaN of both signs, ±0, strings up to and over
+//! their part's width), with few and many groups and batches of 0, 1, 2, 1023,
+//! 1024, 1025 and random sizes.
+
+use beedb_bees::agg::{AccState, AggData, AggError, AggInput, AggOp, KeyKind, ValKind};
+use beedb_bees::{AggBee, AggSpec, AggTable, BeeOwner, Maker, agg_generic};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KEYS: [KeyKind; 8] = [
+    KeyKind::Bool,
+    KeyKind::Int(2),
+    KeyKind::Int(4),
+    KeyKind::Int(8),
+    KeyKind::Float(4),
+    KeyKind::Float(8),
+    KeyKind::Str(1),
+    KeyKind::Str(7),
+];
+
+fn ops() -> Vec<AggOp> {
+    let mut v = vec![AggOp::CountStar, AggOp::Count, AggOp::SumDec, AggOp::AvgDec];
+    for w in [2, 4, 8] {
+        v.extend([AggOp::SumInt(w), AggOp::SumWide(w), AggOp::AvgInt(w)]);
+        v.extend([AggOp::Min(ValKind::Int(w)), AggOp::Max(ValKind::Int(w))]);
+    }
+    for w in [4, 8] {
+        v.extend([AggOp::SumFloat(w), AggOp::AvgFloat(w), AggOp::Min(ValKind::Float(w)), AggOp::Max(ValKind::Float(w))]);
+    }
+    v.extend([AggOp::Min(ValKind::Bool), AggOp::Max(ValKind::Bool)]);
+    v
+}
+
+/// One column's values.
+enum Col {
+    None,
+    Bool(Vec<bool>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Str(Vec<Vec<u8>>),
+}
+
+struct Column {
+    col: Col,
+    nulls: Option<Vec<bool>>,
+    refs: Vec<&'static [u8]>,
+}
+
+/// Values drawn from a small domain (`few`: many repeats, few groups) or anywhere,
+/// extremes included.
+fn int(rng: &mut StdRng, few: bool, min: i64, max: i64) -> i64 {
+    if few {
+        return rng.random_range(-2..3);
+    }
+    match rng.random_range(0..8) {
+        0 => min,
+        1 => max,
+        2 => 0,
+        _ => rng.random_range(min..=max),
+    }
+}
+
+fn float(rng: &mut StdRng, few: bool) -> f64 {
+    let specials = [0.0, -0.0, f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.5, -1.5, f64::MIN_POSITIVE / 4.0];
+    if few || rng.random_bool(0.3) {
+        return specials[rng.random_range(0..if few { 4 } else { specials.len() })];
+    }
+    rng.random_range(-1e6..1e6)
+}
+
+fn column(rng: &mut StdRng, kind: Option<(char, u8)>, n: usize, few: bool, small: bool) -> Column {
+    let nulls = rng.random_bool(0.5).then(|| {
+        let p = [0.0, 0.1, 0.9, 1.0][rng.random_range(0..4)];
+        (0..n).map(|_| rng.random_bool(p)).collect::<Vec<bool>>()
+    });
+    // Overflow only sometimes: small values otherwise.
+    let lim = |min: i64, max: i64| if small { (-1000, 1000) } else { (min, max) };
+    let col = match kind {
+        None => Col::None,
+        Some(('b', _)) => Col::Bool((0..n).map(|_| rng.random_bool(0.5)).collect()),
+        Some(('i', 2)) => {
+            let (a, b) = lim(i16::MIN as i64, i16::MAX as i64);
+            Col::I16((0..n).map(|_| int(rng, few, a, b) as i16).collect())
+        }
+        Some(('i', 4)) => {
+            let (a, b) = lim(i32::MIN as i64, i32::MAX as i64);
+            Col::I32((0..n).map(|_| int(rng, few, a, b) as i32).collect())
+        }
+        Some(('i', _)) => {
+            let (a, b) = lim(i64::MIN, i64::MAX);
+            Col::I64((0..n).map(|_| int(rng, few, a, b)).collect())
+        }
+        Some(('f', 4)) => Col::F32((0..n).map(|_| float(rng, few) as f32).collect()),
+        Some(('f', _)) => Col::F64((0..n).map(|_| float(rng, few)).collect()),
+        Some(('s', w)) => Col::Str(
+            (0..n)
+                .map(|_| {
+                    let len = if few { rng.random_range(0..2) } else { rng.random_range(0..=w as usize) };
+                    // Now and then one byte too long: unpackable.
+                    let len = if rng.random_bool(0.0005) { w as usize + 1 } else { len };
+                    (0..len).map(|_| [0u8, b'a', b'b', 0xFF][rng.random_range(0..4)]).collect()
+                })
+                .collect(),
+        ),
+        _ => unreachable!(),
+    };
+    let refs = match &col {
+        // SAFETY (test): the strings live as long as the column; refs never outlive it.
+        Col::Str(s) => s.iter().map(|v| unsafe { std::mem::transmute::<&[u8], &'static [u8]>(v.as_slice()) }).collect(),
+        _ => Vec::new(),
+    };
+    Column { col, nulls, refs }
+}
+
+impl Column {
+    fn input(&self) -> AggInput<'_> {
+        let data = match &self.col {
+            Col::None => AggData::None,
+            Col::Bool(d) => AggData::Bool(d),
+            Col::I16(d) => AggData::I16(d),
+            Col::I32(d) => AggData::I32(d),
+            Col::I64(d) => AggData::I64(d),
+            Col::F32(d) => AggData::F32(d),
+            Col::F64(d) => AggData::F64(d),
+            Col::Str(_) => AggData::Str(&self.refs),
+        };
+        AggInput { data, nulls: self.nulls.as_deref() }
+    }
+}
+
+fn key_kind(k: KeyKind) -> (char, u8) {
+    match k {
+        KeyKind::Bool => ('b', 1),
+        KeyKind::Int(w) => ('i', w),
+        KeyKind::Float(w) => ('f', w),
+        KeyKind::Str(w) => ('s', w),
+    }
+}
+
+fn op_kind(op: AggOp) -> Option<(char, u8)> {
+    match op {
+        AggOp::CountStar => None,
+        // count reads only NULLs: give it some other column now and then.
+        AggOp::Count => Some(('i', 4)),
+        _ => match op.input().unwrap() {
+            ValKind::Bool => Some(('b', 1)),
+            ValKind::Int(w) => Some(('i', w)),
+            ValKind::Float(w) => Some(('f', w)),
+        },
+    }
+}
+
+/// Accumulators equal, floats by bits (NaN payloads included).
+fn same(a: &[AccState], b: &[AccState]) -> bool {
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (AccState::SumF64 { sum: s1, has: h1 }, AccState::SumF64 { sum: s2, has: h2 }) => bits(s1) == bits(s2) && h1 == h2,
+            (AccState::AvgF64 { sum: s1, n: n1 }, AccState::AvgF64 { sum: s2, n: n2 }) => bits(s1) == bits(s2) && n1 == n2,
+            (AccState::BestF64 { v: s1, has: h1 }, AccState::BestF64 { v: s2, has: h2 }) => bits(s1) == bits(s2) && h1 == h2,
+            _ => x == y,
+        })
+}
+
+fn run_case(rng: &mut StdRng, round: usize, makers: &[Maker]) -> (usize, usize, usize) {
+    let all_ops = ops();
+    // A spec whose key fits 128 bits.
+    let spec = loop {
+        let keys: Vec<KeyKind> = (0..rng.random_range(1..5)).map(|_| KEYS[rng.random_range(0..KEYS.len())]).collect();
+        let aggs: Vec<AggOp> = (0..rng.random_range(0..7)).map(|_| all_ops[rng.random_range(0..all_ops.len())]).collect();
+        let spec = AggSpec { keys, aggs };
+        if spec.check().is_ok() {
+            break spec;
+        }
+    };
+    let bees: Vec<AggBee> =
+        makers.iter().map(|&m| AggBee::make(spec.clone(), m, BeeOwner::Query, "test".into()).unwrap()).collect();
+    let mut tables: Vec<AggTable> = bees.iter().map(|b| b.table()).collect();
+    let mut twin = agg_generic::table(&spec);
+    let few = rng.random_bool(0.5);
+    let small = rng.random_bool(0.8);
+    let (mut done, mut overflow, mut unpackable) = (0, 0, 0);
+    for call in 0..rng.random_range(1..5) {
+        let n = [0, 1, 2, 1023, 1024, 1025, rng.random_range(0..3000)][rng.random_range(0..7)];
+        let keys: Vec<Column> = spec.keys.iter().map(|&k| column(rng, Some(key_kind(k)), n, few, small)).collect();
+        let args: Vec<Column> = spec.aggs.iter().map(|&a| column(rng, op_kind(a), n, few, small)).collect();
+        let key_in: Vec<AggInput<'_>> = keys.iter().map(Column::input).collect();
+        let arg_in: Vec<AggInput<'_>> = args.iter().map(Column::input).collect();
+        let mut want_rows = Vec::new();
+        let want = agg_generic::update(&spec, &mut twin, &key_in, &arg_in, n, &mut want_rows);
+        for (bee, table) in bees.iter().zip(tables.iter_mut()) {
+            let mut rows = Vec::new();
+            let got = bee.update(table, &key_in, &arg_in, n, &mut rows);
+            let ctx = || format!("round {round} call {call} n {n} {:?} {spec:?}", bee.maker());
+            match (&want, &got) {
+                (Ok(()), Ok(())) => {
+                    assert_eq!(rows, want_rows, "{}", ctx());
+                    assert_eq!(table.gids(), twin.gids(), "{}", ctx());
+                    assert_eq!(table.groups(), twin.groups(), "{}", ctx());
+                    assert!(same(&table.accs, &twin.accs), "{}: {:?} vs {:?}", ctx(), table.accs, twin.accs);
+                }
+                // Which aggregate is reported may differ (row order vs aggregate order).
+                (Err(AggError::Overflow { .. }), Err(AggError::Overflow { .. })) => {}
+                (Err(AggError::Unpackable), Err(AggError::Unpackable)) => {
+                    assert!(rows.is_empty(), "{}", ctx());
+                    assert!(same(&table.accs, &twin.accs), "{}", ctx());
+                }
+                _ => panic!("{}: twin {want:?}, bee {got:?}", ctx()),
+            }
+        }
+        match want {
+            Ok(()) => done += 1,
+            Err(AggError::Overflow { .. }) => {
+                overflow += 1;
+                break;
+            }
+            Err(AggError::Unpackable) => {
+                unpackable += 1;
+                break;
+            }
+            Err(e) => panic!("round {round}: {e}"),
+        }
+    }
+    (done, overflow, unpackable)
+}
+
+#[test]
+fn instantiated_matches_the_twin() {
+    let mut rng = StdRng::seed_from_u64(0xa66b_ee);
+    let (mut done, mut overflow, mut unpackable) = (0, 0, 0);
+    for round in 0..1500 {
+        let (d, o, u) = run_case(&mut rng, round, &[Maker::Instantiated]);
+        done += d;
+        overflow += o;
+        unpackable += u;
+    }
+    // Every outcome was reached.
+    assert!(done > 100 && overflow > 0 && unpackable > 0, "{done} {overflow} {unpackable}");
+}
+
+#[test]
+fn wrong_inputs_are_refused_without_change() {
+    let spec = AggSpec { keys: vec![KeyKind::Int(4)], aggs: vec![AggOp::SumInt(4)] };
+    let bee = AggBee::make(spec.clone(), Maker::Instantiated, BeeOwner::Query, String::new()).unwrap();
+    let mut t = bee.table();
+    let k = [1i32, 2];
+    let wrong = [1i64, 2];
+    let mut rows = Vec::new();
+    let key = AggInput { data: AggData::I32(&k), nulls: None };
+    let bad = AggInput { data: AggData::I64(&wrong), nulls: None };
+    assert!(matches!(bee.update(&mut t, &[key], &[bad], 2, &mut rows), Err(AggError::Input(_))));
+    assert!(matches!(bee.update(&mut t, &[key], &[key], 3, &mut rows), Err(AggError::Input(_))));
+    assert_eq!((t.groups(), rows.len()), (0, 0));
+    bee.update(&mut t, &[key], &[key], 2, &mut rows).unwrap();
+    assert_eq!((t.groups(), rows), (2, vec![0, 1]));
+    // Too wide a key is refused at make time.
+    let wide = AggSpec { keys: vec![KeyKind::Int(8), KeyKind::Int(8), KeyKind::Str(1)], aggs: vec![] };
+    assert!(AggBee::make(wide, Maker::Instantiated, BeeOwner::Query, String::new()).is_err());
+}
+
+#[test]
+fn bigint_sum_overflow_is_reported() {
+    let spec = AggSpec { keys: vec![KeyKind::Bool], aggs: vec![AggOp::CountStar, AggOp::SumInt(8)] };
+    let bee = AggBee::make(spec, Maker::Instantiated, BeeOwner::Query, String::new()).unwrap();
+    let mut t = bee.table();
+    let k = [true, true];
+    let v = [i64::MAX, 1];
+    let r = bee.update(
+        &mut t,
+        &[AggInput { data: AggData::Bool(&k), nulls: None }],
+        &[AggInput::NONE, AggInput { data: AggData::I64(&v), nulls: None }],
+        2,
+        &mut Vec::new(),
+    );
+    assert_eq!(r, Err(AggError::Overflow { agg: 1 }));
+}
