@@ -321,11 +321,13 @@ impl Binder<'_> {
                 }
                 let mut types = Vec::new();
                 for (i, (a, b)) in l.schema.iter().zip(&r.schema).enumerate() {
-                    if unknown_column(&l, i) && !unknown_column(&r, i) {
+                    let l_unknown = unknown_column(&l, i) && !typed_item(left, i);
+                    let r_unknown = unknown_column(&r, i) && !typed_item(right, i);
+                    if l_unknown && !r_unknown {
                         types.push(b.ty);
                         continue;
                     }
-                    if unknown_column(&r, i) {
+                    if r_unknown {
                         types.push(a.ty);
                         continue;
                     }
@@ -1751,6 +1753,20 @@ fn combine_scopes(left: Scope, right: &Scope, nleft: usize) -> Scope {
     scope.star.extend(right.star.iter().map(|&i| i + left_entries));
     scope.aliases.extend(right.aliases.iter().cloned());
     scope
+}
+
+/// Whether select-list item `i` of a set operation's arm `s` (a plain SELECT) has a
+/// type of its own in the SQL: `'a'::text` binds to the same text literal as `'a'`,
+/// but only the bare literal takes its type from the other arm (PostgreSQL's
+/// "unknown"), so `SELECT 1 UNION SELECT 'a'::text` is a type mismatch.
+fn typed_item(s: &ast::SetExpr, i: usize) -> bool {
+    let ast::SetExpr::Select(sel) = s else { return false };
+    match sel.projection.get(i) {
+        Some(ast::SelectItem::UnnamedExpr(e)) | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => {
+            !super::is_unknown(e)
+        }
+        _ => false,
+    }
 }
 
 /// Whether output column `i` of `plan` is an untyped literal (a string or NULL in a
