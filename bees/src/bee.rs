@@ -40,6 +40,8 @@ pub enum BeeKind {
     Scan,
     /// Query bee: a sort's keys → normalized keys ordered by memcmp.
     Sort,
+    /// Query bee: a hash join's probe (key columns → packed keys → table ids).
+    Join,
     /// Query bee: a GROUP BY's key packing, group lookup and aggregate updates.
     Aggregate,
 }
@@ -51,6 +53,7 @@ impl fmt::Display for BeeKind {
             BeeKind::Form => "form",
             BeeKind::Scan => "scan",
             BeeKind::Sort => "sort",
+            BeeKind::Join => "join",
             BeeKind::Aggregate => "aggregate",
         })
     }

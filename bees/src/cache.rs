@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use crate::agg::{AggBee, AggSpec};
 use crate::bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee};
+use crate::join::{JoinBee, JoinKeySpec};
 use crate::compiled::Jit;
 use crate::policy::{DEFAULT_COMPILE_NS, MakerChoice, Policy};
 use crate::spec::{RelationSpec, ScanSpec, SortSpec};
@@ -81,6 +82,7 @@ enum QueryBee {
     Scan(Arc<ScanBee>),
     Sort(Arc<SortBee>),
     Aggregate(Arc<AggBee>),
+    Join(Arc<JoinBee>),
 }
 
 impl QueryBee {
@@ -89,6 +91,7 @@ impl QueryBee {
             QueryBee::Scan(b) => b.info(),
             QueryBee::Sort(b) => b.info(),
             QueryBee::Aggregate(b) => b.info(),
+            QueryBee::Join(b) => b.info(),
         }
     }
 }
@@ -459,6 +462,48 @@ impl BeeCache {
             && bee.maker() == Maker::Instantiated
             && !bee.info().reason.starts_with("compile failed")
             && self.policy(choice).maker(BeeKind::Aggregate, expected_rows, outputs, 0) == Maker::Compiled
+    }
+
+    /// A join bee for `spec`, for a probe of about `expected_rows` rows; owned like
+    /// sort bees.
+    pub fn join(&self, spec: JoinKeySpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<JoinBee>, String> {
+        let policy = self.policy(choice);
+        let parts = spec.parts.len();
+        let key = format!("{choice}|{}", spec.key());
+        if owner == BeeOwner::Query {
+            let mut q = self.queries.lock();
+            q.tick += 1;
+            let tick = q.tick;
+            if let Some(e) = q.map.get_mut(&key)
+                && let QueryBee::Join(b) = &e.bee
+                && !self.join_outgrown(b, expected_rows, choice)
+            {
+                e.last_use = tick;
+                return Ok(b.clone());
+            }
+        }
+        let (maker, why) = self.decide(&policy, BeeKind::Join, expected_rows, parts, 0);
+        let bee = match JoinBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
+            Ok(b) => b,
+            Err(e) if maker == Maker::Compiled => {
+                JoinBee::make(spec, Maker::Instantiated, None, owner.clone(), format!("compile failed: {e}"))?
+            }
+            Err(e) => return Err(e),
+        };
+        let bee = Arc::new(bee);
+        self.register(bee.info());
+        if owner == BeeOwner::Query {
+            self.remember(key, QueryBee::Join(bee.clone()));
+        }
+        Ok(bee)
+    }
+
+    /// Whether join bee `bee` was instantiated but the policy now compiles one for
+    /// `expected_rows`.
+    pub fn join_outgrown(&self, bee: &JoinBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        choice == MakerChoice::Auto
+            && bee.maker() == Maker::Instantiated
+            && self.policy(choice).maker(BeeKind::Join, expected_rows, bee.spec().parts.len(), 0) == Maker::Compiled
     }
 
     /// Whether sort bee `bee` was instantiated but the policy now compiles one for

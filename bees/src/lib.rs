@@ -24,6 +24,8 @@ pub mod cache;
 pub mod compiled;
 pub mod generic;
 pub mod instantiated;
+pub mod join;
+mod join_inst;
 pub mod order;
 pub mod policy;
 pub mod spec;
@@ -32,5 +34,6 @@ mod bee;
 
 pub use agg::{AggBee, AggSpec, AggTable};
 pub use bee::{BeeInfo, BeeKind, FormBee, Maker, ScanBee, SortBee, SortData, SortInput};
+pub use join::{JoinBee, JoinKeySpec};
 pub use cache::{BeeCache, BeeOwner, BeeRow};
 pub use policy::{MakerChoice, Policy};

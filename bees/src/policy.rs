@@ -70,6 +70,8 @@ pub fn saving_ns_per_tuple(kind: BeeKind, outputs: usize, pred_nodes: usize) -> 
         // Per row and sort key (`outputs`): a kernel pass per key replaced by one
         // straight-line row encoding.
         BeeKind::Sort => 1.0 * outputs as f64,
+        // No compiled join maker yet: never worth compiling.
+        BeeKind::Join => 0.0,
         // Per row and key part or aggregate (`outputs`): a guess until the compiled
         // maker exists to measure.
         BeeKind::Aggregate => 1.0 * outputs as f64,

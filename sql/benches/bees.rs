@@ -27,6 +27,13 @@
 //!   (packed key table, then one `Acc::update` pass per aggregate); bee: the same
 //!   state with the aggregate bee (`exec::agg_bench`); `clone only` is the inputs'
 //!   copy both include.
+//! - `join/int_100k`, `join/int_1m`, `join/int_int_1m`, `join/date_100k`: probing a
+//!   hash join's key table (built from 100k or 1M distinct keys: an integer, a pair
+//!   of integers, a date) with 2M probe rows in batches of 1024, half of them
+//!   matching, in random order — generic: `KeyTable::find` (pack column at a time,
+//!   then probe), as the join does with `bee_join` off; bee: the join bee
+//!   (`KeyTable::find_bee`: read, pack, hash and probe fused per row); `join/bigint_1m`:
+//!   a bigint key (65 bits with its NULL bit: a u128 table).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -541,5 +548,131 @@ fn agg(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, deform, scan, form, sort, agg);
+/// Probe rows of the join benchmarks.
+const JOIN_PROBE_ROWS: usize = 2_000_000;
+
+fn join(c: &mut Criterion) {
+    use beedb_sql::exec::key_table::{KeyTable, ProbeScratch};
+    let mut rng = StdRng::seed_from_u64(21);
+    let ints = |rng: &mut StdRng, n: usize, range: i32| -> Vector {
+        let mut v = Vector::new(DataType::Integer, n);
+        for _ in 0..n {
+            v.push_value(&Value::Integer(rng.random_range(0..range)));
+        }
+        v
+    };
+    let dates = |rng: &mut StdRng, n: usize, range: i32| -> Vector {
+        let mut v = Vector::new(DataType::Date, n);
+        for _ in 0..n {
+            v.push_value(&Value::Date(Date(rng.random_range(0..range))));
+        }
+        v
+    };
+    let distinct = |n: usize, ty: DataType| -> Vector {
+        let mut v = Vector::new(ty, n);
+        for k in 0..n as i32 {
+            v.push_value(&if ty == DataType::Date { Value::Date(Date(k)) } else { Value::Integer(k) });
+        }
+        v
+    };
+    let pairs = |n: usize| -> Vec<Vector> {
+        // n distinct (a, b) pairs: a = k / 4, b = k % 4 * 1000.
+        let (mut a, mut b) = (Vector::new(DataType::Integer, n), Vector::new(DataType::Integer, n));
+        for k in 0..n as i32 {
+            a.push_value(&Value::Integer(k / 4));
+            b.push_value(&Value::Integer(k % 4 * 1000));
+        }
+        vec![a, b]
+    };
+    let p = JOIN_PROBE_ROWS;
+    let cases: Vec<(&str, Vec<Vector>, Vec<Vector>)> = vec![
+        ("int_100k", vec![distinct(100_000, DataType::Integer)], vec![ints(&mut rng, p, 200_000)]),
+        ("int_1m", vec![distinct(1_000_000, DataType::Integer)], vec![ints(&mut rng, p, 2_000_000)]),
+        ("int_int_1m", pairs(1_000_000), {
+            let a = ints(&mut rng, p, 250_000);
+            let mut b = Vector::new(DataType::Integer, p);
+            for _ in 0..p {
+                b.push_value(&Value::Integer(rng.random_range(0..8) * 1000));
+            }
+            vec![a, b]
+        }),
+        ("date_100k", vec![distinct(100_000, DataType::Date)], vec![dates(&mut rng, p, 200_000)]),
+        ("bigint_1m", {
+            let mut v = Vector::new(DataType::BigInt, 1_000_000);
+            for k in 0..1_000_000i64 {
+                v.push_value(&Value::BigInt(k * 3));
+            }
+            vec![v]
+        }, {
+            let mut v = Vector::new(DataType::BigInt, p);
+            for _ in 0..p {
+                v.push_value(&Value::BigInt(rng.random_range(0..2_000_000i64) * 3 / 2));
+            }
+            vec![v]
+        }),
+    ];
+    let cache = BeeCache::new();
+    for (name, build, probe) in &cases {
+        let types: Vec<DataType> = build.iter().map(|v| v.ty).collect();
+        let mut table = KeyTable::new(&types);
+        let mut ids = Vec::new();
+        table.insert(build, build[0].len(), true, &mut ids);
+        // The probe in executor batches.
+        let batches: Vec<Vec<Vector>> = (0..p)
+            .step_by(BATCH_SIZE)
+            .map(|s| {
+                let rows: Vec<u32> = (s as u32..(s + BATCH_SIZE).min(p) as u32).collect();
+                probe.iter().map(|v| v.gather(&rows)).collect()
+            })
+            .collect();
+        let mut g = c.benchmark_group(format!("join/{name}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(p as u64));
+        let mut scratch = ProbeScratch::default();
+        let mut generic_ids = Vec::new();
+        g.bench_function("generic", |b| {
+            b.iter(|| {
+                let mut hits = 0usize;
+                for cols in &batches {
+                    table.find(cols, cols[0].len(), &mut ids, &mut scratch);
+                    hits += ids.iter().filter(|&&i| i != u32::MAX).count();
+                }
+                black_box(hits)
+            })
+        });
+        for cols in &batches {
+            table.find(cols, cols[0].len(), &mut ids, &mut scratch);
+            generic_ids.extend_from_slice(&ids);
+        }
+        // The key table's spec, 128-bit keys included (which the engine does not use).
+        let spec = beedb_sql::exec::key_table::join_key_spec(&types, &types).unwrap();
+        let mut seen = Vec::new();
+        for (maker, choice) in makers() {
+            let bee = cache.join(spec.clone(), BeeOwner::Query, p as u64, choice).unwrap();
+            if seen.contains(&bee.maker()) {
+                continue; // no compiled join maker: the cache made it instantiated
+            }
+            seen.push(bee.maker());
+            let mut got = Vec::new();
+            for cols in &batches {
+                assert!(table.find_bee(&bee, cols, cols[0].len(), &mut ids));
+                got.extend_from_slice(&ids);
+            }
+            assert!(got == generic_ids, "{maker}");
+            g.bench_function(format!("{}", bee.maker()), |b| {
+                b.iter(|| {
+                    let mut hits = 0usize;
+                    for cols in &batches {
+                        table.find_bee(&bee, cols, cols[0].len(), &mut ids);
+                        hits += ids.iter().filter(|&&i| i != u32::MAX).count();
+                    }
+                    black_box(hits)
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, deform, scan, form, sort, agg, join);
 criterion_main!(benches);

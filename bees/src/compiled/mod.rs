@@ -116,6 +116,7 @@
 //! at 5–10 thousand tuples for these bees, which is what the policy weighs.
 
 mod form;
+pub mod join;
 mod pred;
 mod scan;
 mod sort;

@@ -26,6 +26,7 @@
 
 pub mod agg;
 pub mod form;
+pub mod join;
 pub mod output;
 pub mod sort;
 pub mod translate;
@@ -42,6 +43,7 @@ use beedb_bees::spec::{Pred, ScanSpec};
 use beedb_bees::{AggBee, BeeCache, BeeOwner, MakerChoice, ScanBee, SortBee};
 
 pub use agg::AggBees;
+pub use join::JoinBees;
 pub use sort::SortBees;
 
 use crate::catalog::TableDef;
@@ -64,6 +66,8 @@ pub struct BeeSettings {
     pub sort: bool,
     /// `bee_agg`.
     pub agg: bool,
+    /// `bee_join`.
+    pub join: bool,
     /// `bee_maker`: auto, compiled or instantiated.
     pub maker: MakerChoice,
 }
@@ -77,6 +81,7 @@ impl Default for BeeSettings {
             scan: true,
             sort: true,
             agg: true,
+            join: true,
             maker: MakerChoice::Auto,
         }
     }
@@ -102,6 +107,10 @@ impl BeeSettings {
     pub fn agg(&self) -> bool {
         self.enabled && self.agg
     }
+
+    pub fn join(&self) -> bool {
+        self.enabled && self.join
+    }
 }
 
 /// The query bees of a prepared statement: made at its first execution, reused by
@@ -112,6 +121,7 @@ pub struct StatementBees {
     bees: Mutex<HashMap<String, Arc<ScanBee>>>,
     sorts: Mutex<HashMap<String, Arc<SortBee>>>,
     aggs: Mutex<HashMap<String, Arc<AggBee>>>,
+    joins: Mutex<HashMap<String, Arc<beedb_bees::JoinBee>>>,
 }
 
 impl StatementBees {
@@ -122,6 +132,7 @@ impl StatementBees {
             bees: Mutex::new(HashMap::new()),
             sorts: Mutex::new(HashMap::new()),
             aggs: Mutex::new(HashMap::new()),
+            joins: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -245,6 +256,14 @@ fn attach_within(plan: &mut Plan, env: &BeeEnv<'_>, wanted: Option<u64>) -> Resu
         } else {
             agg_bee(groups, sets, aggs, input.est.map(|e| e.rows), env)?
         };
+    }
+    if let Node::Join { left, right, left_keys, right_keys, method: crate::plan::JoinMethod::Hash { build, bee, .. }, .. } = &mut plan.node {
+        // The table holds the build side's keys; the other side probes it.
+        let (build_keys, probe_keys, probe) = match build {
+            crate::plan::JoinSide::Right => (&*right_keys, &*left_keys, &**left),
+            crate::plan::JoinSide::Left => (&*left_keys, &*right_keys, &**right),
+        };
+        *bee = join_bee(build_keys, probe_keys, probe.est.map(|e| e.rows), env)?;
     }
     // The right scan of an index nested-loop join is not run as a scan: the join
     // fetches its rows one lookup at a time, generically.
@@ -474,4 +493,39 @@ fn agg_bee(
         None => env.cache.agg(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
     };
     Ok(Some(AggBees(bee)))
+}
+
+/// Rows a join's probe side is expected to have when the optimizer left no estimate.
+const UNKNOWN_PROBE_ROWS: u64 = 1000;
+
+/// The join bee of a hash join whose table holds `build_keys` and is probed with
+/// `probe_keys` (about `rows` rows); `None` when join bees are off or the keys do
+/// not pack ([`join::spec`]).
+fn join_bee(build_keys: &[Expr], probe_keys: &[Expr], rows: Option<f64>, env: &BeeEnv<'_>) -> Result<Option<JoinBees>> {
+    let s = env.settings;
+    if !s.join() {
+        return Ok(None);
+    }
+    let build: Vec<crate::types::DataType> = build_keys.iter().map(|e| e.ty).collect();
+    let probe: Vec<crate::types::DataType> = probe_keys.iter().map(|e| e.ty).collect();
+    let Some(spec) = join::spec(&build, &probe) else {
+        return Ok(None);
+    };
+    let expected = rows.map_or(UNKNOWN_PROBE_ROWS, |r| r.max(0.0) as u64);
+    let bee = match env.statement {
+        Some(st) => {
+            let key = format!("{}|{}", s.maker, spec.key());
+            let mut map = st.joins.lock();
+            match map.get(&key) {
+                Some(b) if !env.cache.join_outgrown(b, expected, s.maker) => b.clone(),
+                _ => {
+                    let b = env.cache.join(spec, BeeOwner::Statement(st.id), expected, s.maker).map_err(internal)?;
+                    map.insert(key, b.clone());
+                    b
+                }
+            }
+        }
+        None => env.cache.join(spec, BeeOwner::Query, expected, s.maker).map_err(internal)?,
+    };
+    Ok(Some(JoinBees(bee)))
 }

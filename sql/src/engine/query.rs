@@ -83,7 +83,7 @@ pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params
 /// `generic` (a plan without bees) with the bees the session's settings allow: the
 /// plan itself when they allow none, else a copy with them attached.
 pub fn with_bees(ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
-    if !ctx.bees.scan() && !ctx.bees.deform() && !ctx.bees.sort() {
+    if !ctx.bees.scan() && !ctx.bees.deform() && !ctx.bees.sort() && !ctx.bees.join() {
         return Ok(generic);
     }
     let mut bq = (*generic).clone();

@@ -25,6 +25,8 @@ pub(super) struct JoinSpec<'p> {
     /// Whether the probe side's scans test the build's keys
     /// (`JoinMethod::Hash { key_filter }`, [`super::key_filter`]).
     pub key_filter: bool,
+    /// The join bee that probes the key table (`JoinMethod::Hash { bee }`).
+    pub bee: Option<&'p beedb_bees::JoinBee>,
 }
 
 /// One probe (left) batch being joined, with what every step of joining it needs, so
@@ -127,7 +129,11 @@ impl<'p> JoinSpec<'p> {
             return None;
         };
         let key_filter = matches!(method, crate::plan::JoinMethod::Hash { key_filter: true, .. });
-        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers, key_filter })
+        let bee = match method {
+            crate::plan::JoinMethod::Hash { bee: Some(b), .. } => Some(&*b.0),
+            _ => None,
+        };
+        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers, key_filter, bee })
     }
 
     /// A semi, anti or mark join on keys alone needs only whether a key is present:
@@ -381,7 +387,7 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
             }
             let b = super::dense(b, &right_types);
             let kv = s.right_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
-            map.table.find(&kv, n, &mut probe_ids, &mut scratch);
+            probe_keys(&map.table, s.bee, &kv, n, &mut probe_ids, &mut scratch);
             match s.on {
                 None => {
                     for &k in &probe_ids {
@@ -799,7 +805,7 @@ fn probe_from(
             }
             return p.finish_left(build, &mut stopped);
         };
-        map.table.find(&kv, n, &mut probe_ids, &mut scratch);
+        probe_keys(&map.table, s.bee, &kv, n, &mut probe_ids, &mut scratch);
         if keys_only {
             for (m, &id) in p.left_matched.iter_mut().zip(&probe_ids) {
                 *m = id != NO_ID;
@@ -845,6 +851,19 @@ fn probe_from(
         }
     }
     Ok(Flow::Continue)
+}
+
+/// The key id of each of the `n` rows of key columns `kv` in `table` ([`NO_ID`] when
+/// absent or NULL): through the join bee when there is one and it applies, else
+/// generically.
+#[inline]
+fn probe_keys(table: &KeyTable, bee: Option<&beedb_bees::JoinBee>, kv: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch) {
+    if let Some(bee) = bee
+        && table.find_bee(bee, kv, n, ids)
+    {
+        return;
+    }
+    table.find(kv, n, ids, scratch);
 }
 
 /// Rows `rows` of the right columns `right` as a join's output rows with every

@@ -274,15 +274,7 @@ fn float_bits(f: f64) -> u64 {
     }
 }
 
-/// Murmur3's 64-bit finalizer: every input bit affects every output bit.
-#[inline]
-fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
+use beedb_bees::join::mix64;
 
 /// A packed key type: `u64` or `u128`.
 trait PackedKey: Copy + Eq + Default {
@@ -297,7 +289,8 @@ impl PackedKey for u64 {
     }
     #[inline]
     fn hash(self) -> u64 {
-        mix64(self)
+        // The join bees' hash (they probe these tables).
+        beedb_bees::join::hash64(self)
     }
 }
 
@@ -308,7 +301,7 @@ impl PackedKey for u128 {
     }
     #[inline]
     fn hash(self) -> u64 {
-        mix64((self as u64) ^ mix64((self >> 64) as u64).rotate_left(17))
+        beedb_bees::join::hash128(self)
     }
 }
 
@@ -583,6 +576,46 @@ fn values_equal(a: &Vector, i: usize, b: &Vector, j: usize) -> bool {
     }
 }
 
+/// The join bee slot of a packed slot (strings have none).
+fn join_slot(kind: SlotKind) -> Option<beedb_bees::join::JoinSlot> {
+    use beedb_bees::join::JoinSlot;
+    Some(match kind {
+        SlotKind::Bool => JoinSlot::Bool,
+        SlotKind::Int(b) => JoinSlot::Int(b),
+        SlotKind::Float => JoinSlot::Float,
+        SlotKind::Dec(_) => JoinSlot::Int(8),
+        SlotKind::Str(_) => return None,
+    })
+}
+
+/// The spec of a join bee probing a table of keys of `build` types (its packed
+/// layout) with keys of `probe` types; `None` when the layout is generic, a slot is
+/// a string, or a probe type does not fit its slot (see `sql/src/bees/join.rs`).
+pub fn join_key_spec(build: &[DataType], probe: &[DataType]) -> Option<beedb_bees::JoinKeySpec> {
+    use beedb_bees::join::{JoinKeyPart, JoinLoad};
+    if build.len() != probe.len() {
+        return None;
+    }
+    let (layout, bits) = Layout::of(build)?;
+    let mut parts = Vec::with_capacity(build.len());
+    for (&(kind, offset), t) in layout.slots.iter().zip(probe) {
+        let load = match (t, kind) {
+            (DataType::Boolean, SlotKind::Bool) => JoinLoad::Bool,
+            (DataType::SmallInt, SlotKind::Int(_)) => JoinLoad::I16,
+            (DataType::Integer | DataType::Date, SlotKind::Int(4 | 8)) => JoinLoad::I32,
+            (DataType::BigInt | DataType::Timestamp, SlotKind::Int(8)) => JoinLoad::I64,
+            (DataType::Real, SlotKind::Float) => JoinLoad::F32,
+            (DataType::Double, SlotKind::Float) => JoinLoad::F64,
+            (DataType::Decimal { precision: Some(p), scale }, SlotKind::Dec(s)) if *p <= 18 && *scale == s => JoinLoad::I64,
+            _ => return None,
+        };
+        parts.push(JoinKeyPart { load, slot: join_slot(kind)?, offset });
+    }
+    let spec = beedb_bees::JoinKeySpec { parts, wide: bits > 64 };
+    spec.check().ok()?;
+    Some(spec)
+}
+
 enum Table {
     Packed64(PackedTable<u64>),
     Packed128(PackedTable<u128>),
@@ -757,6 +790,45 @@ impl KeyTable {
     /// matches a NULL (an aggregate asking which rows belong to groups it holds).
     pub fn find_groups(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch) {
         self.find_where(cols, n, ids, scratch, true);
+    }
+
+    /// [`KeyTable::find`] through join bee `bee` (whose spec came from
+    /// [`join_key_spec`] for this table's key types): `false`, with `ids` unspecified,
+    /// when the bee does not apply — the table turned generic, or a vector is not of
+    /// the type the spec says (a decimal at another scale) — and the caller should
+    /// call `find`.
+    pub fn find_bee(&self, bee: &beedb_bees::JoinBee, cols: &[Vector], n: usize, ids: &mut Vec<u32>) -> bool {
+        use beedb_bees::join::{JoinData, JoinInput, JoinTable};
+        let (layout, table) = match &self.table {
+            Table::Packed64(t) => (&t.layout, JoinTable::Narrow(&t.table.slots)),
+            Table::Packed128(t) => (&t.layout, JoinTable::Wide(&t.table.slots)),
+            Table::Generic(_) => return false,
+        };
+        let parts = &bee.spec().parts;
+        if cols.len() != parts.len() || layout.slots.len() != parts.len() {
+            return false;
+        }
+        let mut inputs = Vec::with_capacity(cols.len());
+        for ((col, &(kind, off)), part) in cols.iter().zip(&layout.slots).zip(parts) {
+            if part.offset != off || join_slot(kind) != Some(part.slot) {
+                return false;
+            }
+            let data = match (&col.data, kind) {
+                (Data::Bool(d), _) => JoinData::Bool(d),
+                (Data::I16(d), _) => JoinData::I16(d),
+                (Data::I32(d), _) => JoinData::I32(d),
+                (Data::I64(d), SlotKind::Int(_)) => JoinData::I64(d),
+                (Data::F32(d), _) => JoinData::F32(d),
+                (Data::F64(d), _) => JoinData::F64(d),
+                (Data::Dec64(d), SlotKind::Dec(scale)) if d.scale == scale => JoinData::I64(&d.values),
+                _ => return false,
+            };
+            if data.load() != part.load {
+                return false;
+            }
+            inputs.push(JoinInput { data, nulls: col.nulls.as_deref() });
+        }
+        bee.probe(&inputs, n, table, ids).is_ok()
     }
 
     fn find_where(&self, cols: &[Vector], n: usize, ids: &mut Vec<u32>, scratch: &mut ProbeScratch, nulls_match: bool) {

@@ -483,7 +483,7 @@ fn join_plan(l: &Plan, r: &Plan, kind: JoinKind, keyed: bool) -> Plan {
             kind,
             on: None,
             method: if keyed {
-                crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Right, key_filter: false }
+                crate::plan::JoinMethod::Hash { build: crate::plan::JoinSide::Right, key_filter: false, bee: None }
             } else {
                 crate::plan::JoinMethod::NestedLoop
             },

@@ -71,7 +71,7 @@ fn set_method(mut plan: Plan) -> Plan {
         *method = if left_keys.is_empty() {
             JoinMethod::NestedLoop
         } else {
-            JoinMethod::Hash { build: JoinSide::Right, key_filter: false }
+            JoinMethod::Hash { build: JoinSide::Right, key_filter: false, bee: None }
         };
     }
     plan
@@ -183,7 +183,7 @@ fn smaller_on_right(mut plan: Plan, stats: &dyn Stats) -> Plan {
         && matches!(method, JoinMethod::Hash { build: JoinSide::Right, .. })
         && cardinality::rows(left, stats) * LEFT_BUILD_RATIO < cardinality::rows(right, stats)
     {
-        *method = JoinMethod::Hash { build: JoinSide::Left, key_filter: false };
+        *method = JoinMethod::Hash { build: JoinSide::Left, key_filter: false, bee: None };
         return plan;
     }
     let swap = match &plan.node {

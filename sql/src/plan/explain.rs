@@ -284,7 +284,7 @@ fn describe(plan: &Plan) -> String {
                     super::JoinMethod::IndexNestedLoop { .. } => {
                         format!("Index Nested Loop ({k})  keys: {}", keys.join(", "))
                     }
-                    super::JoinMethod::Hash { build, key_filter } => {
+                    super::JoinMethod::Hash { build, key_filter, bee } => {
                         let mut s = format!("Hash Join ({k})  keys: {}", keys.join(", "));
                         if *build == super::JoinSide::Left {
                             s.push_str("  build: left");
@@ -301,6 +301,10 @@ fn describe(plan: &Plan) -> String {
                                 .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
                                 .collect();
                             s.push_str(&format!("  key filter: {}", named.join(", ")));
+                        }
+                        if let Some(b) = bee {
+                            let info = b.0.info();
+                            s.push_str(&format!("  bee: join, {} ({})", info.maker, info.reason));
                         }
                         s
                     }

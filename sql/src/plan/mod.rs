@@ -326,7 +326,7 @@ pub enum JoinSide {
 
 /// How a join finds its matching pairs: the optimizer's physical choice, which the
 /// executor follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinMethod {
     /// Every left row is paired with every right row and `on` decides. Used when the
     /// join has no equality keys (non-equi joins, cross products); `left_keys` and
@@ -345,7 +345,10 @@ pub enum JoinMethod {
     /// build's keys to the heap scans its probe keys come from
     /// ([`key_source::key_source`]): such a scan tests each tuple's key column before
     /// it decodes the rest (`exec::key_filter`).
-    Hash { build: JoinSide, key_filter: bool },
+    ///
+    /// `bee` is the join bee that probes the table (`bee_join`, attached with the
+    /// other bees after optimization: `bees::attach`).
+    Hash { build: JoinSide, key_filter: bool, bee: Option<crate::bees::JoinBees> },
     /// For each left row, the right input's table is looked up through its index
     /// `index`: `right_keys` are columns of the right [`Node::TableScan`] that are the
     /// index's leading columns, in index order, and `left_keys` give their values.

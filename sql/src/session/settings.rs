@@ -13,6 +13,7 @@
 //! | `bee_scan`      | `on`, `off`: scan bees         | `on`     |
 //! | `bee_sort`      | `on`, `off`: sort bees         | `on`     |
 //! | `bee_agg`       | `on`, `off`: aggregate bees    | `on`     |
+//! | `bee_join`      | `on`, `off`: join bees (hash join probes) | `on` |
 //! | `bee_maker`     | `auto`, `compiled`, `instantiated` | `auto` |
 //! | `bee_code_limit`| bytes of bee machine code, or with kB/MB/GB | `64MB` |
 //! | `optimizer_join_order` | `on`, `off`: inner joins ordered by estimated cost | `on` |
@@ -111,6 +112,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "bee_scan",
     "bee_sort",
     "bee_agg",
+    "bee_join",
     "bee_maker",
     "bee_code_limit",
     "optimizer_join_order",
@@ -217,6 +219,7 @@ impl Settings {
             "bee_scan" => self.bees.scan = parse_switch(name, value)?,
             "bee_sort" => self.bees.sort = parse_switch(name, value)?,
             "bee_agg" => self.bees.agg = parse_switch(name, value)?,
+            "bee_join" => self.bees.join = parse_switch(name, value)?,
             "bee_maker" => {
                 self.bees.maker = value.parse().map_err(|_| invalid(name, value))?;
             }
@@ -259,7 +262,7 @@ impl Settings {
             "synchronous" => "full",
             "writer_timeout" => "5s",
             "statement_timeout" => "0",
-            "bees" | "bee_deform" | "bee_form" | "bee_scan" | "bee_sort" | "bee_agg" => "on",
+            "bees" | "bee_deform" | "bee_form" | "bee_scan" | "bee_sort" | "bee_agg" | "bee_join" => "on",
             "bee_maker" => "auto",
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
@@ -304,6 +307,7 @@ impl Settings {
             "bee_scan" => show_switch(self.bees.scan),
             "bee_sort" => show_switch(self.bees.sort),
             "bee_agg" => show_switch(self.bees.agg),
+            "bee_join" => show_switch(self.bees.join),
             "bee_maker" => self.bees.maker.to_string(),
             "bee_code_limit" => format_bytes(t.bees.code_limit()),
             "optimizer_join_order" => show_switch(self.optimizer.join_order),
