@@ -96,6 +96,110 @@ impl QueryBee {
     }
 }
 
+/// What [`BeeCache`] needs of an operator's bee kind (sort, aggregate, join) to
+/// make, share and re-make its bees the same way.
+trait OperatorBee: Sized {
+    type Spec: Clone;
+    const KIND: BeeKind;
+    /// The outputs the policy counts (key parts, or key parts and aggregates).
+    fn outputs(spec: &Self::Spec) -> usize;
+    fn spec_key(spec: &Self::Spec) -> String;
+    fn make(spec: Self::Spec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<Self, String>;
+    fn wrap(bee: Arc<Self>) -> QueryBee;
+    fn unwrap(bee: &QueryBee) -> Option<&Arc<Self>>;
+    fn spec(&self) -> &Self::Spec;
+    fn maker(&self) -> Maker;
+    fn info(&self) -> &Arc<BeeInfo>;
+}
+
+impl OperatorBee for SortBee {
+    type Spec = SortSpec;
+    const KIND: BeeKind = BeeKind::Sort;
+    fn outputs(spec: &SortSpec) -> usize {
+        spec.parts.len()
+    }
+    fn spec_key(spec: &SortSpec) -> String {
+        spec.key()
+    }
+    fn make(spec: SortSpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<SortBee, String> {
+        SortBee::make(spec, maker, jit, owner, reason)
+    }
+    fn wrap(bee: Arc<SortBee>) -> QueryBee {
+        QueryBee::Sort(bee)
+    }
+    fn unwrap(bee: &QueryBee) -> Option<&Arc<SortBee>> {
+        if let QueryBee::Sort(b) = bee { Some(b) } else { None }
+    }
+    fn spec(&self) -> &SortSpec {
+        SortBee::spec(self)
+    }
+    fn maker(&self) -> Maker {
+        SortBee::maker(self)
+    }
+    fn info(&self) -> &Arc<BeeInfo> {
+        SortBee::info(self)
+    }
+}
+
+impl OperatorBee for AggBee {
+    type Spec = AggSpec;
+    const KIND: BeeKind = BeeKind::Aggregate;
+    fn outputs(spec: &AggSpec) -> usize {
+        spec.keys.len() + spec.aggs.len()
+    }
+    fn spec_key(spec: &AggSpec) -> String {
+        spec.key()
+    }
+    /// Aggregate bees have no compiled maker: `jit` is not used.
+    fn make(spec: AggSpec, maker: Maker, _jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
+        AggBee::make(spec, maker, owner, reason)
+    }
+    fn wrap(bee: Arc<AggBee>) -> QueryBee {
+        QueryBee::Aggregate(bee)
+    }
+    fn unwrap(bee: &QueryBee) -> Option<&Arc<AggBee>> {
+        if let QueryBee::Aggregate(b) = bee { Some(b) } else { None }
+    }
+    fn spec(&self) -> &AggSpec {
+        AggBee::spec(self)
+    }
+    fn maker(&self) -> Maker {
+        AggBee::maker(self)
+    }
+    fn info(&self) -> &Arc<BeeInfo> {
+        AggBee::info(self)
+    }
+}
+
+impl OperatorBee for JoinBee {
+    type Spec = JoinKeySpec;
+    const KIND: BeeKind = BeeKind::Join;
+    fn outputs(spec: &JoinKeySpec) -> usize {
+        spec.parts.len()
+    }
+    fn spec_key(spec: &JoinKeySpec) -> String {
+        spec.key()
+    }
+    fn make(spec: JoinKeySpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<JoinBee, String> {
+        JoinBee::make(spec, maker, jit, owner, reason)
+    }
+    fn wrap(bee: Arc<JoinBee>) -> QueryBee {
+        QueryBee::Join(bee)
+    }
+    fn unwrap(bee: &QueryBee) -> Option<&Arc<JoinBee>> {
+        if let QueryBee::Join(b) = bee { Some(b) } else { None }
+    }
+    fn spec(&self) -> &JoinKeySpec {
+        JoinBee::spec(self)
+    }
+    fn maker(&self) -> Maker {
+        JoinBee::maker(self)
+    }
+    fn info(&self) -> &Arc<BeeInfo> {
+        JoinBee::info(self)
+    }
+}
+
 struct QueryEntry {
     bee: QueryBee,
     last_use: u64,
@@ -389,129 +493,82 @@ impl BeeCache {
     /// LRU (re-made compiled when an instantiated one meets a sort the policy would
     /// compile for).
     pub fn sort(&self, spec: SortSpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<SortBee>, String> {
-        let policy = self.policy(choice);
-        let parts = spec.parts.len();
-        let key = format!("{choice}|{}", spec.key());
-        if owner == BeeOwner::Query {
-            let mut q = self.queries.lock();
-            q.tick += 1;
-            let tick = q.tick;
-            if let Some(e) = q.map.get_mut(&key)
-                && let QueryBee::Sort(b) = &e.bee
-                && !self.sort_outgrown(b, expected_rows, choice)
-            {
-                e.last_use = tick;
-                return Ok(b.clone());
-            }
-        }
-        let (maker, why) = self.decide(&policy, BeeKind::Sort, expected_rows, parts, 0);
-        let bee = match SortBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
-            Ok(b) => b,
-            Err(e) if maker == Maker::Compiled => {
-                SortBee::make(spec, Maker::Instantiated, None, owner.clone(), format!("compile failed: {e}"))?
-            }
-            Err(e) => return Err(e),
-        };
-        let bee = Arc::new(bee);
-        self.register(bee.info());
-        if owner == BeeOwner::Query {
-            self.remember(key, QueryBee::Sort(bee.clone()));
-        }
-        Ok(bee)
+        self.operator_bee(spec, owner, expected_rows, choice)
     }
 
     /// An aggregate bee for `spec`, for about `expected_rows` input rows; owned like
     /// sort bees. The policy counts one key part or aggregate as one output.
     pub fn agg(&self, spec: AggSpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<AggBee>, String> {
-        let policy = self.policy(choice);
-        let outputs = spec.keys.len() + spec.aggs.len();
-        let key = format!("{choice}|{}", spec.key());
-        if owner == BeeOwner::Query {
-            let mut q = self.queries.lock();
-            q.tick += 1;
-            let tick = q.tick;
-            if let Some(e) = q.map.get_mut(&key)
-                && let QueryBee::Aggregate(b) = &e.bee
-                && !self.agg_outgrown(b, expected_rows, choice)
-            {
-                e.last_use = tick;
-                return Ok(b.clone());
-            }
-        }
-        let (maker, why) = self.decide(&policy, BeeKind::Aggregate, expected_rows, outputs, 0);
-        let bee = match AggBee::make(spec.clone(), maker, owner.clone(), why) {
-            Ok(b) => b,
-            Err(e) if maker == Maker::Compiled => {
-                AggBee::make(spec, Maker::Instantiated, owner.clone(), format!("compile failed: {e}"))?
-            }
-            Err(e) => return Err(e),
-        };
-        let bee = Arc::new(bee);
-        self.register(bee.info());
-        if owner == BeeOwner::Query {
-            self.remember(key, QueryBee::Aggregate(bee.clone()));
-        }
-        Ok(bee)
-    }
-
-    /// Whether aggregate bee `bee` was instantiated but the policy now compiles one
-    /// for `expected_rows`.
-    pub fn agg_outgrown(&self, bee: &AggBee, expected_rows: u64, choice: MakerChoice) -> bool {
-        let outputs = bee.spec().keys.len() + bee.spec().aggs.len();
-        choice == MakerChoice::Auto
-            && bee.maker() == Maker::Instantiated
-            && !bee.info().reason.starts_with("compile failed")
-            && self.policy(choice).maker(BeeKind::Aggregate, expected_rows, outputs, 0) == Maker::Compiled
+        self.operator_bee(spec, owner, expected_rows, choice)
     }
 
     /// A join bee for `spec`, for a probe of about `expected_rows` rows; owned like
     /// sort bees.
     pub fn join(&self, spec: JoinKeySpec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<JoinBee>, String> {
+        self.operator_bee(spec, owner, expected_rows, choice)
+    }
+
+    /// Whether sort bee `bee` should be made again for `expected_rows`
+    /// ([`BeeCache::operator_outgrown`]).
+    pub fn sort_outgrown(&self, bee: &SortBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        self.operator_outgrown(bee, expected_rows, choice)
+    }
+
+    /// Whether aggregate bee `bee` should be made again for `expected_rows`.
+    pub fn agg_outgrown(&self, bee: &AggBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        self.operator_outgrown(bee, expected_rows, choice)
+    }
+
+    /// Whether join bee `bee` should be made again for `expected_rows`.
+    pub fn join_outgrown(&self, bee: &JoinBee, expected_rows: u64, choice: MakerChoice) -> bool {
+        self.operator_outgrown(bee, expected_rows, choice)
+    }
+
+    /// The bee of an operator (sort, aggregate, join) for `spec`, for about
+    /// `expected_rows` rows: a one-off query's from the LRU when it holds one that has
+    /// not been outgrown, else made by the maker the policy picks (instantiated when
+    /// compiling fails) and registered.
+    fn operator_bee<B: OperatorBee>(&self, spec: B::Spec, owner: BeeOwner, expected_rows: u64, choice: MakerChoice) -> Result<Arc<B>, String> {
         let policy = self.policy(choice);
-        let parts = spec.parts.len();
-        let key = format!("{choice}|{}", spec.key());
+        let outputs = B::outputs(&spec);
+        let key = format!("{choice}|{}", B::spec_key(&spec));
         if owner == BeeOwner::Query {
             let mut q = self.queries.lock();
             q.tick += 1;
             let tick = q.tick;
             if let Some(e) = q.map.get_mut(&key)
-                && let QueryBee::Join(b) = &e.bee
-                && !self.join_outgrown(b, expected_rows, choice)
+                && let Some(b) = B::unwrap(&e.bee)
+                && !self.operator_outgrown(&**b, expected_rows, choice)
             {
                 e.last_use = tick;
                 return Ok(b.clone());
             }
         }
-        let (maker, why) = self.decide(&policy, BeeKind::Join, expected_rows, parts, 0);
-        let bee = match JoinBee::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
+        let (maker, why) = self.decide(&policy, B::KIND, expected_rows, outputs, 0);
+        let bee = match B::make(spec.clone(), maker, self.jit(), owner.clone(), why) {
             Ok(b) => b,
             Err(e) if maker == Maker::Compiled => {
-                JoinBee::make(spec, Maker::Instantiated, None, owner.clone(), format!("compile failed: {e}"))?
+                B::make(spec, Maker::Instantiated, None, owner.clone(), format!("compile failed: {e}"))?
             }
             Err(e) => return Err(e),
         };
         let bee = Arc::new(bee);
         self.register(bee.info());
         if owner == BeeOwner::Query {
-            self.remember(key, QueryBee::Join(bee.clone()));
+            self.remember(key, B::wrap(bee.clone()));
         }
         Ok(bee)
     }
 
-    /// Whether join bee `bee` was instantiated but the policy now compiles one for
-    /// `expected_rows`.
-    pub fn join_outgrown(&self, bee: &JoinBee, expected_rows: u64, choice: MakerChoice) -> bool {
+    /// Whether operator bee `bee` was instantiated but the policy now compiles one
+    /// for `expected_rows`, so the caller should make it again; never for a bee
+    /// instantiated because compiling failed (it would fail again: aggregate and join
+    /// bees have no compiled maker yet).
+    fn operator_outgrown<B: OperatorBee>(&self, bee: &B, expected_rows: u64, choice: MakerChoice) -> bool {
         choice == MakerChoice::Auto
             && bee.maker() == Maker::Instantiated
-            && self.policy(choice).maker(BeeKind::Join, expected_rows, bee.spec().parts.len(), 0) == Maker::Compiled
-    }
-
-    /// Whether sort bee `bee` was instantiated but the policy now compiles one for
-    /// `expected_rows`.
-    pub fn sort_outgrown(&self, bee: &SortBee, expected_rows: u64, choice: MakerChoice) -> bool {
-        choice == MakerChoice::Auto
-            && bee.maker() == Maker::Instantiated
-            && self.policy(choice).maker(BeeKind::Sort, expected_rows, bee.spec().parts.len(), 0) == Maker::Compiled
+            && !bee.info().reason.starts_with("compile failed")
+            && self.policy(choice).maker(B::KIND, expected_rows, B::outputs(bee.spec()), 0) == Maker::Compiled
     }
 
     /// Whether `bee` was instantiated but the policy now compiles a bee of its kind
