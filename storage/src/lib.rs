@@ -63,6 +63,8 @@ pub mod tuple;
 
 pub mod heap;
 
+pub mod prefetch;
+
 pub mod btree;
 
 pub mod error;
