@@ -63,7 +63,7 @@ pub mod tuple;
 
 pub mod heap;
 
-pub mod prefetch;
+mod prefetch;
 
 pub mod btree;
 

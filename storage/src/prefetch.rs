@@ -2,12 +2,6 @@
 //! where its own prefetcher does not see it coming (the next page of a scan, which
 //! lies anywhere in memory).
 
-/// Asks for the cache lines of `bytes` to be loaded.
-#[inline]
-pub fn prefetch(bytes: &[u8]) {
-    prefetch_lines(bytes.as_ptr(), bytes.len());
-}
-
 /// Asks for the cache lines of the `len` bytes at `start` to be loaded. `start` need
 /// not point to live memory.
 #[inline]
