@@ -83,7 +83,7 @@ use crate::wal::{FrameWrite, Wal};
 /// How long a writer waits for the write lock before the next release must hand it
 /// over (see `StoreCore::acquire_writer`): the longest a client can be passed over by
 /// one that keeps committing short transactions.
-pub const WRITER_HANDOFF_AFTER: Duration = Duration::from_micros(500);
+pub const WRITER_HANDOFF_AFTER: Duration = Duration::from_millis(2);
 
 /// When a commit is durable; see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

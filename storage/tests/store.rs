@@ -618,7 +618,7 @@ fn writers_taking_turns_all_progress_and_the_checkpointer_gets_in() {
     eprintln!("commits and longest waits: {results:?}");
     for (commits, longest) in &results {
         assert!(*commits > 0, "a writer never got the lock: {results:?}");
-        // The hand-over comes after 0.5 ms; a loaded machine may delay the wake-up.
+        // The hand-over comes after WRITER_HANDOFF_AFTER; a loaded machine may delay it.
         assert!(*longest < Duration::from_secs(5), "a writer waited {longest:?}");
     }
     let r = store.begin_read();
