@@ -371,3 +371,69 @@ fn bigint_sum_overflow_is_reported() {
         assert_eq!(r, Err(AggError::Overflow { agg: 1 }), "{maker:?}");
     }
 }
+
+/// Time per row of each maker on a Q1-like batch stream (`cargo test --release
+/// --test agg_vs_generic -- --ignored --nocapture makers_cost`): the bee's call
+/// alone, inputs made once.
+#[test]
+#[ignore]
+fn makers_cost() {
+    let q1 = AggSpec {
+        keys: vec![KeyKind::Str(1), KeyKind::Str(1)],
+        aggs: vec![AggOp::SumDec, AggOp::SumDec, AggOp::SumDec, AggOp::AvgDec, AggOp::AvgDec, AggOp::CountStar],
+    };
+    let ints = AggSpec { keys: vec![KeyKind::Int(8)], aggs: vec![AggOp::SumDec, AggOp::AvgInt(4), AggOp::CountStar] };
+    let mut rng = StdRng::seed_from_u64(5);
+    let n = 1024;
+    for (name, spec, groups) in [("q1", &q1, 4i64), ("int8 key, 100k groups", &ints, 100_000), ("int8 key, 8 groups", &ints, 8)] {
+        let batches: Vec<(Vec<u32>, Vec<u8>, Vec<u32>, Vec<u8>, Vec<i64>, Vec<i64>, Vec<i32>)> = (0..1000)
+            .map(|_| {
+                let (mut o1, mut b1, mut o2, mut b2) = (vec![0u32], Vec::new(), vec![0u32], Vec::new());
+                let (mut k, mut d, mut q) = (Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..n {
+                    let f = [b'A', b'N', b'R'][rng.random_range(0..3)];
+                    b1.push(f);
+                    o1.push(b1.len() as u32);
+                    b2.push(if f == b'N' && rng.random_bool(0.5) { b'F' } else { b'O' });
+                    o2.push(b2.len() as u32);
+                    k.push(rng.random_range(0..groups) * 7919);
+                    d.push(rng.random_range(90_000..10_500_000));
+                    q.push(rng.random_range(1..50));
+                }
+                (o1, b1, o2, b2, k, d, q)
+            })
+            .collect();
+        for maker in [Maker::Instantiated, Maker::Compiled] {
+            let bee = AggBee::make(spec.clone(), maker, Some(jit()), BeeOwner::Query, String::new()).unwrap();
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let mut t = bee.table();
+                let mut rows = Vec::new();
+                let t0 = std::time::Instant::now();
+                for (o1, b1, o2, b2, k, d, q) in &batches {
+                    let keys: Vec<AggInput<'_>> = if spec.keys.len() == 2 {
+                        vec![
+                            AggInput { data: AggData::StrBuf { offsets: o1, bytes: b1, trim: true }, nulls: None },
+                            AggInput { data: AggData::StrBuf { offsets: o2, bytes: b2, trim: true }, nulls: None },
+                        ]
+                    } else {
+                        vec![AggInput { data: AggData::I64(k), nulls: None }]
+                    };
+                    let args: Vec<AggInput<'_>> = spec
+                        .aggs
+                        .iter()
+                        .map(|a| match a {
+                            AggOp::CountStar => AggInput::NONE,
+                            AggOp::AvgInt(4) => AggInput { data: AggData::I32(q), nulls: None },
+                            _ => AggInput { data: AggData::I64(d), nulls: None },
+                        })
+                        .collect();
+                    rows.clear();
+                    bee.update(&mut t, &keys, &args, n, &mut rows).unwrap();
+                }
+                best = best.min(t0.elapsed().as_secs_f64() * 1e9 / (1000.0 * n as f64));
+            }
+            println!("{name}: {maker:?} {best:.2} ns/row (best of 5)");
+        }
+    }
+}
