@@ -150,9 +150,8 @@ impl OperatorBee for AggBee {
     fn spec_key(spec: &AggSpec) -> String {
         spec.key()
     }
-    /// Aggregate bees have no compiled maker: `jit` is not used.
-    fn make(spec: AggSpec, maker: Maker, _jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
-        AggBee::make(spec, maker, owner, reason)
+    fn make(spec: AggSpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
+        AggBee::make(spec, maker, jit, owner, reason)
     }
     fn wrap(bee: Arc<AggBee>) -> QueryBee {
         QueryBee::Aggregate(bee)

@@ -98,6 +98,10 @@ pub trait PageRead {
     fn read_page(&self, id: PageId) -> Result<PageReadGuard>;
     /// Page size of the database in bytes.
     fn page_size(&self) -> usize;
+    /// A hint that page `id` will be read next: a reader whose page is cached asks the
+    /// CPU to start loading its bytes, so a sequential scan does not wait for memory at
+    /// each page. Reads nothing from disk; the default does nothing.
+    fn prefetch_page(&self, _id: PageId) {}
 }
 
 /// Write access to pages, within the one active write transaction.

@@ -1048,6 +1048,10 @@ impl PageRead for ReadTxn {
         Ok(PageReadGuard::new(id, &frame))
     }
 
+    fn prefetch_page(&self, id: PageId) {
+        self.inner.pool.prefetch((id, self.inner.wal.version_for(id, self.snapshot)));
+    }
+
     fn page_size(&self) -> usize {
         self.inner.page_size
     }

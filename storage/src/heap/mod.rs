@@ -459,6 +459,10 @@ impl<R: PageRead + ?Sized> Iterator for HeapPages<'_, R> {
             Ok(hp) => self.next = hp.next_page(),
             Err(e) => return Some(Err(e)),
         }
+        // The caller works on this page for a while: have the next one loaded meanwhile.
+        if !self.next.is_none() {
+            self.r.prefetch_page(self.next);
+        }
         Some(Ok(g))
     }
 }
