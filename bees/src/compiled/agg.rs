@@ -262,7 +262,7 @@ const OFF_ACCS: i32 = offset_of!(AggArgs, accs) as i32;
 const OFF_ZERO: i32 = offset_of!(AggArgs, zero) as i32;
 
 /// Murmur3's finalizer ([`crate::agg::mix64`]).
-fn mix64(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
+pub(super) fn mix64(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
     let s = b.ins().ushr_imm_s(x, 33);
     let x = b.ins().bxor(x, s);
     let x = b.ins().imul_imm_s(x, 0xff51_afd7_ed55_8ccd_u64 as i64);
@@ -274,7 +274,7 @@ fn mix64(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
 }
 
 /// ORs `v` (`bits` wide, zero above) into the key at bit `off`.
-fn place(b: &mut FunctionBuilder<'_>, key: (Value, Value), v: Value, off: u32, bits: u32) -> (Value, Value) {
+pub(super) fn place(b: &mut FunctionBuilder<'_>, key: (Value, Value), v: Value, off: u32, bits: u32) -> (Value, Value) {
     let (mut lo, mut hi) = key;
     if off + bits <= 64 {
         let s = if off == 0 { v } else { b.ins().ishl_imm_s(v, off as i64) };
