@@ -37,6 +37,7 @@ use std::time::Instant;
 
 use crate::bee::{BeeInfo, BeeKind, Maker};
 use crate::cache::BeeOwner;
+use crate::compiled::Jit;
 
 /// One key part's kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +191,36 @@ pub enum AggData<'a> {
     F64(&'a [f64]),
     /// Strings (a `Str` key part), already in the form they compare in.
     Str(&'a [&'a [u8]]),
+    /// Strings (a `Str` key part) in one buffer: string `k` is
+    /// `bytes[offsets[k]..offsets[k + 1]]`, without its trailing blanks (`b' '`) when
+    /// `trim` (SQL's `char(n)`). Packing it needs no per-batch slice of references,
+    /// and reads each short string with one unaligned 16-byte load.
+    StrBuf { offsets: &'a [u32], bytes: &'a [u8], trim: bool },
+}
+
+impl<'a> AggData<'a> {
+    /// String `k` of a `Str` or `StrBuf` input, in the form it compares in.
+    #[inline]
+    pub fn str_at(&self, k: usize) -> &'a [u8] {
+        match *self {
+            AggData::Str(d) => d[k],
+            AggData::StrBuf { offsets, bytes, trim } => {
+                let s = &bytes[offsets[k] as usize..offsets[k + 1] as usize];
+                if trim { trim_blanks(s) } else { s }
+            }
+            _ => unreachable!("a string input"),
+        }
+    }
+}
+
+/// `s` without its trailing blanks.
+#[inline]
+pub(crate) fn trim_blanks(s: &[u8]) -> &[u8] {
+    let mut l = s.len();
+    while l > 0 && s[l - 1] == b' ' {
+        l -= 1;
+    }
+    &s[..l]
 }
 
 impl AggData<'_> {
@@ -203,6 +234,7 @@ impl AggData<'_> {
             AggData::F32(d) => d.len(),
             AggData::F64(d) => d.len(),
             AggData::Str(d) => d.len(),
+            AggData::StrBuf { offsets, .. } => offsets.len().saturating_sub(1),
         })
     }
 }
@@ -381,32 +413,42 @@ impl Packed for u128 {
     }
 }
 
-const EMPTY: u32 = u32::MAX;
+pub(crate) const EMPTY: u32 = u32::MAX;
+
+/// One slot of a [`PackedMap`]: `id` is [`EMPTY`] in a free slot. `repr(C)`: the
+/// compiled maker's probe reads `key` at offset 0 and `id` at
+/// `offset_of!(Slot<K>, id)` in slots of `size_of::<Slot<K>>()` bytes.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct Slot<K> {
+    pub(crate) key: K,
+    pub(crate) id: u32,
+}
 
 /// Packed keys → group ids: open addressing, linear probing, at most half full.
 #[derive(Clone, Debug)]
 pub(crate) struct PackedMap<K> {
-    slots: Vec<(K, u32)>,
-    mask: usize,
+    pub(crate) slots: Vec<Slot<K>>,
+    pub(crate) mask: usize,
     pub(crate) len: usize,
 }
 
 impl<K: Packed> PackedMap<K> {
     pub(crate) fn new() -> PackedMap<K> {
-        PackedMap { slots: vec![(K::default(), EMPTY); 16], mask: 15, len: 0 }
+        PackedMap { slots: vec![Slot { key: K::default(), id: EMPTY }; 16], mask: 15, len: 0 }
     }
 
     fn grow(&mut self) {
         let cap = self.slots.len() * 2;
-        let mut next = vec![(K::default(), EMPTY); cap];
+        let mut next = vec![Slot { key: K::default(), id: EMPTY }; cap];
         let mask = cap - 1;
-        for &(k, id) in &self.slots {
+        for &Slot { key: k, id } in &self.slots {
             if id != EMPTY {
                 let mut i = k.hash() as usize & mask;
-                while next[i].1 != EMPTY {
+                while next[i].id != EMPTY {
                     i = (i + 1) & mask;
                 }
-                next[i] = (k, id);
+                next[i] = Slot { key: k, id };
             }
         }
         self.slots = next;
@@ -422,10 +464,10 @@ impl<K: Packed> PackedMap<K> {
         let mask = self.mask;
         let mut i = key.hash() as usize & mask;
         loop {
-            let (k, id) = self.slots[i];
+            let Slot { key: k, id } = self.slots[i];
             if id == EMPTY {
                 let id = self.len as u32;
-                self.slots[i] = (key, id);
+                self.slots[i] = Slot { key, id };
                 self.len += 1;
                 return (id, true);
             }
@@ -437,7 +479,7 @@ impl<K: Packed> PackedMap<K> {
     }
 
     fn bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<(K, u32)>()
+        self.slots.len() * std::mem::size_of::<Slot<K>>()
     }
 }
 
@@ -456,7 +498,7 @@ pub(crate) enum KeyMap {
 pub struct AggTable {
     pub(crate) map: KeyMap,
     pub accs: Vec<AccState>,
-    groups: usize,
+    pub(crate) groups: usize,
     /// Scratch: the batch's packed keys.
     pub(crate) packed: Vec<u128>,
     pub(crate) gids: Vec<u32>,
@@ -519,8 +561,16 @@ pub(crate) fn check_inputs(spec: &AggSpec, keys: &[AggInput<'_>], args: &[AggInp
                 | (KeyKind::Float(4), AggData::F32(_))
                 | (KeyKind::Float(8), AggData::F64(_))
                 | (KeyKind::Str(_), AggData::Str(_))
+                | (KeyKind::Str(_), AggData::StrBuf { .. })
         );
-        if !ok || !len_ok(i) {
+        let buf_ok = match i.data {
+            AggData::StrBuf { offsets, bytes, .. } => {
+                // (Safe indexing catches offsets out of order.)
+                offsets.last().is_some_and(|&e| e as usize <= bytes.len())
+            }
+            _ => true,
+        };
+        if !ok || !len_ok(i) || !buf_ok {
             return bad(format!("a {:?} input for key part {k:?} ({n} rows)", i.data));
         }
     }
@@ -543,6 +593,7 @@ pub(crate) fn check_inputs(spec: &AggSpec, keys: &[AggInput<'_>], args: &[AggInp
 }
 
 pub(crate) enum AggRoutine {
+    Compiled(crate::compiled::agg::CompiledAgg),
     Instantiated(crate::agg_instantiated::Agg),
 }
 
@@ -555,14 +606,20 @@ pub struct AggBee {
 
 impl AggBee {
     /// Makes a bee for `spec` with `maker`.
-    pub fn make(spec: AggSpec, maker: Maker, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
+    /// `jit` is needed for [`Maker::Compiled`].
+    pub fn make(spec: AggSpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
         spec.check()?;
         let start = Instant::now();
-        let routine = match maker {
-            Maker::Compiled => return Err("aggregate bees have no compiled maker yet".into()),
-            Maker::Instantiated => AggRoutine::Instantiated(crate::agg_instantiated::Agg::new(&spec)),
+        let (routine, code_bytes) = match maker {
+            Maker::Compiled => {
+                let jit = jit.ok_or("no compiler")?;
+                let c = crate::compiled::agg::CompiledAgg::new(jit, &spec)?;
+                let bytes = c.code_bytes();
+                (AggRoutine::Compiled(c), bytes)
+            }
+            Maker::Instantiated => (AggRoutine::Instantiated(crate::agg_instantiated::Agg::new(&spec)), 0),
         };
-        let info = BeeInfo::made(BeeKind::Aggregate, owner, maker, 0, start, reason);
+        let info = BeeInfo::made(BeeKind::Aggregate, owner, maker, code_bytes, start, reason);
         Ok(AggBee { spec, routine, info })
     }
 
@@ -603,6 +660,7 @@ impl AggBee {
         check_inputs(&self.spec, keys, args, n)?;
         self.info.count(n as u64);
         match &self.routine {
+            AggRoutine::Compiled(c) => c.run(&self.spec, table, keys, args, n, new_rows),
             AggRoutine::Instantiated(a) => a.run(table, keys, args, n, new_rows),
         }
     }

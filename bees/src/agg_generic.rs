@@ -28,8 +28,8 @@ pub fn pack(spec: &AggSpec, keys: &[AggInput<'_>], k: usize) -> Option<u128> {
             (KeyKind::Int(_), AggData::I64(d)) => d[k] as u64 as u128,
             (KeyKind::Float(_), AggData::F32(d)) => float_bits(d[k] as f64) as u128,
             (KeyKind::Float(_), AggData::F64(d)) => float_bits(d[k]) as u128,
-            (KeyKind::Str(w), AggData::Str(d)) => {
-                let s = d[k];
+            (KeyKind::Str(w), d @ (AggData::Str(_) | AggData::StrBuf { .. })) => {
+                let s = d.str_at(k);
                 if s.len() > w as usize {
                     return None;
                 }

@@ -61,25 +61,106 @@ fn pack_part(input: &AggInput<'_>, off: u32, null_bit: u32, _w: u8, out: &mut [u
                 *o |= if input.is_null(k) { 1u128 << null_bit } else { (float_bits(x) as u128) << off };
             }
         }
-        AggData::Str(_) | AggData::None => return false,
+        AggData::Str(_) | AggData::StrBuf { .. } | AggData::None => return false,
     }
     true
 }
 
-fn pack_str(input: &AggInput<'_>, off: u32, null_bit: u32, w: u8, out: &mut [u128]) -> bool {
-    let AggData::Str(d) = input.data else { return false };
+/// A string part: a per-row check of the width, then the bytes little-endian and
+/// the length byte. `pub(crate)`: the compiled maker packs string parts with it too.
+pub(crate) fn pack_str(input: &AggInput<'_>, off: u32, null_bit: u32, w: u8, out: &mut [u128]) -> bool {
+    match input.data {
+        AggData::Str(d) => pack_str_refs(d, input.nulls, off, null_bit, w, out),
+        AggData::StrBuf { offsets, bytes, trim } => {
+            if trim {
+                pack_str_buf::<true>(offsets, bytes, input.nulls, off, null_bit, w, out)
+            } else {
+                pack_str_buf::<false>(offsets, bytes, input.nulls, off, null_bit, w, out)
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The low `len` (≤ 15) bytes of `s` as an integer, without a variable-length copy.
+#[inline]
+fn str_bits(s: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let (mut j, len) = (0, s.len());
+    if len >= 8 {
+        v = u64::from_le_bytes(s[..8].try_into().unwrap()) as u128;
+        j = 8;
+    }
+    if len - j >= 4 {
+        v |= (u32::from_le_bytes(s[j..j + 4].try_into().unwrap()) as u128) << (8 * j);
+        j += 4;
+    }
+    while j < len {
+        v |= (s[j] as u128) << (8 * j);
+        j += 1;
+    }
+    v
+}
+
+fn pack_str_refs(d: &[&[u8]], nulls: Option<&[bool]>, off: u32, null_bit: u32, w: u8, out: &mut [u128]) -> bool {
     for (k, (o, s)) in out.iter_mut().zip(d).enumerate() {
-        if input.is_null(k) {
+        if nulls.is_some_and(|m| m[k]) {
             *o |= 1u128 << null_bit;
             continue;
         }
         if s.len() > w as usize {
             return false;
         }
-        let mut buf = [0u8; 16];
-        buf[..s.len()].copy_from_slice(s);
-        let v = u128::from_le_bytes(buf) | ((s.len() as u128) << (8 * w as u32));
+        let v = str_bits(s) | ((s.len() as u128) << (8 * w as u32));
         *o |= v << off;
+    }
+    true
+}
+
+/// Strings in one buffer: a string of at most 16 bytes with 16 bytes readable from
+/// its start is one unaligned load, its trailing blanks found in the register
+/// (`TRIM`) and the rest masked off; others are read bytewise.
+fn pack_str_buf<const TRIM: bool>(
+    offsets: &[u32],
+    bytes: &[u8],
+    nulls: Option<&[bool]>,
+    off: u32,
+    null_bit: u32,
+    w: u8,
+    out: &mut [u128],
+) -> bool {
+    let n = out.len();
+    let offsets = &offsets[..n + 1];
+    for k in 0..n {
+        if nulls.is_some_and(|m| m[k]) {
+            out[k] |= 1u128 << null_bit;
+            continue;
+        }
+        let (s, e) = (offsets[k] as usize, offsets[k + 1] as usize);
+        let mut len = e - s;
+        let bits = if len <= 16 && s + 16 <= bytes.len() {
+            let raw = u128::from_le_bytes(bytes[s..s + 16].try_into().unwrap());
+            if TRIM {
+                while len > 0 && (raw >> (8 * (len - 1))) as u8 == b' ' {
+                    len -= 1;
+                }
+            }
+            if len > w as usize {
+                return false;
+            }
+            raw & ((1u128 << (8 * len)) - 1)
+        } else {
+            let mut sl = &bytes[s..e];
+            if TRIM {
+                sl = crate::agg::trim_blanks(sl);
+            }
+            len = sl.len();
+            if len > w as usize {
+                return false;
+            }
+            str_bits(sl)
+        };
+        out[k] |= (bits | ((len as u128) << (8 * w as u32))) << off;
     }
     true
 }

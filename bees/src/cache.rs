@@ -150,9 +150,8 @@ impl OperatorBee for AggBee {
     fn spec_key(spec: &AggSpec) -> String {
         spec.key()
     }
-    /// Aggregate bees have no compiled maker: `jit` is not used.
-    fn make(spec: AggSpec, maker: Maker, _jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
-        AggBee::make(spec, maker, owner, reason)
+    fn make(spec: AggSpec, maker: Maker, jit: Option<&Jit>, owner: BeeOwner, reason: String) -> Result<AggBee, String> {
+        AggBee::make(spec, maker, jit, owner, reason)
     }
     fn wrap(bee: Arc<AggBee>) -> QueryBee {
         QueryBee::Aggregate(bee)
@@ -562,8 +561,7 @@ impl BeeCache {
 
     /// Whether operator bee `bee` was instantiated but the policy now compiles one
     /// for `expected_rows`, so the caller should make it again; never for a bee
-    /// instantiated because compiling failed (it would fail again: aggregate and join
-    /// bees have no compiled maker yet).
+    /// instantiated because compiling failed (it would fail again).
     fn operator_outgrown<B: OperatorBee>(&self, bee: &B, expected_rows: u64, choice: MakerChoice) -> bool {
         choice == MakerChoice::Auto
             && bee.maker() == Maker::Instantiated

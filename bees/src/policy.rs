@@ -70,11 +70,16 @@ pub fn saving_ns_per_tuple(kind: BeeKind, outputs: usize, pred_nodes: usize) -> 
         // Per row and sort key (`outputs`): a kernel pass per key replaced by one
         // straight-line row encoding.
         BeeKind::Sort => 1.0 * outputs as f64,
-        // No compiled join maker yet: never worth compiling.
+        // The compiled join probe measured neither consistently faster nor slower
+        // than the instantiated one (criterion `join/`, 28 Nov: 0.93× to 1.56× of
+        // its time, within the noise on most cases): `auto` instantiates.
         BeeKind::Join => 0.0,
-        // Per row and key part or aggregate (`outputs`): a guess until the compiled
-        // maker exists to measure.
-        BeeKind::Aggregate => 1.0 * outputs as f64,
+        // Measured (bees/README.md, `makers_cost` in tests/agg_vs_generic.rs): the
+        // compiled aggregate bee is no faster than the instantiated one (Q1-like
+        // 23.1 vs 22.2 ns/row, an int8 key with 8 groups 11.8 vs 9.9, 100,000
+        // groups 43.1 vs 37.2), so it never pays for its compile: `auto`
+        // instantiates; `bee_maker = compiled` still compiles.
+        BeeKind::Aggregate => 0.0,
     }
 }
 

@@ -7,9 +7,17 @@
 //! 1024, 1025 and random sizes.
 
 use beedb_bees::agg::{AccState, AggData, AggError, AggInput, AggOp, KeyKind, ValKind};
+use std::sync::OnceLock;
+
+use beedb_bees::compiled::Jit;
 use beedb_bees::{AggBee, AggSpec, AggTable, BeeOwner, Maker, agg_generic};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+fn jit() -> &'static Jit {
+    static JIT: OnceLock<Jit> = OnceLock::new();
+    JIT.get_or_init(|| Jit::new(true).expect("host ISA"))
+}
 
 const KEYS: [KeyKind; 8] = [
     KeyKind::Bool,
@@ -51,6 +59,9 @@ struct Column {
     col: Col,
     nulls: Option<Vec<bool>>,
     refs: Vec<&'static [u8]>,
+    /// The strings in one buffer (`AggData::StrBuf`), when `buf` is set: padded
+    /// with blanks (trimmed by the bee) when `trim`.
+    buf: Option<(Vec<u32>, Vec<u8>, bool)>,
 }
 
 /// Values drawn from a small domain (`few`: many repeats, few groups) or anywhere,
@@ -116,7 +127,25 @@ fn column(rng: &mut StdRng, kind: Option<(char, u8)>, n: usize, few: bool, small
         Col::Str(s) => s.iter().map(|v| unsafe { std::mem::transmute::<&[u8], &'static [u8]>(v.as_slice()) }).collect(),
         _ => Vec::new(),
     };
-    Column { col, nulls, refs }
+    // Now and then the strings in one buffer, padded with blanks (char(n)) or not.
+    let buf = match &col {
+        Col::Str(v) if rng.random_bool(0.5) => {
+            let trim = rng.random_bool(0.5);
+            let (mut offsets, mut bytes) = (vec![0u32], Vec::new());
+            for s in v {
+                bytes.extend_from_slice(s);
+                if trim {
+                    // A value of the twin's form has no trailing blank to lose.
+                    let pad = rng.random_range(0..3);
+                    bytes.extend(std::iter::repeat_n(b' ', pad));
+                }
+                offsets.push(bytes.len() as u32);
+            }
+            Some((offsets, bytes, trim))
+        }
+        _ => None,
+    };
+    Column { col, nulls, refs, buf }
 }
 
 impl Column {
@@ -129,7 +158,10 @@ impl Column {
             Col::I64(d) => AggData::I64(d),
             Col::F32(d) => AggData::F32(d),
             Col::F64(d) => AggData::F64(d),
-            Col::Str(_) => AggData::Str(&self.refs),
+            Col::Str(_) => match &self.buf {
+                Some((offsets, bytes, trim)) => AggData::StrBuf { offsets, bytes, trim: *trim },
+                None => AggData::Str(&self.refs),
+            },
         };
         AggInput { data, nulls: self.nulls.as_deref() }
     }
@@ -183,7 +215,7 @@ fn run_case(rng: &mut StdRng, round: usize, makers: &[Maker]) -> (usize, usize, 
         }
     };
     let bees: Vec<AggBee> =
-        makers.iter().map(|&m| AggBee::make(spec.clone(), m, BeeOwner::Query, "test".into()).unwrap()).collect();
+        makers.iter().map(|&m| AggBee::make(spec.clone(), m, Some(jit()), BeeOwner::Query, "test".into()).unwrap()).collect();
     let mut tables: Vec<AggTable> = bees.iter().map(|b| b.table()).collect();
     let mut twin = agg_generic::table(&spec);
     let few = rng.random_bool(0.5);
@@ -248,9 +280,63 @@ fn instantiated_matches_the_twin() {
 }
 
 #[test]
+fn both_makers_match_the_twin() {
+    let mut rng = StdRng::seed_from_u64(0xc0_a66b_ee);
+    let (mut done, mut overflow, mut unpackable) = (0, 0, 0);
+    for round in 0..1500 {
+        let (d, o, u) = run_case(&mut rng, round, &[Maker::Compiled, Maker::Instantiated]);
+        done += d;
+        overflow += o;
+        unpackable += u;
+    }
+    assert!(done > 100 && overflow > 0 && unpackable > 0, "{done} {overflow} {unpackable}");
+}
+
+/// Many groups: the compiled probe walks long collision runs and the map grows
+/// while the batch is being added.
+#[test]
+fn compiled_many_groups_and_wide_keys() {
+    for spec in [
+        AggSpec { keys: vec![KeyKind::Int(8)], aggs: vec![AggOp::CountStar, AggOp::SumWide(8), AggOp::Max(ValKind::Int(8))] },
+        AggSpec { keys: vec![KeyKind::Int(8), KeyKind::Int(4), KeyKind::Bool], aggs: vec![AggOp::AvgInt(4), AggOp::Min(ValKind::Float(8))] },
+    ] {
+        let bee = AggBee::make(spec.clone(), Maker::Compiled, Some(jit()), BeeOwner::Query, String::new()).unwrap();
+        let mut t = bee.table();
+        let mut twin = agg_generic::table(&spec);
+        let n = 50_000;
+        let k8: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 20_011 - 10_000).collect();
+        let k4: Vec<i32> = (0..n as i32).map(|i| i % 3).collect();
+        let kb: Vec<bool> = (0..n).map(|i| i % 5 == 0).collect();
+        let f: Vec<f64> = (0..n).map(|i| if i % 97 == 0 { f64::NAN } else { (i % 1000) as f64 - 500.0 }).collect();
+        let keys: Vec<AggInput<'_>> = vec![
+            AggInput { data: AggData::I64(&k8), nulls: None },
+            AggInput { data: AggData::I32(&k4), nulls: None },
+            AggInput { data: AggData::Bool(&kb), nulls: None },
+        ];
+        let args: Vec<AggInput<'_>> = spec
+            .aggs
+            .iter()
+            .map(|a| match a.input() {
+                None => AggInput::NONE,
+                Some(ValKind::Int(8)) => AggInput { data: AggData::I64(&k8), nulls: None },
+                Some(ValKind::Int(_)) => AggInput { data: AggData::I32(&k4), nulls: None },
+                _ => AggInput { data: AggData::F64(&f), nulls: None },
+            })
+            .collect();
+        let (mut r1, mut r2) = (Vec::new(), Vec::new());
+        bee.update(&mut t, &keys[..spec.keys.len()], &args, n, &mut r1).unwrap();
+        agg_generic::update(&spec, &mut twin, &keys[..spec.keys.len()], &args, n, &mut r2).unwrap();
+        assert_eq!(r1, r2);
+        assert_eq!(t.gids(), twin.gids());
+        assert!(t.groups() > 10_000);
+        assert!(same(&t.accs, &twin.accs));
+    }
+}
+
+#[test]
 fn wrong_inputs_are_refused_without_change() {
     let spec = AggSpec { keys: vec![KeyKind::Int(4)], aggs: vec![AggOp::SumInt(4)] };
-    let bee = AggBee::make(spec.clone(), Maker::Instantiated, BeeOwner::Query, String::new()).unwrap();
+    let bee = AggBee::make(spec.clone(), Maker::Instantiated, None, BeeOwner::Query, String::new()).unwrap();
     let mut t = bee.table();
     let k = [1i32, 2];
     let wrong = [1i64, 2];
@@ -264,22 +350,90 @@ fn wrong_inputs_are_refused_without_change() {
     assert_eq!((t.groups(), rows), (2, vec![0, 1]));
     // Too wide a key is refused at make time.
     let wide = AggSpec { keys: vec![KeyKind::Int(8), KeyKind::Int(8), KeyKind::Str(1)], aggs: vec![] };
-    assert!(AggBee::make(wide, Maker::Instantiated, BeeOwner::Query, String::new()).is_err());
+    assert!(AggBee::make(wide, Maker::Instantiated, None, BeeOwner::Query, String::new()).is_err());
 }
 
 #[test]
 fn bigint_sum_overflow_is_reported() {
     let spec = AggSpec { keys: vec![KeyKind::Bool], aggs: vec![AggOp::CountStar, AggOp::SumInt(8)] };
-    let bee = AggBee::make(spec, Maker::Instantiated, BeeOwner::Query, String::new()).unwrap();
-    let mut t = bee.table();
-    let k = [true, true];
-    let v = [i64::MAX, 1];
-    let r = bee.update(
-        &mut t,
-        &[AggInput { data: AggData::Bool(&k), nulls: None }],
-        &[AggInput::NONE, AggInput { data: AggData::I64(&v), nulls: None }],
-        2,
-        &mut Vec::new(),
-    );
-    assert_eq!(r, Err(AggError::Overflow { agg: 1 }));
+    for (maker, jit) in [(Maker::Instantiated, None), (Maker::Compiled, Some(jit()))] {
+        let bee = AggBee::make(spec.clone(), maker, jit, BeeOwner::Query, String::new()).unwrap();
+        let mut t = bee.table();
+        let k = [true, true];
+        let v = [i64::MAX, 1];
+        let r = bee.update(
+            &mut t,
+            &[AggInput { data: AggData::Bool(&k), nulls: None }],
+            &[AggInput::NONE, AggInput { data: AggData::I64(&v), nulls: None }],
+            2,
+            &mut Vec::new(),
+        );
+        assert_eq!(r, Err(AggError::Overflow { agg: 1 }), "{maker:?}");
+    }
+}
+
+/// Time per row of each maker on a Q1-like batch stream (`cargo test --release
+/// --test agg_vs_generic -- --ignored --nocapture makers_cost`): the bee's call
+/// alone, inputs made once.
+#[test]
+#[ignore]
+fn makers_cost() {
+    let q1 = AggSpec {
+        keys: vec![KeyKind::Str(1), KeyKind::Str(1)],
+        aggs: vec![AggOp::SumDec, AggOp::SumDec, AggOp::SumDec, AggOp::AvgDec, AggOp::AvgDec, AggOp::CountStar],
+    };
+    let ints = AggSpec { keys: vec![KeyKind::Int(8)], aggs: vec![AggOp::SumDec, AggOp::AvgInt(4), AggOp::CountStar] };
+    let mut rng = StdRng::seed_from_u64(5);
+    let n = 1024;
+    for (name, spec, groups) in [("q1", &q1, 4i64), ("int8 key, 100k groups", &ints, 100_000), ("int8 key, 8 groups", &ints, 8)] {
+        let batches: Vec<(Vec<u32>, Vec<u8>, Vec<u32>, Vec<u8>, Vec<i64>, Vec<i64>, Vec<i32>)> = (0..1000)
+            .map(|_| {
+                let (mut o1, mut b1, mut o2, mut b2) = (vec![0u32], Vec::new(), vec![0u32], Vec::new());
+                let (mut k, mut d, mut q) = (Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..n {
+                    let f = [b'A', b'N', b'R'][rng.random_range(0..3)];
+                    b1.push(f);
+                    o1.push(b1.len() as u32);
+                    b2.push(if f == b'N' && rng.random_bool(0.5) { b'F' } else { b'O' });
+                    o2.push(b2.len() as u32);
+                    k.push(rng.random_range(0..groups) * 7919);
+                    d.push(rng.random_range(90_000..10_500_000));
+                    q.push(rng.random_range(1..50));
+                }
+                (o1, b1, o2, b2, k, d, q)
+            })
+            .collect();
+        for maker in [Maker::Instantiated, Maker::Compiled] {
+            let bee = AggBee::make(spec.clone(), maker, Some(jit()), BeeOwner::Query, String::new()).unwrap();
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let mut t = bee.table();
+                let mut rows = Vec::new();
+                let t0 = std::time::Instant::now();
+                for (o1, b1, o2, b2, k, d, q) in &batches {
+                    let keys: Vec<AggInput<'_>> = if spec.keys.len() == 2 {
+                        vec![
+                            AggInput { data: AggData::StrBuf { offsets: o1, bytes: b1, trim: true }, nulls: None },
+                            AggInput { data: AggData::StrBuf { offsets: o2, bytes: b2, trim: true }, nulls: None },
+                        ]
+                    } else {
+                        vec![AggInput { data: AggData::I64(k), nulls: None }]
+                    };
+                    let args: Vec<AggInput<'_>> = spec
+                        .aggs
+                        .iter()
+                        .map(|a| match a {
+                            AggOp::CountStar => AggInput::NONE,
+                            AggOp::AvgInt(4) => AggInput { data: AggData::I32(q), nulls: None },
+                            _ => AggInput { data: AggData::I64(d), nulls: None },
+                        })
+                        .collect();
+                    rows.clear();
+                    bee.update(&mut t, &keys, &args, n, &mut rows).unwrap();
+                }
+                best = best.min(t0.elapsed().as_secs_f64() * 1e9 / (1000.0 * n as f64));
+            }
+            println!("{name}: {maker:?} {best:.2} ns/row (best of 5)");
+        }
+    }
 }

@@ -139,11 +139,10 @@ fn inputs<'a>(cols: &'a [Col], nulls: &'a [Option<Vec<bool>>]) -> Vec<JoinInput<
 }
 
 fn bees(spec: &JoinKeySpec) -> Vec<JoinBee> {
-    let mut v = vec![JoinBee::make(spec.clone(), Maker::Instantiated, None, BeeOwner::Query, String::new()).unwrap()];
-    if let Ok(b) = JoinBee::make(spec.clone(), Maker::Compiled, Some(jit()), BeeOwner::Query, String::new()) {
-        v.push(b);
-    }
-    v
+    vec![
+        JoinBee::make(spec.clone(), Maker::Instantiated, None, BeeOwner::Query, String::new()).unwrap(),
+        JoinBee::make(spec.clone(), Maker::Compiled, Some(jit()), BeeOwner::Query, String::new()).unwrap(),
+    ]
 }
 
 /// Builds a table of the build rows' keys (NULL keys skipped) and probes it with

@@ -540,10 +540,12 @@ fn agg(c: &mut Criterion) {
             })
         });
         g.bench_function("generic", |b| b.iter(|| black_box(run(None))));
-        // The compiled maker does not exist yet: instantiated only.
-        let bee = cache.agg(spec.clone(), BeeOwner::Query, AGG_ROWS as u64, MakerChoice::Instantiated).unwrap();
-        assert!(run(Some(bee.clone())).finish().unwrap() == want, "{name}: the bee's answer");
-        g.bench_function("instantiated", |b| b.iter(|| black_box(run(Some(bee.clone())))));
+        for (maker, choice) in makers() {
+            let bee = cache.agg(spec.clone(), BeeOwner::Query, AGG_ROWS as u64, choice).unwrap();
+            assert!(bee.info().reason.starts_with("bee_maker"), "{maker}: {}", bee.info().reason);
+            assert!(run(Some(bee.clone())).finish().unwrap() == want, "{name}: the {maker} bee's answer");
+            g.bench_function(maker, |b| b.iter(|| black_box(run(Some(bee.clone())))));
+        }
         g.finish();
     }
 }

@@ -1,12 +1,43 @@
 //! TP1 (debit-credit) transactions in a loop through prepared statements, for
 //! profiling the point-statement path under perf or callgrind:
-//! `cargo run --release -p beedb-sql --example tp1_loop -- DB on|off N [normal|full|off]`.
+//! `cargo run --release -p beedb-sql --example tp1_loop -- DB on|off N [normal|full|off] [CLIENTS]`.
 //! The database is created (100,000 accounts, 10 tellers, 1 branch) when missing.
+//! With CLIENTS > 1, that many threads, each with its own connection, run N
+//! transactions each (as `beedb bench tp1 --clients`).
 //! The lab's `beedb bench tp1` is the measurement; this is the microscope.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use beedb_sql::{Database, Value};
+
+/// The system allocator, counting allocations (`alloc` and `realloc`) so that the
+/// loop can report them per transaction.
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn main() -> beedb_sql::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -30,6 +61,36 @@ fn main() -> beedb_sql::Result<()> {
              INSERT INTO account SELECT g, 1, 0, repeat('a', 84) FROM generate_series(1, 100000) g;",
         )?;
     }
+    let clients: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+    drop(conn);
+    let start = Instant::now();
+    let allocs = ALLOCS.load(Ordering::Relaxed);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let db = &db;
+                s.spawn(move || client(db, bees, sync, n, 0x9e37_79b9_7f4a_7c15u64 ^ (c as u64 * 0x1234_5678_9abc)))
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().expect("client thread"))
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    let total = n * clients as u64;
+    let allocs = ALLOCS.load(Ordering::Relaxed) - allocs;
+    println!(
+        "{total} transactions ({clients} clients) in {secs:.2} s: {:.0} tps, {:.1} µs each, {:.1} allocations each (all threads)",
+        total as f64 / secs,
+        secs * 1e6 / total as f64,
+        allocs as f64 / total as f64
+    );
+    Ok(())
+}
+
+fn client(db: &Database, bees: &str, sync: &str, n: u64, mut seed: u64) -> beedb_sql::Result<()> {
+    let mut conn = db.connect();
+    conn.set("bees", bees)?;
+    conn.set("synchronous", sync)?;
+    conn.set("writer_timeout", "120s")?;
     let select = conn.prepare("SELECT balance FROM account WHERE aid = $1")?;
     let update_account = conn.prepare("UPDATE account SET balance = balance + $1 WHERE aid = $2")?;
     let update_teller = conn.prepare("UPDATE teller SET balance = balance + $1 WHERE tid = $2")?;
@@ -39,8 +100,6 @@ fn main() -> beedb_sql::Result<()> {
     )?;
     let begin = conn.prepare("BEGIN IMMEDIATE")?;
     let commit = conn.prepare("COMMIT")?;
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let start = Instant::now();
     for _ in 0..n {
         seed ^= seed << 13;
         seed ^= seed >> 7;
@@ -57,7 +116,5 @@ fn main() -> beedb_sql::Result<()> {
         insert.execute(&mut conn, &[tid, bid, aid, delta])?;
         commit.execute(&mut conn, &[])?;
     }
-    let secs = start.elapsed().as_secs_f64();
-    println!("{n} transactions in {secs:.2} s: {:.0} tps, {:.1} µs each", n as f64 / secs, secs * 1e6 / n as f64);
     Ok(())
 }

@@ -18,7 +18,8 @@
 //! commit, so a reader never blocks a writer and is never blocked by one.
 //!
 //! ## The write transaction
-//! The writer holds the write lock (others wait, up to `writer_timeout`). The first
+//! The writer holds the write lock (others wait, up to `writer_timeout`; see
+//! `StoreCore::acquire_writer` for who gets it next). The first
 //! `write_page` of a page copies its newest committed version into a private frame;
 //! private frames live outside the buffer pool, so nobody else can see them. When there
 //! are more than `writer_dirty_pages_max` of them, unpinned ones are *spilled*: written
@@ -63,7 +64,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -78,6 +79,11 @@ use crate::page::{
     self, DEFAULT_PAGE_SIZE, PageKind, format_page, read_u32, seal_page, verify_page, write_u32,
 };
 use crate::wal::{FrameWrite, Wal};
+
+/// How long a writer waits for the write lock before the next release must hand it
+/// over (see `StoreCore::acquire_writer`): the longest a client can be passed over by
+/// one that keeps committing short transactions.
+pub const WRITER_HANDOFF_AFTER: Duration = Duration::from_millis(2);
 
 /// When a commit is durable; see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -201,8 +207,14 @@ struct StoreCore {
     pool: BufferPool,
     page_size: usize,
     options: RwLock<StoreOptions>,
+    /// The write lock (see [`StoreCore::acquire_writer`]): whether a writer holds it,
+    /// and the condition variable parked waiters sleep on.
     writer_busy: Mutex<bool>,
     writer_released: Condvar,
+    /// Waiters that go before every other (the background checkpointer, and waiters
+    /// parked longer than [`WRITER_HANDOFF_AFTER`]): while there is one, no other
+    /// waiter takes a free write lock.
+    writer_urgent: AtomicUsize,
     committed: AtomicU64,
     visible: AtomicU64,
     backfilled: AtomicU64,
@@ -435,6 +447,7 @@ impl Store {
             options: RwLock::new(opts),
             writer_busy: Mutex::new(false),
             writer_released: Condvar::new(),
+            writer_urgent: AtomicUsize::new(0),
             committed: AtomicU64::new(committed),
             visible: AtomicU64::new(committed),
             backfilled: AtomicU64::new(0),
@@ -680,29 +693,86 @@ impl StoreCore {
         }
     }
 
+    /// Takes the write lock, waiting up to `timeout` for the writer that holds it.
+    ///
+    /// The lock is unfair for a short while: a commit under `off` or `normal` frees it
+    /// without waking a parked waiter ([`Self::release_writer_lazily`]), so a client
+    /// that begins its next transaction at once takes it again, and two clients taking
+    /// turns at short transactions (TP1's take tens of microseconds) do not pay a
+    /// futex wake, a context switch and a cold cache per commit — which made two
+    /// clients slower than one. A waiter parks for at most [`WRITER_HANDOFF_AFTER`];
+    /// then it becomes urgent, and the next release hands the lock to it (no other
+    /// waiter takes a free lock while an urgent one waits).
     fn acquire_writer(&self, timeout: Duration) -> Result<()> {
-        let start = Instant::now();
-        let deadline = start + timeout;
-        let mut busy = self.writer_busy.lock();
-        while *busy {
-            if self
-                .writer_released
-                .wait_until(&mut busy, deadline)
-                .timed_out()
-                && *busy
-            {
-                return Err(Error::WriterTimeout {
-                    waited_ms: start.elapsed().as_millis() as u64,
-                });
-            }
-        }
-        *busy = true;
-        Ok(())
+        self.acquire_writer_as(timeout, false)
     }
 
+    /// [`Self::acquire_writer`]; an `urgent` waiter (the background checkpointer) is
+    /// urgent from the start, so that writers that keep taking the lock back cannot
+    /// starve it (the WAL would grow past its threshold).
+    fn acquire_writer_as(&self, timeout: Duration, urgent: bool) -> Result<()> {
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let handoff = start + WRITER_HANDOFF_AFTER;
+        let mut urgent = urgent;
+        if urgent {
+            self.writer_urgent.fetch_add(1, Ordering::AcqRel);
+        }
+        let mut busy = self.writer_busy.lock();
+        let blocked = |busy: bool, urgent: bool| busy || (!urgent && self.writer_urgent.load(Ordering::Acquire) > 0);
+        let result = loop {
+            if !blocked(*busy, urgent) {
+                *busy = true;
+                break Ok(());
+            }
+            let until = if urgent { deadline } else { handoff.min(deadline) };
+            if self.writer_released.wait_until(&mut busy, until).timed_out() && blocked(*busy, urgent) {
+                if Instant::now() >= deadline {
+                    break Err(Error::WriterTimeout {
+                        waited_ms: start.elapsed().as_millis() as u64,
+                    });
+                }
+                if !urgent {
+                    urgent = true;
+                    self.writer_urgent.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        };
+        if urgent {
+            self.writer_urgent.fetch_sub(1, Ordering::AcqRel);
+            if result.is_err() {
+                // Waiters held back for this one may take the lock now.
+                drop(busy);
+                self.writer_released.notify_all();
+            }
+        }
+        result
+    }
+
+    /// Frees the write lock and wakes a waiter.
     fn release_writer(&self) {
         *self.writer_busy.lock() = false;
-        self.writer_released.notify_one();
+        self.wake_writers();
+    }
+
+    /// Frees the write lock, waking only an urgent waiter (see [`Self::acquire_writer`]):
+    /// for the end of a commit that does not wait for a sync. A parked waiter that is
+    /// not urgent yet wakes by itself within [`WRITER_HANDOFF_AFTER`].
+    fn release_writer_lazily(&self) {
+        *self.writer_busy.lock() = false;
+        if self.writer_urgent.load(Ordering::Acquire) > 0 {
+            self.writer_released.notify_all();
+        }
+    }
+
+    fn wake_writers(&self) {
+        // An urgent waiter may be parked behind others: wake them all so it is among
+        // the woken (the others go back to sleep while it waits).
+        if self.writer_urgent.load(Ordering::Acquire) > 0 {
+            self.writer_released.notify_all();
+        } else {
+            self.writer_released.notify_one();
+        }
     }
 
     /// The frame holding `page` as of `snapshot`, from the pool or from disk.
@@ -852,7 +922,7 @@ impl StoreCore {
             self.backfill()?;
         }
         let timeout = self.options.read().writer_timeout;
-        self.acquire_writer(timeout)?;
+        self.acquire_writer_as(timeout, true)?;
         let r = {
             let _checkpoint = self.checkpoint_lock.lock();
             self.checkpoint_locked()
@@ -1487,7 +1557,9 @@ impl WriteTxn {
             // poisons the store if it was an I/O failure).
             let _ = inner.checkpoint_locked();
         }
-        inner.release_writer();
+        // The committer usually begins its next transaction at once (see
+        // `acquire_writer`); a waiter gets the lock at most `WRITER_HANDOFF_AFTER` later.
+        inner.release_writer_lazily();
         Ok(())
     }
 

@@ -115,6 +115,7 @@
 //! deform bee. Compile time divided by the time saved per tuple puts the break-even
 //! at 5–10 thousand tuples for these bees, which is what the policy weighs.
 
+pub mod agg;
 mod form;
 pub mod join;
 mod pred;

@@ -31,7 +31,6 @@ use beedb_bees::{AggBee, AggSpec};
 use crate::expr::Expr;
 use crate::plan::{AggCall, AggFunc};
 use crate::types::DataType;
-use crate::types::text::bpchar_trim;
 use crate::vector::{Data, Vector, dec64_scale};
 
 /// The key part of a group expression of type `ty`.
@@ -111,11 +110,9 @@ pub fn spec(groups: &[Expr], sets: &[Vec<usize>], aggs: &[AggCall]) -> Option<Ag
     Some(spec)
 }
 
-/// One vector's values in the form a bee input takes, owned when they had to be
-/// made (strings).
+/// One vector's values in the form a bee input takes.
 pub enum Owned<'a> {
     Borrowed(AggData<'a>),
-    Str(Vec<&'a [u8]>),
 }
 
 /// A `numeric(p ≤ 18)` key or min/max input: i64s at its type's scale.
@@ -135,11 +132,11 @@ fn key_data(v: &Vector, kind: KeyKind) -> Option<Owned<'_>> {
         (Data::Dec64(_), KeyKind::Int(8)) => dec_data(v)?,
         (Data::F32(d), KeyKind::Float(4)) => AggData::F32(d),
         (Data::F64(d), KeyKind::Float(8)) => AggData::F64(d),
+        // The vector's offsets and bytes as they are: the bee trims `char(n)`'s
+        // blanks itself (no per-batch slice of trimmed strings).
         (Data::Str(d), KeyKind::Str(_)) => {
-            let trim = matches!(v.ty, DataType::Char(_));
-            return Some(Owned::Str(
-                d.iter().map(|s| if trim { bpchar_trim(s) } else { s }.as_bytes()).collect(),
-            ));
+            let (offsets, bytes) = d.raw_parts();
+            AggData::StrBuf { offsets, bytes, trim: matches!(v.ty, DataType::Char(_)) }
         }
         _ => return None,
     }))
@@ -199,7 +196,6 @@ pub fn input<'a>(data: &'a Owned<'a>, v: Option<&'a Vector>) -> AggInput<'a> {
     AggInput {
         data: match data {
             Owned::Borrowed(d) => *d,
-            Owned::Str(s) => AggData::Str(s),
         },
         nulls: v.and_then(|v| v.nulls.as_deref()),
     }

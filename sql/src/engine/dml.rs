@@ -12,7 +12,7 @@ use sqlparser::ast;
 
 use super::Ctx;
 use super::plan_cache::CachedPlan;
-use super::query::{cast_params, optimize, optimize_generic, run, stream, with_bees};
+use super::query::{cast_params, collect_point, optimize, optimize_generic, run, stream, with_bees};
 use crate::binder::scope::Scope;
 use crate::binder::{Binder, ident, object_name};
 use crate::catalog::TableDef;
@@ -485,12 +485,7 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
         put(row)?;
     } else if *reads_target {
         let bq = with_source_bees(ctx, plan, &params)?;
-        held_rows(ctx, &bq, &params)?.drain(|b| {
-            for k in 0..b.rows() {
-                put(b.row_values(k))?;
-            }
-            Ok(())
-        })?;
+        held_rows(ctx, &bq, &params)?.drain(|row| put(row))?;
     } else {
         let bq = with_source_bees(ctx, plan, &params)?;
         stream(ctx, &bq, &params, &mut |b| {
@@ -516,13 +511,47 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
 /// problem: an updated row would be met again further on in the scan). They are
 /// held in memory up to half of `memory_limit`, then in a temporary file
 /// ([`HeldBatches`]), so a write of any number of rows runs within the limit.
-fn held_rows(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value]) -> Result<HeldBatches> {
+fn held_rows(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value]) -> Result<Held> {
+    // A point plan (UPDATE t … WHERE key = $1) finds its few rows before it hands any
+    // on: they are held as the values the point path gives, without batches.
+    if let Some(rows) = collect_point(ctx, bq, params)? {
+        return Ok(Held::Rows(rows));
+    }
     let mut held = HeldBatches::new(&bq.plan.types(), ctx.memory_limit / 2);
     stream(ctx, bq, params, &mut |b| {
         held.push(b)?;
         Ok(true)
     })?;
-    Ok(held)
+    Ok(Held::Batches(held))
+}
+
+/// What [`held_rows`] holds: a point plan's rows (at most
+/// [`crate::exec::point::POINT_MAX_ROWS`]), or batches that may spill.
+enum Held {
+    Rows(Vec<Vec<Value>>),
+    Batches(HeldBatches),
+}
+
+impl Held {
+    fn rows(&self) -> usize {
+        match self {
+            Held::Rows(rows) => rows.len(),
+            Held::Batches(b) => b.rows(),
+        }
+    }
+
+    /// Hands each row to `f`, in order.
+    fn drain(self, mut f: impl FnMut(Vec<Value>) -> Result<()>) -> Result<()> {
+        match self {
+            Held::Rows(rows) => rows.into_iter().try_for_each(f),
+            Held::Batches(held) => held.drain(|b| {
+                for k in 0..b.rows() {
+                    f(b.row_values(k))?;
+                }
+                Ok(())
+            }),
+        }
+    }
 }
 
 /// Adds one tuple id to `seen` (an UPDATE … FROM or DELETE … USING meets a target
@@ -544,31 +573,27 @@ fn first_time(ctx: &Ctx<'_>, seen: &mut HashSet<i64>, t: i64, what: &str) -> Res
 /// tuple's first row is passed.
 fn each_target_row(
     ctx: &Ctx<'_>,
-    held: HeldBatches,
+    held: Held,
     n: usize,
     dedupe: Option<&str>,
     mut f: impl FnMut(Vec<Value>, TupleId) -> Result<()>,
 ) -> Result<()> {
     let mut seen: HashSet<i64> = HashSet::new();
     let mut i = 0usize;
-    held.drain(|b| {
-        for k in 0..b.rows() {
-            if i % CHECK_EVERY == 0 {
-                ctx.interrupt.check()?;
-            }
-            i += 1;
-            let row = b.row_values(k);
-            let Value::BigInt(t) = row[n] else {
-                return Err(Error::internal("a write lost a tuple id"));
-            };
-            if let Some(what) = dedupe
-                && !first_time(ctx, &mut seen, t, what)?
-            {
-                continue;
-            }
-            f(row, i64_to_tid(t))?;
+    held.drain(|row| {
+        if i % CHECK_EVERY == 0 {
+            ctx.interrupt.check()?;
         }
-        Ok(())
+        i += 1;
+        let Value::BigInt(t) = row[n] else {
+            return Err(Error::internal("a write lost a tuple id"));
+        };
+        if let Some(what) = dedupe
+            && !first_time(ctx, &mut seen, t, what)?
+        {
+            return Ok(());
+        }
+        f(row, i64_to_tid(t))
     })
 }
 

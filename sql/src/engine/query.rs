@@ -130,6 +130,25 @@ pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Pr
     exec::collect(&bq.plan, &ectx)
 }
 
+/// Runs `bq` on the point path ([`exec::point::collect_point`]) when it is a point
+/// plan and the session allows it: its rows as values, or `None` (nothing ran).
+pub fn collect_point(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value]) -> Result<Option<Vec<Vec<Value>>>> {
+    if !ctx.point_path {
+        return Ok(None);
+    }
+    let sequences = ctx.sequences();
+    let ectx = ExecContext {
+        reader: ctx.txn.reader(),
+        params,
+        subqueries: &bq.subqueries,
+        memory_limit: ctx.memory_limit,
+        profile: None,
+        interrupt: &ctx.interrupt,
+        sequences: Some(&sequences),
+    };
+    exec::point::collect_point(&bq.plan, &ectx)
+}
+
 /// Runs `bq`, handing each output batch to `sink` (which returns `Ok(false)` to stop),
 /// so a caller that writes rows out (COPY TO) never holds the whole result.
 pub fn stream(
