@@ -36,24 +36,20 @@ fn in_subquery_results_count_against_memory_limit() {
     // spills to temporary files (exec/spill.rs): the same answer.
     c.execute_batch("SET optimizer_build_side = off").unwrap();
     assert_eq!(c.query(in_sql, &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 0);
-    // An uncorrelated NOT IN holds the subquery's result as a hashed set, which
-    // does not spill: within the limit.
-    let e = c
-        .query("SELECT count(*) FROM d WHERE CAST(i AS text) NOT IN (SELECT s FROM w)", &[])
-        .expect_err("over the limit");
+    // An uncorrelated NOT IN is an anti join on the same rows (under a one-row check
+    // of the subquery's NULLs and emptiness): its build spills too.
+    c.execute_batch("RESET optimizer_build_side").unwrap();
+    let not_in = "SELECT count(*) FROM d WHERE CAST(i AS text) NOT IN (SELECT s FROM w)";
+    assert_eq!(c.query(not_in, &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 10);
+    // A row NOT IN still holds the subquery's result as a hashed set, which does not
+    // spill: within the limit, or SQLSTATE 53200.
+    let row_not_in = "SELECT count(*) FROM d WHERE (CAST(i AS text), 1) NOT IN (SELECT s, 1 FROM w)";
+    let e = c.query(row_not_in, &[]).expect_err("over the limit");
     assert_eq!(e.kind, ErrorKind::Limit, "{e}");
     assert_eq!(e.sqlstate, "53200");
     assert!(e.message.starts_with("memory limit exceeded"), "{e}");
-    c.execute_batch("RESET optimizer_build_side").unwrap();
-    let e = c
-        .query("SELECT count(*) FROM d WHERE CAST(i AS text) NOT IN (SELECT s FROM w)", &[])
-        .expect_err("over the limit");
-    assert_eq!(e.sqlstate, "53200");
     c.execute_batch("SET memory_limit = '256MB'").unwrap();
-    let r = c
-        .query("SELECT count(*) FROM d WHERE CAST(i AS text) NOT IN (SELECT s FROM w)", &[])
-        .unwrap();
-    assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 10);
+    assert_eq!(c.query(row_not_in, &[]).unwrap().rows[0].get::<i64>(0).unwrap(), 10);
 }
 
 #[test]

@@ -47,9 +47,9 @@ const PAGES_PER_RUN: u32 = 64;
 const INDEX_CHUNK: usize = 4096;
 const NO_SLOT: u32 = u32::MAX;
 /// Bytes of a page [`BufferPool::prefetch`] asks for: its header and slot directory,
-/// the first things a scan reads (and missed on). Asking for the whole page was no
-/// faster on TPC-H Q6: the tuples after them are read in order, which the CPU's own
-/// prefetcher follows.
+/// the first things a scan reads (and missed on). Asking for the whole page at once
+/// was no faster on TPC-H Q6, and neither was prefetching each tuple of a page before
+/// the scan reads them (Q6, Q21).
 const PREFETCH_BYTES: usize = 512;
 const SPARE_BUFFERS_PER_SHARD: usize = 8;
 
@@ -163,7 +163,7 @@ impl BufferPool {
                 None => return,
             }
         };
-        prefetch_bytes(start, PREFETCH_BYTES.min(self.page_size));
+        crate::prefetch::prefetch_lines(start, PREFETCH_BYTES.min(self.page_size));
     }
 
     /// Returns the cached frame for `key`, or loads it with `load` (which fills a page
@@ -316,21 +316,6 @@ impl BufferPool {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// Issues a prefetch for each cache line of `len` bytes at `start`.
-fn prefetch_bytes(start: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..len).step_by(64) {
-        // SAFETY: a prefetch is only a hint: it never faults and has no effect on the
-        // program's memory, even if the frame has been evicted and its buffer freed
-        // since `start` was read.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(start.wrapping_add(line).cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (start, len);
 }
 
 /// Where a shard's frames are: the slot of each cached version. Database-file versions

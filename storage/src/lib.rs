@@ -63,6 +63,8 @@ pub mod tuple;
 
 pub mod heap;
 
+mod prefetch;
+
 pub mod btree;
 
 pub mod error;

@@ -8,6 +8,7 @@
 
 mod expr;
 mod query;
+pub(crate) use query::{expr_is_volatile, plan_is_volatile};
 /// Expression rewriting helpers shared with the planner.
 pub mod query_util {
     pub use super::query::{for_each_child_mut, shift_columns};

@@ -2263,18 +2263,21 @@ fn plan_reads_params(plan: &Plan, param_count: usize) -> bool {
 
 /// Whether `plan` calls a volatile function (a sequence's, an application's), which
 /// PostgreSQL takes as a reason to run a CTE once.
-fn plan_is_volatile(plan: &Plan) -> bool {
-    fn expr(e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Udf { .. } => true,
-            ExprKind::Func { func, .. } if func.is_sequence() => true,
-            _ => e.children().into_iter().any(|c| crate::stack::guarded(|| expr(c))),
-        }
-    }
+pub(crate) fn plan_is_volatile(plan: &Plan) -> bool {
     let mut found = false;
     let mut p = plan.clone();
-    p.for_each_expr_mut(&mut |e| found |= expr(e));
+    p.for_each_expr_mut(&mut |e| found |= expr_is_volatile(e));
     found
+}
+
+/// Whether `e` calls an application function or a sequence (its value may differ
+/// between two evaluations).
+pub(crate) fn expr_is_volatile(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Udf { .. } => true,
+        ExprKind::Func { func, .. } if func.is_sequence() => true,
+        _ => e.children().into_iter().any(|c| crate::stack::guarded(|| expr_is_volatile(c))),
+    }
 }
 
 /// What `settle_ctes` knows of one CTE of the WITH it settles.

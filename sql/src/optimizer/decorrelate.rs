@@ -42,6 +42,7 @@
 //! before its parent), so a subquery whose own subqueries became joins can itself be
 //! inlined. Subplans no longer referenced are dropped and the rest renumbered.
 
+use crate::binder::{expr_is_volatile, plan_is_volatile};
 use crate::binder::query_util::{for_each_child_mut, shift_columns};
 use crate::expr::{Expr, ExprKind, SubqueryExpr, SubqueryKind};
 use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Subplan};
@@ -204,9 +205,11 @@ fn semi_form(c: &Expr) -> Option<SemiForm<'_>> {
         SubqueryKind::Exists => Some(SemiForm::Exists { sub: s, negated: not }),
         SubqueryKind::In { expr, negated, rest } => {
             let negated = *negated != not;
-            // Uncorrelated NOT IN runs once into a hashed set already; as a join it
-            // would need a nested loop for its NULL-aware condition.
-            if negated && s.correlated.is_empty() {
+            // Uncorrelated row NOT IN runs once into a hashed set; one operand becomes
+            // an anti join checked against the subquery's emptiness and NULLs
+            // ([`null_aware_anti`]), which spills where the set would exceed
+            // `memory_limit`.
+            if negated && s.correlated.is_empty() && !rest.is_empty() {
                 return None;
             }
             Some(SemiForm::In { sub: s, x: expr, rest, negated })
@@ -243,6 +246,11 @@ fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
         SemiForm::Exists { sub, negated } | SemiForm::In { sub, negated, .. } => (*sub, *negated),
     };
     let (right, mut on) = subquery_join(sub, matches!(form, SemiForm::Exists { .. }), cur, subs)?;
+    if let SemiForm::In { x, negated: true, .. } = form
+        && sub.correlated.is_empty()
+    {
+        return null_aware_anti(cur, right, x);
+    }
     let pulled = Pulled { plan: right, preds: Vec::new() };
     let nleft = cur.schema.len();
     if let SemiForm::In { x, rest, .. } = form {
@@ -267,6 +275,96 @@ fn try_semi(c: &Expr, cur: &Plan, subs: &[Subplan]) -> Option<Plan> {
         },
         cur.schema.clone(),
     ))
+}
+
+/// `cur` filtered by the uncorrelated `x NOT IN (q)`, `right` being `q`'s plan, as
+/// joins:
+///
+/// ```text
+/// Project cur's columns
+///   Filter  n = 0 OR (x IS NOT NULL AND nonnull = n)
+///     Nested Loop (inner, one row on the right)
+///       Anti Join  x = col          (a hash join: it spills past memory_limit)
+///         cur
+///         q
+///       Aggregate  n: count(*), nonnull: count(col)
+///         q
+/// ```
+///
+/// PostgreSQL's NOT IN: every row when `q` is empty; else none where `x` is NULL or
+/// `q` has a NULL (the comparison is then never false); else the rows without a
+/// match. The anti join alone gives the last case (a NULL never matches), and the
+/// one-row aggregate the first two. `q` runs twice, so this is declined (the hashed
+/// set stays) when `q` or `x` calls a function whose result may differ between runs.
+fn null_aware_anti(cur: &Plan, right: Plan, x: &Expr) -> Option<Plan> {
+    if plan_is_volatile(&right) || expr_is_volatile(x) {
+        return None;
+    }
+    let nleft = cur.schema.len();
+    let col_ty = right.schema.first()?.ty;
+    let eqs = in_equalities(x, &[], nleft, &right);
+    let anti = Plan::new(
+        Node::Join {
+            left: Box::new(cur.clone()),
+            right: Box::new(right.clone()),
+            kind: JoinKind::Anti,
+            on: and_all(eqs),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        cur.schema.clone(),
+    );
+    let count = |arg: Option<Expr>| crate::plan::AggCall {
+        func: if arg.is_some() { AggFunc::Count } else { AggFunc::CountStar },
+        arg,
+        arg2: None,
+        distinct: false,
+        order: Vec::new(),
+        ty: DataType::BigInt,
+        udf: None,
+    };
+    let counts = Plan::new(
+        Node::Aggregate {
+            input: Box::new(right),
+            groups: Vec::new(),
+            sets: Vec::new(),
+            aggs: vec![count(None), count(Some(Expr::column(0, col_ty)))],
+            bee: None,
+        },
+        vec![
+            OutputColumn { name: "n".into(), ty: DataType::BigInt },
+            OutputColumn { name: "nonnull".into(), ty: DataType::BigInt },
+        ],
+    );
+    let mut schema = cur.schema.clone();
+    schema.extend(counts.schema.iter().cloned());
+    let cross = Plan::new(
+        Node::Join {
+            left: Box::new(anti),
+            right: Box::new(counts),
+            kind: JoinKind::Inner,
+            on: None,
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        schema,
+    );
+    let (n, nonnull) = (Expr::column(nleft, DataType::BigInt), Expr::column(nleft + 1, DataType::BigInt));
+    let eq = |a: Expr, b: Expr| {
+        Expr::new(ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(a), right: Box::new(b) }, DataType::Boolean)
+    };
+    let empty = eq(n.clone(), Expr::literal(Value::BigInt(0), DataType::BigInt));
+    let x_not_null = Expr::new(ExprKind::IsNull { expr: Box::new(x.clone()), negated: true }, DataType::Boolean);
+    let no_nulls = eq(nonnull, n);
+    let keep = Expr::new(
+        ExprKind::Or(vec![empty, Expr::new(ExprKind::And(vec![x_not_null, no_nulls]), DataType::Boolean)]),
+        DataType::Boolean,
+    );
+    let filtered = with_filter(cross, vec![keep]);
+    let exprs = cur.schema.iter().enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
+    Some(Plan::new(Node::Project { input: Box::new(filtered), exprs }, cur.schema.clone()))
 }
 
 /// An EXISTS subquery without what cannot change whether it has a row.
