@@ -111,17 +111,28 @@ pub fn cast_params(params: &[Value], types: &[Option<DataType>]) -> Result<Vec<V
         .collect()
 }
 
-pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Profile>) -> Result<Vec<Vec<Value>>> {
-    let sequences = ctx.sequences();
-    let ectx = ExecContext {
+/// What the executor needs to run `bq` in the statement's context.
+fn exec_context<'a>(
+    ctx: &'a Ctx<'_>,
+    bq: &'a BoundQuery,
+    params: &'a [Value],
+    profile: Option<&'a Profile>,
+    sequences: &'a super::sequence::SequenceAccess<'a>,
+) -> ExecContext<'a> {
+    ExecContext {
         reader: ctx.txn.reader(),
         params,
         subqueries: &bq.subqueries,
         memory_limit: ctx.memory_limit,
         profile,
         interrupt: &ctx.interrupt,
-        sequences: Some(&sequences),
-    };
+        sequences: Some(sequences),
+    }
+}
+
+pub fn run(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value], profile: Option<&Profile>) -> Result<Vec<Vec<Value>>> {
+    let sequences = ctx.sequences();
+    let ectx = exec_context(ctx, bq, params, profile, &sequences);
     if ctx.point_path
         && let Some(rows) = exec::point::collect_point(&bq.plan, &ectx)?
     {
@@ -137,15 +148,7 @@ pub fn collect_point(ctx: &Ctx<'_>, bq: &BoundQuery, params: &[Value]) -> Result
         return Ok(None);
     }
     let sequences = ctx.sequences();
-    let ectx = ExecContext {
-        reader: ctx.txn.reader(),
-        params,
-        subqueries: &bq.subqueries,
-        memory_limit: ctx.memory_limit,
-        profile: None,
-        interrupt: &ctx.interrupt,
-        sequences: Some(&sequences),
-    };
+    let ectx = exec_context(ctx, bq, params, None, &sequences);
     exec::point::collect_point(&bq.plan, &ectx)
 }
 
@@ -158,15 +161,7 @@ pub fn stream(
     sink: &mut dyn FnMut(crate::vector::Batch) -> Result<bool>,
 ) -> Result<()> {
     let sequences = ctx.sequences();
-    let ectx = ExecContext {
-        reader: ctx.txn.reader(),
-        params,
-        subqueries: &bq.subqueries,
-        memory_limit: ctx.memory_limit,
-        profile: None,
-        interrupt: &ctx.interrupt,
-        sequences: Some(&sequences),
-    };
+    let ectx = exec_context(ctx, bq, params, None, &sequences);
     if ctx.point_path && exec::point::run_point(&bq.plan, &ectx, sink)? {
         return Ok(());
     }

@@ -337,20 +337,7 @@ fn null_aware_anti(cur: &Plan, right: Plan, x: &Expr) -> Option<Plan> {
             OutputColumn { name: "nonnull".into(), ty: DataType::BigInt },
         ],
     );
-    let mut schema = cur.schema.clone();
-    schema.extend(counts.schema.iter().cloned());
-    let cross = Plan::new(
-        Node::Join {
-            left: Box::new(anti),
-            right: Box::new(counts),
-            kind: JoinKind::Inner,
-            on: None,
-            left_keys: vec![],
-            right_keys: vec![],
-            method: JoinMethod::NestedLoop,
-        },
-        schema,
-    );
+    let cross = Plan::cross_join(anti, counts);
     let (n, nonnull) = (Expr::column(nleft, DataType::BigInt), Expr::column(nleft + 1, DataType::BigInt));
     let eq = |a: Expr, b: Expr| {
         Expr::new(ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(a), right: Box::new(b) }, DataType::Boolean)

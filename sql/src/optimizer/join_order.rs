@@ -281,20 +281,7 @@ fn left_deep(rels: Vec<Plan>) -> Plan {
     let mut it = rels.into_iter();
     let mut tree = it.next().expect("a relation");
     for right in it {
-        let mut schema = tree.schema.clone();
-        schema.extend(right.schema.iter().cloned());
-        tree = Plan::new(
-            Node::Join {
-                left: Box::new(tree),
-                right: Box::new(right),
-                kind: JoinKind::Inner,
-                on: None,
-                left_keys: vec![],
-                right_keys: vec![],
-                method: JoinMethod::NestedLoop,
-            },
-            schema,
-        );
+        tree = Plan::cross_join(tree, right);
     }
     tree
 }

@@ -498,6 +498,25 @@ pub struct CteId(pub usize);
 pub struct WorkTableId(pub usize);
 
 impl Plan {
+    /// `left × right`: an inner nested-loop join without a condition, whose rows are
+    /// `left`'s columns then `right`'s.
+    pub fn cross_join(left: Plan, right: Plan) -> Plan {
+        let mut schema = left.schema.clone();
+        schema.extend(right.schema.iter().cloned());
+        Plan::new(
+            Node::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind: JoinKind::Inner,
+                on: None,
+                left_keys: vec![],
+                right_keys: vec![],
+                method: JoinMethod::NestedLoop,
+            },
+            schema,
+        )
+    }
+
     pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
         Plan { node, schema, est: None, workers: 1 }
     }
