@@ -104,7 +104,7 @@ fn kill_a_writer(path: &Path, seed: &mut u64, no_checkpoint: bool) -> u64 {
         .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
         .env("BEEDB_KILL_CHILD", path)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::null());
     if no_checkpoint {
         command.env("BEEDB_KILL_NO_CHECKPOINT", "1");
     }
