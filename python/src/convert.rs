@@ -268,7 +268,8 @@ fn decimal_to_py<'py>(py: Python<'py>, d: &Decimal) -> PyResult<Bound<'py, PyAny
     }
     // Made without the cache's lock held (a collection it sets off may run Python
     // code that converts a value too).
-    let obj = decimal_class(py)?.call1((d.to_string(),))?;
+    let mut text = [0u8; DECIMAL_TEXT_MAX];
+    let obj = decimal_class(py)?.call1((decimal_text(unscaled, scale, &mut text),))?;
     let addr = obj.as_ptr() as usize;
     let old = {
         let mut c = decimal_cache();
@@ -277,6 +278,48 @@ fn decimal_to_py<'py>(py: Python<'py>, d: &Decimal) -> PyResult<Bound<'py, PyAny
     };
     drop(old); // its decref may free an object: outside the lock
     Ok(obj)
+}
+
+/// Room for a numeric's text: a sign, 39 digits, a point and up to 40 zeros before them.
+const DECIMAL_TEXT_MAX: usize = 96;
+
+/// `unscaled` × 10^-`scale` as text with exactly `scale` digits after the point (what
+/// `Decimal`'s `Display` writes, so `decimal.Decimal` keeps the scale), written into
+/// `buf` from its end without the formatting machinery: a row's numerics that miss
+/// the cache are made from this text.
+fn decimal_text(unscaled: i128, scale: u8, buf: &mut [u8; DECIMAL_TEXT_MAX]) -> &str {
+    let scale = (scale as usize).min(40);
+    let mut i = buf.len();
+    let mut n = 0usize;
+    macro_rules! digits {
+        ($u:expr) => {{
+            let mut u = $u;
+            loop {
+                if n == scale && scale > 0 {
+                    i -= 1;
+                    buf[i] = b'.';
+                }
+                i -= 1;
+                buf[i] = b'0' + (u % 10) as u8;
+                u /= 10;
+                n += 1;
+                if u == 0 && n > scale {
+                    break;
+                }
+            }
+        }};
+    }
+    let u = unscaled.unsigned_abs();
+    match u64::try_from(u) {
+        Ok(u) => digits!(u),
+        Err(_) => digits!(u),
+    }
+    if unscaled < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    // Only ASCII digits, '.' and '-' were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("NaN")
 }
 
 /// The value of a `Decimal` that the cache made, if `obj` is one it still holds.
