@@ -1,6 +1,6 @@
 //! Morsel-driven parallelism (Leis et al., SIGMOD 2014): several threads drive one
 //! pipeline ([`crate::plan::pipeline`]) at once, each over the heap pages it takes
-//! next from a shared [`Morsels`] dispenser, each into its own state of the operator
+//! next, a run at a time, from a shared [`Morsels`] dispenser, each into its own state of the operator
 //! the pipeline feeds (a hash aggregate's groups: `agg.rs` merges them at the end).
 //!
 //! What the threads share is only read: the plan, the transaction's snapshot, the
@@ -13,6 +13,8 @@
 //! memory limit is divided among the threads, so their states together stay within
 //! it.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -22,6 +24,7 @@ use beedb_storage::heap::{HeapFile, HeapPages};
 use beedb_storage::{PageRead, PageReadGuard};
 
 use super::join::{self, Build, JoinSpec};
+use super::key_filter::ScanKeyFilter;
 use super::{Exec, ExecContext, Flow, StatementState};
 use crate::error::{Error, Result};
 use crate::plan::Node;
@@ -33,25 +36,61 @@ use crate::vector::Batch;
 /// guard allows before it moves to a new segment (`crate::stack`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
-/// The pages of a heap, handed out one at a time to whichever thread asks next.
+/// Pages a thread takes from the [`Morsels`] dispenser at a time: a run of pages
+/// that follow each other in the heap's chain. One page at a time, the threads took
+/// turns: every page cost a lock of the dispenser, and its lookup in the pool (the
+/// WAL index's and the pool shard's locks) bounced between the cores, as did the
+/// page the dispenser had just prefetched, which the other thread then read. A run
+/// keeps the locks on one core for its pages, and the thread prefetches each next
+/// page of its own run ([`ThreadPages`]).
+const RUN_PAGES: usize = 16;
+
+/// The pages of a heap, handed out in runs of [`RUN_PAGES`] to whichever thread asks next.
 pub(super) struct Morsels<'r> {
     pages: Mutex<HeapPages<'r, dyn PageRead + Sync + 'r>>,
-    /// Set when a thread failed: the others stop at their next page.
-    failed: AtomicBool,
+    /// Set when a thread failed, or its consumer needs no more rows (a semi join
+    /// whose held rows have all matched): the others stop at their next page.
+    stop: AtomicBool,
     /// Tuples the threads decoded, for the relation's size statistics.
     tuples: AtomicU64,
 }
 
 impl<'r> Morsels<'r> {
     fn new(heap: HeapFile, reader: &'r (dyn PageRead + Sync)) -> Morsels<'r> {
-        Morsels { pages: Mutex::new(heap.pages(reader)), failed: AtomicBool::new(false), tuples: AtomicU64::new(0) }
+        Morsels {
+            pages: Mutex::new(heap.pages(reader).without_prefetch()),
+            stop: AtomicBool::new(false),
+            tuples: AtomicU64::new(0),
+        }
     }
 
+    /// Moves the next run of pages, pinned and share-latched, into `run`; false at
+    /// the end of the heap or once a thread stopped.
+    fn take_run(&self, run: &mut VecDeque<PageReadGuard>) -> Result<bool> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        // A poisoned lock means a thread panicked while advancing: stop.
+        let Ok(mut pages) = self.pages.lock() else { return Ok(false) };
+        for _ in 0..RUN_PAGES {
+            match pages.next() {
+                Some(Ok(g)) => run.push_back(g),
+                // The run's pages are pinned: in a buffer pool too small to pin
+                // them all, the run ends at the page that found no free frame (the
+                // walk resumes there); with no page held, that is an error.
+                Some(Err(beedb_storage::Error::PoolExhausted { .. })) if !run.is_empty() => break,
+                Some(Err(e)) => return Err(e.into()),
+                None => break,
+            }
+        }
+        Ok(!run.is_empty())
+    }
 }
 
-/// The pages a worker's scan reads: [`Morsels`] behind a trait object, so that
-/// [`Worker`] (and so the executor holding it) stays covariant in its lifetime.
-pub(super) trait PageSource: Sync {
+/// The pages a worker's scan reads: its thread's run of [`Morsels`], behind a trait
+/// object, so that [`Worker`] (and so the executor holding it) stays covariant in
+/// its lifetime.
+pub(super) trait PageSource {
     /// The next page to scan, pinned and share-latched; `None` at the end or once a
     /// thread failed.
     fn next(&self) -> Option<Result<PageReadGuard>>;
@@ -59,18 +98,36 @@ pub(super) trait PageSource: Sync {
     fn add_tuples(&self, n: u64);
 }
 
-impl PageSource for Morsels<'_> {
+/// One thread's pages: the run it took last from the shared dispenser.
+struct ThreadPages<'a, 'r> {
+    morsels: &'a Morsels<'r>,
+    run: RefCell<VecDeque<PageReadGuard>>,
+}
+
+impl PageSource for ThreadPages<'_, '_> {
     fn add_tuples(&self, n: u64) {
-        self.tuples.fetch_add(n, Ordering::Relaxed);
+        self.morsels.tuples.fetch_add(n, Ordering::Relaxed);
     }
 
     fn next(&self) -> Option<Result<PageReadGuard>> {
-        if self.failed.load(Ordering::Relaxed) {
+        let mut run = self.run.borrow_mut();
+        if self.morsels.stop.load(Ordering::Relaxed) {
+            run.clear();
             return None;
         }
-        // A poisoned lock means a thread panicked while advancing: stop.
-        let mut pages = self.pages.lock().ok()?;
-        pages.next().map(|r| r.map_err(Error::from))
+        if run.is_empty() {
+            match self.morsels.take_run(&mut run) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let g = run.pop_front()?;
+        // The caller works on this page for a while: have the next one loaded meanwhile.
+        if let Some(next) = run.front() {
+            beedb_storage::heap::prefetch_held(next);
+        }
+        Some(Ok(g))
     }
 }
 
@@ -108,6 +165,24 @@ pub(super) fn run_pipeline<S: Send>(
     make: &(dyn Fn() -> Result<S> + Sync),
     each: &(dyn Fn(&Exec<'_>, &mut S, Batch) -> Result<()> + Sync),
 ) -> Result<Vec<S>> {
+    run_pipeline_with(ex, p, root, root_id, threads, &[], make, &|ex, s, b| each(ex, s, b).map(|()| Flow::Continue))
+}
+
+/// [`run_pipeline`] whose consumer can stop early: when `each` returns
+/// [`Flow::Stop`] in one thread, the others stop at their next page. The scans of the
+/// pipeline test `key_filters` too (the held keys of a join above it that the
+/// threads probe, `join::left_build`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_pipeline_with<S: Send>(
+    ex: &Exec<'_>,
+    p: &Pipeline<'_>,
+    root: &crate::plan::Plan,
+    root_id: usize,
+    threads: usize,
+    key_filters: &[ScanKeyFilter],
+    make: &(dyn Fn() -> Result<S> + Sync),
+    each: &(dyn Fn(&Exec<'_>, &mut S, Batch) -> Result<Flow> + Sync),
+) -> Result<Vec<S>> {
     let Node::TableScan { table, bees, .. } = &p.scan.node else {
         return Err(Error::internal("a parallel pipeline not driven by a table scan"));
     };
@@ -119,7 +194,6 @@ pub(super) fn run_pipeline<S: Send>(
     }
     let ctx = ex.ctx;
     let morsels = Morsels::new(HeapFile::open(table.heap), ctx.reader);
-    let worker = Worker { scan_id: p.scan_id, morsels: &morsels, builds: &builds };
     // What every thread's context is made of: only what threads may share (the
     // sequences never reach a parallel pipeline: `Expr::has_side_effects`; the
     // clock does, read here once).
@@ -137,14 +211,21 @@ pub(super) fn run_pipeline<S: Send>(
         let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences };
         // A pipeline holds no CTE scan (`plan/pipeline.rs`): its CTE map stays empty.
         let shared = StatementState::default();
+        let pages = ThreadPages { morsels: &morsels, run: RefCell::new(VecDeque::new()) };
+        let worker = Worker { scan_id: p.scan_id, morsels: &pages, builds: &builds };
         let wex = shared.exec(&ctx, profile, Some(&worker));
         let mut state = make()?;
-        let r = wex.node(root, root_id, None, &mut |b| {
-            each(&wex, &mut state, b)?;
-            Ok(Flow::Continue)
+        let r = wex.with_key_filters(key_filters, || {
+            wex.node(root, root_id, None, &mut |b| {
+                let flow = each(&wex, &mut state, b)?;
+                if flow == Flow::Stop {
+                    morsels.stop.store(true, Ordering::Relaxed);
+                }
+                Ok(flow)
+            })
         });
         if r.is_err() {
-            morsels.failed.store(true, Ordering::Relaxed);
+            morsels.stop.store(true, Ordering::Relaxed);
         }
         r.map(|_| state)
     };
