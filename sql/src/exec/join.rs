@@ -101,6 +101,11 @@ impl HashIndex {
 }
 
 impl Build {
+    /// Rows held.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// A build without rows, of rows of `types` and keys of `key_types` (none: a
     /// join without keys).
     fn empty(types: &[DataType], key_types: &[DataType]) -> Build {
@@ -305,7 +310,7 @@ fn join_parts(
             None => Ok(Flow::Continue),
         };
         let flow = match sink.finish()? {
-            Materialized::Memory(build) => probe_from(ex, plan, s, &build, &mut from_file, out)?,
+            Materialized::Memory(build) => probe_from(ex, plan, s, &build, None, &mut from_file, out)?,
             Materialized::Spilled(parts, null_rows) => grace(ex, plan, id, s, parts, null_rows, level + 1, &mut from_file, out)?,
         };
         if flow == Flow::Stop {
@@ -484,14 +489,14 @@ fn mark_pairs(
 /// one: a bit is only ever set (`fetch_or`, after a plain load, so a key matched
 /// again costs no write to a shared line), and the held rows are read only after
 /// every thread has finished.
-struct Marks {
+pub(super) struct Marks {
     bits: Vec<AtomicU64>,
     open: AtomicUsize,
 }
 
 impl Marks {
     /// `n` bits, of which `open` can be set.
-    fn new(n: usize, open: usize) -> Marks {
+    pub(super) fn new(n: usize, open: usize) -> Marks {
         Marks { bits: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(), open: AtomicUsize::new(open) }
     }
 
@@ -815,7 +820,8 @@ fn probe(
     out: Out,
 ) -> Result<Flow> {
     let left_types = s.left.types();
-    probe_from(ex, plan, s, build, &mut |each| left_input(ex, s, id, &left_types, each), out)
+    let shared = ex.build_marks(id);
+    probe_from(ex, plan, s, build, shared, &mut |each| left_input(ex, s, id, &left_types, each), out)
 }
 
 /// Joins each batch `left` gives with `build`, then outputs the build rows no
@@ -825,6 +831,7 @@ fn probe_from(
     plan: &Plan,
     s: &JoinSpec<'_>,
     build: &Build,
+    shared: Option<(&Marks, bool)>,
     left: LeftSource<'_>,
     out: Out,
 ) -> Result<Flow> {
@@ -892,8 +899,22 @@ fn probe_from(
         return Ok(Flow::Stop);
     }
 
-    // Unmatched right rows.
+    // Unmatched right rows. A thread of a parallel pipeline (`shared`) only adds the
+    // rows it matched to the threads' shared marks; the calling thread's last pass
+    // over the pipeline, once every thread has finished, outputs the rows none
+    // matched (`exec/parallel.rs`).
     if marks_build {
+        if let Some((marks, last_pass)) = shared {
+            if !last_pass {
+                for r in (0..build.len).filter(|&r| matched[r]) {
+                    marks.set(r);
+                }
+                return Ok(Flow::Continue);
+            }
+            for (r, m) in matched.iter_mut().enumerate() {
+                *m |= marks.is_set(r);
+            }
+        }
         let unmatched: Vec<u32> = (0..build.len as u32)
             .filter(|&r| !matched[r as usize])
             .collect();

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use beedb_storage::heap::{HeapFile, HeapPages};
 use beedb_storage::{PageRead, PageReadGuard};
 
-use super::join::{self, Build, JoinSpec};
+use super::join::{self, Build, JoinSpec, Marks};
 use super::key_filter::ScanKeyFilter;
 use super::{Exec, ExecContext, Flow, StatementState};
 use crate::error::{Error, Result};
@@ -138,12 +138,25 @@ pub(crate) struct Worker<'a> {
     pub(super) morsels: &'a (dyn PageSource + 'a),
     /// The hash tables of the pipeline's joins, by join node id.
     builds: &'a FxHashMap<usize, Build>,
+    /// The build rows the threads matched, of the joins along the pipeline that
+    /// output their unmatched build rows (right and full joins), by join node id.
+    marks: &'a FxHashMap<usize, Marks>,
+    /// Whether this is the calling thread's last pass, after every thread finished:
+    /// its scan has no page left, and those joins output the build rows no thread
+    /// matched.
+    last_pass: bool,
 }
 
 impl Exec<'_> {
     /// The build of join node `id` made before this worker started, if this is one.
     pub(super) fn prebuilt(&self, id: usize) -> Option<&Build> {
         self.worker.and_then(|w| w.builds.get(&id))
+    }
+
+    /// The shared marks of join node `id`'s build rows (right and full joins along
+    /// a parallel pipeline), and whether this is the last pass.
+    pub(super) fn build_marks(&self, id: usize) -> Option<(&Marks, bool)> {
+        self.worker.and_then(|w| w.marks.get(&id).map(|m| (m, w.last_pass)))
     }
 
     /// The shared pages for scan node `id`, when this executor is a worker of a
@@ -192,6 +205,14 @@ pub(super) fn run_pipeline_with<S: Send>(
         let spec = JoinSpec::of(join_plan).ok_or_else(|| Error::internal("a pipeline build that is not a join"))?;
         builds.insert(id, join::build(ex, &spec, id)?);
     }
+    // Right and full joins mark the build rows their probes match: each thread its
+    // own, added to these once it has finished.
+    let marks: FxHashMap<usize, Marks> = p
+        .builds
+        .iter()
+        .filter(|(_, j)| matches!(&j.node, Node::Join { kind, .. } if kind.outputs_unmatched_right()))
+        .filter_map(|(id, _)| builds.get(id).map(|b| (*id, Marks::new(b.len(), b.len()))))
+        .collect();
     let ctx = ex.ctx;
     let morsels = Morsels::new(HeapFile::open(table.heap), ctx.reader);
     // What every thread's context is made of: only what threads may share (the
@@ -206,15 +227,18 @@ pub(super) fn run_pipeline_with<S: Send>(
         },
         None => None,
     };
-    let drive = || -> Result<S> {
+    let drive_into = |state: Option<S>, last_pass: bool| -> Result<S> {
         let sequences = clock.as_ref().map(|c| c as &dyn super::Sequences);
         let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences };
         // A pipeline holds no CTE scan (`plan/pipeline.rs`): its CTE map stays empty.
         let shared = StatementState::default();
         let pages = ThreadPages { morsels: &morsels, run: RefCell::new(VecDeque::new()) };
-        let worker = Worker { scan_id: p.scan_id, morsels: &pages, builds: &builds };
+        let worker = Worker { scan_id: p.scan_id, morsels: &pages, builds: &builds, marks: &marks, last_pass };
         let wex = shared.exec(&ctx, profile, Some(&worker));
-        let mut state = make()?;
+        let mut state = match state {
+            Some(s) => s,
+            None => make()?,
+        };
         let r = wex.with_key_filters(key_filters, || {
             wex.node(root, root_id, None, &mut |b| {
                 let flow = each(&wex, &mut state, b)?;
@@ -229,6 +253,7 @@ pub(super) fn run_pipeline_with<S: Send>(
         }
         r.map(|_| state)
     };
+    let drive = || drive_into(None, false);
     let results: Vec<Result<S>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
             .map(|_| {
@@ -251,7 +276,14 @@ pub(super) fn run_pipeline_with<S: Send>(
     if let Some(b) = bees {
         b.0.cache.note_relation_size(table.id as u64, morsels.tuples.load(Ordering::Relaxed));
     }
-    results.into_iter().collect()
+    let mut states = results.into_iter().collect::<Result<Vec<S>>>()?;
+    // The build rows of right and full joins that no thread matched: one more pass
+    // of the pipeline on this thread, into its state, with no page left to scan.
+    if !marks.is_empty() && !morsels.stop.load(Ordering::Relaxed) {
+        let first = states.remove(0);
+        states.insert(0, drive_into(Some(first), true)?);
+    }
+    Ok(states)
 }
 
 /// What a parallel pipeline's threads see of the session's functions: the clock

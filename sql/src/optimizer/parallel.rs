@@ -17,7 +17,7 @@
 //! outputs the matched (semi) or unmatched (anti) held rows once they have finished
 //! (`exec/join.rs`, `left_build`). EXPLAIN shows `probe workers: N` there.
 //!
-//! Not yet parallel: filling a hash table, the probe of a right or full join (it marks its build rows), pipelines that end in a sort or the result, floating-point sums and averages (their rounding depends on the order of
+//! Not yet parallel: filling a hash table, pipelines that end in a sort or the result, floating-point sums and averages (their rounding depends on the order of
 //! additions), DISTINCT and ordered aggregates.
 
 use super::{Rules, Stats, deep, map_children};
