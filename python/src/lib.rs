@@ -523,7 +523,8 @@ impl RawResult {
     fn end_stream(&mut self, py: Python<'_>) {
         self.current = None;
         if let Some(stream) = self.stream.take() {
-            if stream.is_done() {
+            // A result that ran at once has no thread to wait for: no GIL release.
+            if stream.is_done() || !stream.has_producer() {
                 drop(stream);
             } else {
                 py.detach(move || drop(stream));
@@ -534,7 +535,7 @@ impl RawResult {
 
 impl Drop for RawResult {
     fn drop(&mut self) {
-        if self.stream.as_ref().is_some_and(|s| !s.is_done()) {
+        if self.stream.as_ref().is_some_and(|s| !s.is_done() && s.has_producer()) {
             Python::attach(|py| self.end_stream(py));
         }
     }

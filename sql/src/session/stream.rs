@@ -252,6 +252,13 @@ impl ResultStream {
         self.done
     }
 
+    /// Whether the rows come from a producer thread that dropping the stream cancels
+    /// and waits for (false for a result that ran at once, such as a point lookup's:
+    /// dropping that only frees its batches).
+    pub fn has_producer(&self) -> bool {
+        matches!(&self.source, Source::Producer { thread: Some(_), .. })
+    }
+
     /// The next batch of rows (the rest of a batch partly read by `next_row`), waiting
     /// for the executor to produce it; `None` at the end.
     pub fn next_batch(&mut self) -> Result<Option<ResultBatch>> {
