@@ -1048,3 +1048,122 @@ mod terminal {
         p.exp_eof().unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Invalid and oversized input (issue 16)
+
+/// Runs `beedb db -m csv` with `input` on standard input; (exit code, stdout, stderr).
+fn pipe(db: &std::path::Path, input: Vec<u8>) -> (Option<i32>, String, String) {
+    let mut child = beedb()
+        .arg(db)
+        .args(["-m", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn rows_of(db: &std::path::Path) -> String {
+    let out = beedb().arg(db).args(["-m", "csv", "-c", "SELECT s FROM t ORDER BY s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A bad byte on the first line of a multi-line string literal: the statement is
+/// skipped whole, and the literal's later lines are never run as SQL (they were: the
+/// `DELETE` inside the string emptied the table).
+#[test]
+fn invalid_utf8_on_stdin_skips_the_whole_statement_never_the_rest_of_a_literal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("u.db");
+    let out = beedb().arg(&db).args(["-c", "CREATE TABLE t (s text); INSERT INTO t VALUES ('keep1'), ('keep2')"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let (code, stdout, stderr) = pipe(
+        &db,
+        b"insert into t values ('\xff\ndelete from t;\n');\n\
+          insert into t values ('after');\n\
+          insert into t values ('x'); insert into t values ('y\xff'), ('z'); select 'same line';\n\
+          /* \xff comment */ insert into t values ('after comment');\n\
+          insert into t values (E'a\\'\xff\n;delete from t;');\n\
+          insert into t values ('last');\n"
+            .to_vec(),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.matches("invalid byte sequence").count(), 4, "{stderr}");
+    assert!(stderr.contains("line 1 of standard input"), "{stderr}");
+    assert!(!stdout.contains("DELETE") && !stdout.contains("same line"), "{stdout}");
+    // 'x' ran (completed before the bad byte); 'y'/'z' and the rest of that line did
+    // not; the statement after the comment with a bad byte is dropped (the comment
+    // is part of it).
+    assert_eq!(rows_of(&db), "s\nafter\nkeep1\nkeep2\nlast\nx\n");
+}
+
+/// `-f` refuses a file with invalid UTF-8 whole, naming the line and byte.
+#[test]
+fn invalid_utf8_in_a_script_file_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    let script = dir.path().join("bad.sql");
+    std::fs::write(&script, b"CREATE TABLE t (s text);\ninsert into t values ('\xff\ndelete from t;\n');\n").unwrap();
+    let out = beedb().arg(&db).arg("-f").arg(&script).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("at byte 24 of line 2 of file"), "{stderr}");
+    let out = beedb().arg(&db).args(["-c", "SELECT count(*) FROM t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "nothing of the file ran, not even CREATE TABLE");
+}
+
+/// Input lines and statements are bounded (64 MiB): a longer one is an error
+/// (SQLSTATE 54000) and the statements it is in are skipped; the input goes on after
+/// the skipped statement's real end. A line with no end (`/dev/zero`, here a bounded
+/// 65 MiB of zeros) does not grow a buffer without bound. `-f` refuses such a file.
+#[test]
+fn overlong_lines_and_statements_are_errors_and_the_input_goes_on() {
+    const MAX: usize = 64 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("long.db");
+    let out = beedb().arg(&db).args(["-c", "CREATE TABLE t (s text)"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut input = b"insert into t values ('before');\ninsert into t values ('".to_vec();
+    // One line over the limit, inside a string literal holding a `;`.
+    input.extend(std::iter::repeat_n(b'x', MAX + 10));
+    input.extend(b";delete from t;\n');\ninsert into t values ('after line');\n");
+    // A statement over the limit in short lines, inside a string again.
+    input.extend(b"insert into t values ('");
+    for _ in 0..(MAX / 1000 + 10) {
+        input.extend(std::iter::repeat_n(b'y', 999));
+        input.push(b'\n');
+    }
+    input.extend(b";delete from t;');\ninsert into t values ('after statement');\n");
+    // Then zeros with no line end, to the end of the input.
+    input.extend(std::iter::repeat_n(0u8, MAX + 1000));
+    let (code, stdout, stderr) = pipe(&db, input);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(!stdout.contains("DELETE"), "{stdout}");
+    assert!(stderr.contains("line 2 of standard input is longer than the maximum of 67108864 bytes (SQLSTATE 54000)"), "{stderr}");
+    assert!(stderr.contains("is longer than the maximum of 67108864 bytes (SQLSTATE 54000); it is skipped"), "{stderr}");
+    assert_eq!(stderr.matches("ERROR:").count(), 3, "{stderr}");
+    assert_eq!(rows_of(&db), "s\nafter line\nafter statement\nbefore\n");
+
+    let script = dir.path().join("zeros.sql");
+    let mut zeros = b"insert into t values ('from file');\n".to_vec();
+    zeros.extend(std::iter::repeat_n(0u8, MAX + 1));
+    std::fs::write(&script, zeros).unwrap();
+    let out = beedb().arg(&db).arg("-f").arg(&script).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("line 2 is longer than the maximum of 67108864 bytes"), "{stderr}");
+    assert!(!rows_of(&db).contains("from file"));
+}

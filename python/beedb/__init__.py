@@ -7,14 +7,14 @@
         for (name,) in conn.execute("SELECT name FROM t WHERE id = $1", [2]):
             print(name)
 
-This file is the DB-API surface: connections, cursors, transactions and the exception
-hierarchy. The engine, and every conversion between Python objects and SQL values, is
-the Rust extension `beedb._beedb` (see python/README.md).
+This file is the DB-API surface that is Python: connections, transactions, the
+exception hierarchy and the module's constants. The cursor (`Cursor`, the per-statement
+path), the engine, and every conversion between Python objects and SQL values are the
+Rust extension `beedb._beedb` (see python/README.md).
 """
 
 import datetime as _datetime
 import decimal as _decimal
-import functools as _functools
 import threading as _threading
 import time as _time
 
@@ -186,39 +186,6 @@ def Binary(data):
 
 # ---- connections -------------------------------------------------------------------
 
-# Statements that open a transaction implicitly when the connection is not in
-# autocommit mode (data and schema changes, as sqlite3 does for DML, and SAVEPOINT, as
-# psycopg2 does, so ORMs' nested transactions work); a query alone does not, so a
-# reading connection holds no snapshot between statements.
-_IMPLICIT_BEGIN = frozenset(
-    ("insert", "update", "delete", "merge", "copy", "create", "drop", "alter", "truncate",
-     "savepoint"))
-
-
-# Statements whose cursor's rowcount is the number of rows they changed.
-_COUNTED = frozenset(("insert", "update", "delete", "merge", "copy"))
-
-
-@_functools.lru_cache(maxsize=512)
-def _first_word(sql):
-    i, n = 0, len(sql)
-    while i < n:
-        if sql[i].isspace():
-            i += 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            break
-    j = i
-    while j < n and (sql[j].isalpha() or sql[j] == "_"):
-        j += 1
-    return sql[i:j].lower()
-
-
 def connect(database, *, autocommit=False, check_same_thread=True):
     """Opens (creating if needed) the database file `database`; ":memory:" is a
     private in-memory database.
@@ -261,27 +228,10 @@ class Connection:
         if self._raw.is_closed():  # an atomic flag: no lock, no GIL release
             raise ProgrammingError("Cannot operate on a closed database.")
 
-    def _run(self, sql, params, word=None):
-        if not isinstance(sql, str):
-            raise ProgrammingError("the SQL must be a str")
-        self._check()
+    def _run(self, sql):
+        """Runs a transaction statement (COMMIT, ROLLBACK) of the connection's own."""
         try:
-            # A change opens a transaction block unless one is open: Rust checks and
-            # runs BEGIN under the statement's lock (one call into Rust).
-            begin = not self.autocommit and (word or _first_word(sql)) in _IMPLICIT_BEGIN
-            return self._raw.execute(sql, params, begin)
-        except _beedb.RawError as e:
-            raise _translate(e, sql) from e.__cause__
-        except UnicodeEncodeError as e:
-            raise DataError(f"invalid byte sequence for encoding \"UTF8\": {e}", "22021") from None
-
-    def _run_many(self, sql, seq):
-        if not isinstance(sql, str):
-            raise ProgrammingError("the SQL must be a str")
-        self._check()
-        try:
-            begin = not self.autocommit and _first_word(sql) in _IMPLICIT_BEGIN
-            return self._raw.executemany(sql, seq, begin)
+            self._raw.execute(sql, (), False)
         except _beedb.RawError as e:
             raise _translate(e, sql) from e.__cause__
 
@@ -302,12 +252,12 @@ class Connection:
     def commit(self):
         self._check()
         if self._raw.in_transaction():
-            self._run("COMMIT", ())
+            self._run("COMMIT")
 
     def rollback(self):
         self._check()
         if self._raw.in_transaction():
-            self._run("ROLLBACK", ())
+            self._run("ROLLBACK")
 
     def close(self):
         if self._thread is not None and self._thread != _threading.get_ident():
@@ -462,6 +412,19 @@ def _arrow_column(pa, col):
     return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(col["data"])])
 
 
+def _numpy_dict(cols):
+    """`Cursor.fetchnumpy`'s result from the columns Rust took."""
+    import numpy as np
+    return {col["name"]: _numpy_column(np, col) for col in cols}
+
+
+def _arrow_table(cols):
+    """`Cursor.fetch_arrow_table`'s result from the columns Rust took."""
+    import pyarrow as pa
+    arrays = [_arrow_column(pa, c) for c in cols]
+    return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
+
+
 def _numpy_vectorized(func):
     import numpy
     def call(*columns):
@@ -476,206 +439,8 @@ def _numpy_vectorized(func):
 
 # ---- cursors -----------------------------------------------------------------------
 
-
-class Cursor:
-    """A DB-API cursor. A query's rows stream from the engine as they are fetched
-    (never held whole); closing the cursor, executing again on it or dropping it ends
-    the stream and cancels what is left of the query. Another statement on the same
-    connection first runs an open stream's query to its end (its remaining rows stay
-    readable here, as of the query's own snapshot). See python/README.md."""
-
-    def __init__(self, connection):
-        self.connection = connection
-        self.arraysize = 1
-        self._result = None
-        self._buffer = []
-        self._pos = 0
-        self._description = None
-        self._rowcount = -1
-        self._closed = False
-
-    # -- attributes
-    @property
-    def description(self):
-        return self._description
-
-    @property
-    def rowcount(self):
-        return self._rowcount
-
-    @property
-    def lastrowid(self):
-        return None
-
-    # -- execution
-    def _reset(self):
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
-        if self._result is not None:
-            self._result.discard()
-        self._result = None
-        self._buffer = []
-        self._pos = 0
-        self._description = None
-        self._rowcount = -1
-
-    def execute(self, operation, parameters=()):
-        # _reset() and the connection's _run() and _check() written out: this is the
-        # per-statement path (a loop running a query per row calls it ~10^5 times).
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
-        if self._result is not None:
-            result, self._result = self._result, None
-            result.discard()
-        if self._buffer:
-            self._buffer = []
-        self._pos = 0
-        self._description = None
-        self._rowcount = -1
-        conn = self.connection
-        if not isinstance(operation, str):
-            raise ProgrammingError("the SQL must be a str")
-        if conn._thread is not None and conn._thread != _threading.get_ident():
-            conn._check()  # raises
-        raw = conn._raw
-        if raw.is_closed():
-            raise ProgrammingError("Cannot operate on a closed database.")
-        word = _first_word(operation)
-        try:
-            # A change opens a transaction block unless one is open: Rust checks and
-            # runs BEGIN under the statement's lock (one call into Rust).
-            result = raw.execute(operation, parameters,
-                                 not conn.autocommit and word in _IMPLICIT_BEGIN)
-        except _beedb.RawError as e:
-            raise _translate(e, operation) from e.__cause__
-        except UnicodeEncodeError as e:
-            raise DataError(f"invalid byte sequence for encoding \"UTF8\": {e}", "22021") from None
-        if result.has_rows:
-            self._result = result
-            self._description = result.description
-        # A write counts the rows it changed, also when RETURNING makes it a result set.
-        if word in _COUNTED:
-            self._rowcount = result.rows_affected
-        return self
-
-    def executemany(self, operation, seq_of_parameters):
-        self._reset()
-        self._rowcount = self.connection._run_many(operation, seq_of_parameters)
-        return self
-
-    def setinputsizes(self, sizes):
-        pass
-
-    def setoutputsize(self, size, column=None):
-        pass
-
-    # -- fetching
-    def _require_result(self):
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
-        if self._result is None and self._description is None:
-            raise ProgrammingError("no results to fetch: the last statement returned no rows")
-
-    def _more(self, n):
-        try:
-            return self._result.fetch(n)
-        except _beedb.RawError as e:
-            raise _translate(e) from None
-
-    def fetchone(self):
-        if self._closed or (self._result is None and self._description is None):
-            self._require_result()  # raises
-        if self._pos < len(self._buffer):
-            row = self._buffer[self._pos]
-            self._pos += 1
-            return row
-        if self._result is None:
-            return None
-        try:
-            return self._result.fetchone()
-        except _beedb.RawError as e:
-            raise _translate(e) from None
-
-    def fetchmany(self, size=None):
-        self._require_result()
-        if size is None:
-            size = self.arraysize
-        rows = self._buffer[self._pos:self._pos + size]
-        self._pos += len(rows)
-        if len(rows) < size and self._result is not None:
-            rows.extend(self._more(size - len(rows)))
-        return rows
-
-    def fetchall(self):
-        self._require_result()
-        rows = self._buffer[self._pos:]
-        self._buffer, self._pos = [], 0
-        if self._result is not None:
-            while True:
-                more = self._more(65536)
-                if not more:
-                    break
-                rows.extend(more)
-        return rows
-
-    # -- the batch path: whole columns, no Python object per value
-    def _take_columns(self, target):
-        self._require_result()
-        if self._pos < len(self._buffer):
-            raise ProgrammingError("fetch rows one at a time or as columns, not both")
-        if self._result is None:
-            return []
-        try:
-            return self._result.take_columns(target)
-        except _beedb.RawError as e:
-            raise _translate(e) from None
-
-    def fetchnumpy(self):
-        """The remaining rows as {column name: NumPy array}, as DuckDB's fetchnumpy:
-        numbers as their dtype (numeric as float64), date/timestamp as
-        datetime64[D]/[us], interval as timedelta64[us] (a month = 30 days), text as
-        object arrays; a column with NULLs is a numpy.ma masked array."""
-        import numpy as np
-        out = {}
-        for col in self._take_columns("numpy"):
-            out[col["name"]] = _numpy_column(np, col)
-        return out
-
-    def fetch_arrow_table(self):
-        """The remaining rows as a pyarrow.Table: the columns' buffers are handed to
-        Arrow as they are (numeric as decimal128 with the column's precision and
-        scale, date as date32, timestamp as timestamp[us], text as large_string,
-        interval as month_day_nano_interval)."""
-        import pyarrow as pa
-        cols = self._take_columns("arrow")
-        arrays = [_arrow_column(pa, c) for c in cols]
-        return pa.Table.from_arrays(arrays, names=[c["name"] for c in cols])
-
-    def __iter__(self):
-        # Rows come straight from the Rust result (one call per row, no Python frame),
-        # after any rows fetchmany left buffered.
-        if self._closed:
-            raise ProgrammingError("Cannot operate on a closed cursor.")
-        if self._result is not None and self._pos >= len(self._buffer):
-            return self._result
-        return self
-
-    def __next__(self):
-        row = self.fetchone()
-        if row is None:
-            raise StopIteration
-        return row
-
-    def close(self):
-        if self._result is not None:
-            self._result.discard()
-        self._result = None
-        self._buffer = []
-        self._closed = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-        return False
+# The DB-API cursor is Rust (python/src/cursor.rs): `execute`, `executemany`, the
+# fetches, iteration, `description`, `rowcount`, `arraysize`, `close`, the context
+# manager, `fetchnumpy` and `fetch_arrow_table` (which hand their columns to
+# `_numpy_dict` / `_arrow_table` above). Its errors are made by `_translate`.
+Cursor = _beedb.Cursor

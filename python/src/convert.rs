@@ -268,7 +268,7 @@ fn decimal_to_py<'py>(py: Python<'py>, d: &Decimal) -> PyResult<Bound<'py, PyAny
     }
     // Made without the cache's lock held (a collection it sets off may run Python
     // code that converts a value too).
-    let obj = decimal_class(py)?.call1((d.to_string(),))?;
+    let obj = make_decimal(py, unscaled, scale)?;
     let addr = obj.as_ptr() as usize;
     let old = {
         let mut c = decimal_cache();
@@ -277,6 +277,188 @@ fn decimal_to_py<'py>(py: Python<'py>, d: &Decimal) -> PyResult<Bound<'py, PyAny
     };
     drop(old); // its decref may free an object: outside the lock
     Ok(obj)
+}
+
+/// A new `decimal.Decimal` of `unscaled` × 10^-`scale`: written field by field when
+/// [`direct_decimals`] found that it can be (one allocation, no text), else made from
+/// its text.
+fn make_decimal<'py>(py: Python<'py>, unscaled: i128, scale: u8) -> PyResult<Bound<'py, PyAny>> {
+    let class = decimal_class(py)?;
+    if direct_decimals(py) {
+        // SAFETY: `direct_decimals` checked that `class` is CPython's C `Decimal` with
+        // the object layout `write_decimal` writes, and that what it writes reads back
+        // as the same numbers.
+        return unsafe { write_decimal(py, class, unscaled, scale) };
+    }
+    let mut text = [0u8; DECIMAL_TEXT_MAX];
+    class.call1((decimal_text(unscaled, scale, &mut text),))
+}
+
+/// CPython's `_decimal` object (Modules/_decimal/_decimal.c, CPython 3.x on 64-bit
+/// platforms): `PyObject_HEAD` (16 bytes), `Py_hash_t hash` (-1: not computed yet),
+/// then libmpdec's `mpd_t { uint8_t flags; mpd_ssize_t exp, digits, len, alloc;
+/// mpd_uint_t *data }` whose `data` points at the object's own four words. A
+/// coefficient is held in words of base 10^19, least significant first.
+mod mpd {
+    pub const BASICSIZE: usize = 104;
+    pub const HASH: usize = 16;
+    pub const FLAGS: usize = 24;
+    pub const EXP: usize = 32;
+    pub const DIGITS: usize = 40;
+    pub const LEN: usize = 48;
+    pub const ALLOC: usize = 56;
+    pub const DATA_PTR: usize = 64;
+    pub const DATA: usize = 72;
+    pub const MINALLOC: isize = 4;
+    pub const NEG: u8 = 1;
+    pub const STATIC: u8 = 16;
+    pub const STATIC_DATA: u8 = 32;
+    pub const RADIX: u128 = 10_000_000_000_000_000_000;
+}
+
+/// Makes a `Decimal` by writing its fields as `_decimal`'s own constructor does (see
+/// [`mpd`]). Any `i128` fits the object's four words (at most three are needed).
+///
+/// # Safety
+/// `class` must be a type with the layout of [`mpd`] (checked by [`direct_decimals`]).
+unsafe fn write_decimal<'py>(
+    py: Python<'py>,
+    class: &Bound<'py, PyAny>,
+    unscaled: i128,
+    scale: u8,
+) -> PyResult<Bound<'py, PyAny>> {
+    let u = unscaled.unsigned_abs();
+    let words = [(u % mpd::RADIX) as u64, (u / mpd::RADIX % mpd::RADIX) as u64, (u / mpd::RADIX / mpd::RADIX) as u64, 0];
+    let len: isize = if words[2] != 0 { 3 } else if words[1] != 0 { 2 } else { 1 };
+    let digits = if u == 0 { 1 } else { u.ilog10() as isize + 1 };
+    let flags = mpd::STATIC | mpd::STATIC_DATA | if unscaled < 0 { mpd::NEG } else { 0 };
+    unsafe {
+        let obj = pyo3::ffi::_PyObject_New(class.as_ptr() as *mut pyo3::ffi::PyTypeObject);
+        if obj.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let base = obj as *mut u8;
+        let data = base.add(mpd::DATA) as *mut u64;
+        for (i, w) in words.iter().enumerate() {
+            data.add(i).write(*w);
+        }
+        (base.add(mpd::HASH) as *mut isize).write(-1);
+        base.add(mpd::FLAGS).write(flags);
+        (base.add(mpd::EXP) as *mut isize).write(-(scale as isize));
+        (base.add(mpd::DIGITS) as *mut isize).write(digits);
+        (base.add(mpd::LEN) as *mut isize).write(len);
+        (base.add(mpd::ALLOC) as *mut isize).write(mpd::MINALLOC);
+        (base.add(mpd::DATA_PTR) as *mut *mut u64).write(data);
+        Ok(Bound::from_owned_ptr(py, obj))
+    }
+}
+
+static DIRECT_DECIMALS: PyOnceLock<bool> = PyOnceLock::new();
+
+/// Whether `Decimal`s can be written field by field ([`write_decimal`]): the running
+/// `decimal.Decimal` is CPython's C implementation on a 64-bit build, its objects have
+/// [`mpd`]'s size, and a set of values written so (zero, signs, scales, one to three
+/// words, the 38-digit limits) equal, print, hash and split (`as_tuple`) as the same
+/// values made from their text. Checked once; otherwise numerics are made from text.
+fn direct_decimals(py: Python<'_>) -> bool {
+    *DIRECT_DECIMALS.get_or_init(py, || check_direct_decimals(py).unwrap_or(false))
+}
+
+fn check_direct_decimals(py: Python<'_>) -> PyResult<bool> {
+    let class = decimal_class(py)?;
+    let sys = py.import("sys")?;
+    let c_decimal = sys.getattr("modules")?.get_item("_decimal").ok();
+    let is_c = match &c_decimal {
+        Some(m) => m.getattr("Decimal")?.is(class),
+        None => false,
+    };
+    if !is_c
+        || sys.getattr("implementation")?.getattr("name")?.extract::<String>()? != "cpython"
+        || sys.getattr("maxsize")?.extract::<i64>()? != i64::MAX
+        || class.getattr("__basicsize__")?.extract::<usize>()? != mpd::BASICSIZE
+    {
+        return Ok(false);
+    }
+    let big = 10i128.pow(38) - 1;
+    let word = mpd::RADIX as i128;
+    let samples: [(i128, u8); 18] = [
+        (0, 0),
+        (0, 2),
+        (1, 0),
+        (-1, 0),
+        (5, 2),
+        (-5, 3),
+        (1_234_567, 2),
+        (-1_234_567, 2),
+        (word - 1, 0),
+        (word, 0),
+        (-(word + 1), 3),
+        (word * word - 1, 5),
+        (word * word, 1),
+        (big, 0),
+        (-big, 38),
+        (i64::MAX as i128, 4),
+        (i64::MIN as i128, 4),
+        (1, 38),
+    ];
+    for (unscaled, scale) in samples {
+        // SAFETY: the type is the C Decimal of this layout's size (checked above); the
+        // comparison below checks what was written.
+        let direct = unsafe { write_decimal(py, class, unscaled, scale)? };
+        let mut text = [0u8; DECIMAL_TEXT_MAX];
+        let parsed = class.call1((decimal_text(unscaled, scale, &mut text),))?;
+        let same = direct.eq(&parsed)?
+            && direct.str()?.to_str()? == parsed.str()?.to_str()?
+            && direct.hash()? == parsed.hash()?
+            && direct.call_method0("as_tuple")?.eq(parsed.call_method0("as_tuple")?)?
+            && direct.call_method0("is_normal")?.eq(parsed.call_method0("is_normal")?)?;
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Room for a numeric's text: a sign, 39 digits, a point and up to 40 zeros before them.
+const DECIMAL_TEXT_MAX: usize = 96;
+
+/// `unscaled` × 10^-`scale` as text with exactly `scale` digits after the point (what
+/// `Decimal`'s `Display` writes, so `decimal.Decimal` keeps the scale), written into
+/// `buf` from its end without the formatting machinery: a row's numerics that miss
+/// the cache are made from this text.
+fn decimal_text(unscaled: i128, scale: u8, buf: &mut [u8; DECIMAL_TEXT_MAX]) -> &str {
+    let scale = (scale as usize).min(40);
+    let mut i = buf.len();
+    let mut n = 0usize;
+    macro_rules! digits {
+        ($u:expr) => {{
+            let mut u = $u;
+            loop {
+                if n == scale && scale > 0 {
+                    i -= 1;
+                    buf[i] = b'.';
+                }
+                i -= 1;
+                buf[i] = b'0' + (u % 10) as u8;
+                u /= 10;
+                n += 1;
+                if u == 0 && n > scale {
+                    break;
+                }
+            }
+        }};
+    }
+    let u = unscaled.unsigned_abs();
+    match u64::try_from(u) {
+        Ok(u) => digits!(u),
+        Err(_) => digits!(u),
+    }
+    if unscaled < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    // Only ASCII digits, '.' and '-' were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("NaN")
 }
 
 /// The value of a `Decimal` that the cache made, if `obj` is one it still holds.

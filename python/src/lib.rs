@@ -15,6 +15,7 @@
 
 mod batch;
 mod convert;
+mod cursor;
 mod udf;
 
 use std::collections::HashMap;
@@ -595,7 +596,7 @@ impl RawResult {
             if let Some((batch, at)) = &mut self.current
                 && *at < batch.len()
             {
-                let end = batch.len().min(*at + left);
+                let end = *at + left.min(batch.len() - *at);
                 match batch.column_slices() {
                     Some(slices) if slices.len() == self.columns.len() => {
                         for k in *at..end {
@@ -754,6 +755,7 @@ fn row_to_tuple<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, P
 fn _beedb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawConnection>()?;
     m.add_class::<RawResult>()?;
+    m.add_class::<cursor::Cursor>()?;
     m.add("RawError", m.py().get_type::<RawError>())?;
     Ok(())
 }

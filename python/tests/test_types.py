@@ -159,3 +159,27 @@ def test_type_objects(conn):
     assert beedb.Date(2024, 1, 1) == datetime.date(2024, 1, 1)
     assert isinstance(beedb.TimestampFromTicks(0), datetime.datetime)
     assert beedb.Binary(bytearray(b"ab")) == b"ab"
+
+
+def test_numerics_made_without_text_are_the_decimals_of_their_text(conn):
+    """Numerics that miss the Decimal cache are written field by field into the
+    Decimal object (python/src/convert.rs, write_decimal): each must be the very
+    Decimal its text makes — value, scale, sign, hash and arithmetic."""
+    import random
+    r = random.Random(14)
+    texts = ["0", "0.00", "-0.5", "1E-38", "99999999999999999999999999999999999999",
+             "-9999999999999999999", "10000000000000000000", "-10000000000000000000.000"]
+    for _ in range(3000):
+        digits = r.randint(1, 38)
+        scale = r.randint(0, digits)
+        s = "".join(r.choice("0123456789") for _ in range(digits))
+        text = (s[:digits - scale] or "0") + ("." + s[digits - scale:] if scale else "")
+        texts.append(("-" if r.random() < 0.5 else "") + text)
+    # SQL's numerics have no negative zero.
+    values = [Decimal(t).copy_abs() if Decimal(t) == 0 else Decimal(t) for t in texts]
+    conn.execute("CREATE TABLE nums (i INTEGER, x NUMERIC)")
+    conn.executemany("INSERT INTO nums VALUES (?, ?)", list(enumerate(values)))
+    for i, got in conn.execute("SELECT i, x FROM nums ORDER BY i"):
+        want = values[i]
+        assert (str(got), got.as_tuple(), hash(got)) == (str(want), want.as_tuple(), hash(want))
+        assert got * 3 - 1 == want * 3 - 1 and -got == -want

@@ -16,8 +16,29 @@ use sqlparser::tokenizer::{Location, Span, Token};
 use crate::error::{Error, Result};
 
 /// Deepest expression or query nesting the parser accepts (deeper input is an error,
-/// not a stack overflow).
+/// not a stack overflow): parentheses (subqueries among them), NOTs in a row, unary
+/// `-`/`+` in a row and open CASEs, counted together by [`check_chains`] before parsing, which refuses deeper
+/// statements with SQLSTATE 54001.
 pub const MAX_NESTING: usize = 200;
+
+/// sqlparser's own recursion limit. sqlparser spends up to about three of its levels on
+/// one level of ours (a subquery: the parenthesis, the query, the expression), and some
+/// of its paths turn its limit into a syntax error at the next token (197 NOTs said
+/// `column "not" does not exist`, 198 `syntax error at or near "true"`), so its limit
+/// sits far above what [`check_chains`] lets through: every statement within
+/// [`MAX_NESTING`] parses, and deeper ones get the pre-check's clear 54001. Its levels
+/// are stack frames: a statement nested more than [`SHALLOW`] levels is parsed on a
+/// fresh stack segment of [`PARSE_STACK`] bytes.
+const SQLPARSER_RECURSION_LIMIT: usize = 5 * MAX_NESTING + 50;
+
+/// Nesting (as [`check_chains`] counts it) up to which a statement is parsed on the
+/// caller's stack: sqlparser used up to 200 levels there before.
+const SHALLOW: usize = 40;
+
+/// The stack a deeply nested statement is parsed on (mapped lazily: only the pages
+/// touched are memory); sqlparser's frames at [`SQLPARSER_RECURSION_LIMIT`] fit
+/// several times over.
+const PARSE_STACK: usize = 64 << 20;
 
 /// Deepest nesting of views one statement may expand: each level is bound on a
 /// guarded stack (`crate::stack`), so the limit bounds the work of re-binding a view
@@ -35,15 +56,24 @@ pub const MAX_OPERATOR_CHAIN: usize = 2000;
 /// (95 bytes per byte of text); a string literal costs about its own length.
 pub const PARSE_BYTES_PER_SQL_BYTE: usize = 100;
 
+/// Bytes the parse of a statement holds, about, for each string literal beyond its
+/// text: its token, its syntax-tree node, the value bound from it and, in an `IN`
+/// list, its set entry. Measured (issue 16): an `IN` list of 100,000 110-byte
+/// strings, 11 MB of SQL, peaked at 316 MB, about 3 KB a literal, where the estimate
+/// charged its text once and its quotes and comma 100 times (about 500 bytes).
+pub const PARSE_BYTES_PER_LITERAL: usize = 2048;
+
 /// What parsing `sql` holds at its peak, about (see [`PARSE_BYTES_PER_SQL_BYTE`]):
 /// bytes inside string literals — `'…'`, `E'…'` with its backslash escapes, and
-/// `$tag$…$tag$` — count once, every other byte 100 times. Quotes inside comments and
+/// `$tag$…$tag$` — count once, and each literal [`PARSE_BYTES_PER_LITERAL`] more;
+/// every other byte counts 100 times. Quotes inside comments and
 /// double-quoted identifiers start nothing, so text after `-- it's` is not taken for
 /// a literal (that would let a long statement through at a hundredth of its cost).
 pub fn parse_bytes_estimate(sql: &str) -> usize {
     let b = sql.as_bytes();
     let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
     let mut quoted = 0usize;
+    let mut literals = 0usize;
     let mut i = 0;
     while i < b.len() {
         if let Some(end) = comment_end(b, i) {
@@ -72,6 +102,7 @@ pub fn parse_bytes_estimate(sql: &str) -> usize {
                     i += 1;
                 }
                 quoted += i.min(b.len()) - start;
+                literals += 1;
                 i += 1;
             }
             b'"' => {
@@ -97,12 +128,16 @@ pub fn parse_bytes_estimate(sql: &str) -> usize {
                 let start = j + 1;
                 let end = b[start..].windows(tag.len()).position(|w| w == tag).map_or(b.len(), |p| start + p);
                 quoted += end - start;
+                literals += 1;
                 i = (end + tag.len()).min(b.len());
             }
             _ => i += 1,
         }
     }
-    (sql.len() - quoted).saturating_mul(PARSE_BYTES_PER_SQL_BYTE) + quoted
+    (sql.len() - quoted)
+        .saturating_mul(PARSE_BYTES_PER_SQL_BYTE)
+        .saturating_add(literals.saturating_mul(PARSE_BYTES_PER_LITERAL))
+        .saturating_add(quoted)
 }
 
 /// Refuses, before parsing, SQL whose parse would hold more than `memory_limit`
@@ -246,11 +281,14 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(rewritten) = autoincrement_as_identity(sql) {
         return parse(&rewritten);
     }
-    check_chains(sql)?;
-    let dialect = PostgreSqlDialect {};
-    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
-    let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
-    let statements = parse_statements(&mut parser).map_err(|e| parse_error(sql, e))?;
+    let depth = check_chains(sql)?;
+    let parse = || {
+        let dialect = PostgreSqlDialect {};
+        let parser = Parser::new(&dialect).with_recursion_limit(SQLPARSER_RECURSION_LIMIT);
+        let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
+        parse_statements(&mut parser).map_err(|e| parse_error(sql, e))
+    };
+    let statements = if depth <= SHALLOW { parse()? } else { stacker::grow(PARSE_STACK, parse)? };
     for s in &statements {
         refuse_reserved_relation_names(sql, s)?;
     }
@@ -551,34 +589,44 @@ pub fn alter_sequence_options(options: &[sqlparser::ast::Expr]) -> Vec<(String, 
         .collect()
 }
 
-/// Rejects statements whose operator chains would make trees deeper than the engine
-/// walks safely (see [`MAX_OPERATOR_CHAIN`]).
-fn check_chains(sql: &str) -> Result<()> {
+/// Rejects statements nested deeper than [`MAX_NESTING`] or whose operator chains
+/// would make trees deeper than the engine walks safely (see [`MAX_OPERATOR_CHAIN`]),
+/// with SQLSTATE 54001. Returns how deep the statement nests, about: an upper bound of
+/// the levels sqlparser recurses through, over [`SQLPARSER_RECURSION_LIMIT`] divided by
+/// its share of it (0 when a count of bytes shows it is shallow).
+fn check_chains(sql: &str) -> Result<usize> {
     use sqlparser::tokenizer::Tokenizer;
     use sqlparser::keywords::Keyword as K;
-    // Cheap pre-check: short text can hold neither a long chain nor deep nesting
-    // (each level takes at least four bytes: `NOT `, `CASE … END`).
-    if sql.len() < MAX_NESTING * 4 {
-        return Ok(());
+    // Cheap pre-check: every level of nesting takes a `(`, a `-` or `+` (a unary
+    // operator), or at least four bytes (`NOT `, `CASE … END`), and a chain one
+    // operator byte each: few of them bound the depth without tokenizing.
+    let b = sql.as_bytes();
+    let openers = b.iter().filter(|&&c| matches!(c, b'(' | b'-' | b'+' | b'[')).count();
+    if openers + b.len() / 4 <= SHALLOW {
+        return Ok(0);
     }
     let dialect = PostgreSqlDialect {};
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
-        return Ok(()); // the parser reports the tokenizer error with its position
+        // The parser reports the tokenizer error with its position; parse on the
+        // large stack, as nothing bounds the depth.
+        return Ok(usize::MAX);
     };
     let too_deep = || {
         Error::new(
             crate::error::ErrorKind::Limit,
             "54001",
             format!(
-                "statement is too deeply nested: more than {MAX_NESTING} levels of NOT, CASE or parentheses"
+                "statement is too deeply nested: more than {MAX_NESTING} levels of NOT, CASE, unary operators and parentheses (subqueries among them)"
             ),
         )
     };
     let mut chain = vec![0usize];
-    // Prefix NOTs in a row and open CASEs nest like parentheses. (sqlparser's own
-    // recursion limit catches them too, but some of its paths report that as a syntax
-    // error at the next token.)
-    let (mut nots, mut cases) = (0usize, 0usize);
+    // Prefix NOTs in a row, unary `-` and `+` in a row and open CASEs nest like
+    // parentheses, and all of them add up. (sqlparser's own recursion limit would catch
+    // them too, but some of its paths report that as a syntax error at the next token.)
+    let (mut nots, mut cases, mut unary) = (0usize, 0usize, 0usize);
+    let mut deepest = 0usize;
+    let mut previous_is_operand = false;
     for t in tokens {
         match &t {
             Token::Word(w) if w.keyword == K::NOT => nots += 1,
@@ -592,8 +640,54 @@ fn check_chains(sql: &str) -> Result<()> {
                 _ => {}
             }
         }
-        if nots > MAX_NESTING || cases > MAX_NESTING || chain.len() > MAX_NESTING {
+        match &t {
+            Token::Minus | Token::Plus if !previous_is_operand => unary += 1,
+            Token::Whitespace(_) => {}
+            _ => unary = 0,
+        }
+        if !matches!(t, Token::Whitespace(_)) {
+            previous_is_operand = matches!(
+                &t,
+                Token::Number(..) | Token::SingleQuotedString(_) | Token::Placeholder(_) | Token::RParen | Token::RBracket
+            ) || matches!(&t, Token::Word(w) if w.keyword == K::NoKeyword || w.quote_style.is_some());
+        }
+        let nesting = (chain.len() - 1) + nots + cases + unary;
+        if nesting > MAX_NESTING {
             return Err(too_deep());
+        }
+        // (A chain of binary operators is a loop in sqlparser, not a recursion.)
+        deepest = deepest.max(nesting);
+        // A clause keyword starts a new expression: a chain of operators does not run
+        // through it (`… JOIN t2 ON t2.x = t1.x JOIN t3 ON …` is many short
+        // expressions, not one of thousands of operators).
+        if let Token::Word(w) = &t
+            && matches!(
+                w.keyword,
+                K::SELECT
+                    | K::FROM
+                    | K::WHERE
+                    | K::JOIN
+                    | K::ON
+                    | K::USING
+                    | K::GROUP
+                    | K::HAVING
+                    | K::ORDER
+                    | K::LIMIT
+                    | K::OFFSET
+                    | K::UNION
+                    | K::INTERSECT
+                    | K::EXCEPT
+                    | K::WITH
+                    | K::AS
+                    | K::SET
+                    | K::VALUES
+                    | K::RETURNING
+                    | K::WHEN
+                    | K::THEN
+                    | K::ELSE
+            )
+        {
+            *chain.last_mut().expect("a level") = 0;
         }
         match t {
             Token::LParen => chain.push(0),
@@ -614,7 +708,12 @@ fn check_chains(sql: &str) -> Result<()> {
                         | sqlparser::keywords::Keyword::NoKeyword
                 ) => {}
             Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::NoKeyword => {}
-            Token::Whitespace(_) | Token::Number(..) | Token::SingleQuotedString(_) | Token::Placeholder(_) => {}
+            // `t1.x` is one name, no operator.
+            Token::Whitespace(_)
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::Placeholder(_)
+            | Token::Period => {}
             _ => {
                 let c = chain.last_mut().expect("a level");
                 *c += 1;
@@ -628,7 +727,7 @@ fn check_chains(sql: &str) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(deepest)
 }
 
 /// Parses a lone expression (a stored DEFAULT).
@@ -785,17 +884,18 @@ mod tests {
     fn parse_estimate_counts_literals_once_and_everything_else_100_times() {
         let est = |sql: &str| parse_bytes_estimate(sql);
         let code = |n: usize| n * PARSE_BYTES_PER_SQL_BYTE;
+        let lit = PARSE_BYTES_PER_LITERAL;
         assert_eq!(est("select 1"), code(8));
         // 'abc' : 3 bytes of literal, 2 quotes and the rest code.
-        assert_eq!(est("select 'abc'"), code(9) + 3);
-        assert_eq!(est("select 'a''b'"), code(9) + 4);
+        assert_eq!(est("select 'abc'"), code(9) + lit + 3);
+        assert_eq!(est("select 'a''b'"), code(9) + lit + 4);
         // E'…' with an escaped quote ends where the literal ends.
-        assert_eq!(est(r"select E'a\'b' , 1"), code(14) + 4);
+        assert_eq!(est(r"select E'a\'b' , 1"), code(14) + lit + 4);
         // A plain literal ending in a backslash is not an escape.
-        assert_eq!(est(r"select 'a\' , 1"), code(13) + 2);
+        assert_eq!(est(r"select 'a\' , 1"), code(13) + lit + 2);
         // Dollar quoting, with and without a tag; `$1` is a parameter.
-        assert_eq!(est("select $$it's$$"), code(11) + 4);
-        assert_eq!(est("select $q$a$$b$q$ + $1"), code(18) + 4);
+        assert_eq!(est("select $$it's$$"), code(11) + lit + 4);
+        assert_eq!(est("select $q$a$$b$q$ + $1"), code(18) + lit + 4);
         // Quotes in comments and identifiers start no literal.
         let tail = "x".repeat(50);
         let sql = format!("select 1 -- it's\n, {tail}");
@@ -805,9 +905,9 @@ mod tests {
         let sql = format!("select \"it's\", {tail}");
         assert_eq!(est(&sql), code(sql.len()));
         // Unterminated forms do not run past the end.
-        assert_eq!(est("select 'ab"), code(8) + 2);
-        assert_eq!(est("select $$ab"), code(9) + 2);
-        assert_eq!(est("select E'\\"), code(9) + 1);
+        assert_eq!(est("select 'ab"), code(8) + lit + 2);
+        assert_eq!(est("select $$ab"), code(9) + lit + 2);
+        assert_eq!(est("select E'\\"), code(9) + lit + 1);
     }
 
     use super::*;

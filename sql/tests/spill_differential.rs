@@ -328,6 +328,9 @@ fn spilled_matches_in_memory() {
     let sizes = [0usize, 1, 1023, 1024, 1025, 4000, 12000, 20000];
     let mut tables = Vec::new();
     let (mut sampled, mut spilled, mut exceeded, mut compared, mut skipped, mut heavy_join) = (0, 0, 0, 0, 0, 0);
+    // Queries whose plan at two threads probes a semi or anti join's held left rows
+    // on both threads (`build: left`, `probe workers: 2`; its left table the smaller).
+    let mut parallel_probes = 0;
     for q in 0..queries {
         if q % per_set == 0 {
             tables.clear();
@@ -347,6 +350,10 @@ fn spilled_matches_in_memory() {
         let tb = &tables[r.random_range(0..tables.len())];
         let query = match r.random_range(0..4) {
             0 => group_query(&mut r, ta),
+            // Half the joins with the other (often the smaller) table on the left: a
+            // semi or anti join whose right input is the larger holds its left rows
+            // (`build: left`), probed on two threads.
+            1 if r.random_bool(0.5) => join_query(&mut r, tb, ta),
             1 => join_query(&mut r, ta, tb),
             2 => order_query(&mut r, ta),
             _ => combined_query(&mut r, ta, tb),
@@ -434,6 +441,9 @@ fn spilled_matches_in_memory() {
                 configure(&mut c, threads, Some(SMALL));
                 if let Ok(plan) = run(&mut c, &format!("EXPLAIN ANALYZE {sql}")) {
                     sampled += 1;
+                    if threads == 2 && plan.iter().any(|l| l.contains("probe workers")) {
+                        parallel_probes += 1;
+                    }
                     if plan.iter().any(|l| l.contains("spilled:")) {
                         spilled += 1;
                     }
@@ -444,7 +454,9 @@ fn spilled_matches_in_memory() {
     eprintln!(
         "spill_differential: {compared} queries compared in 4 settings ({skipped} joins too large skipped); \
          {spilled} of {sampled} sampled runs at {SMALL} spilled; 53200 accepted in {exceeded} runs (growing aggregate \
-         states) and {heavy_join} (a join key value past the limit)"
+         states) and {heavy_join} (a join key value past the limit); {parallel_probes} sampled two-thread plans probe \
+         held left rows in parallel"
     );
+    assert!(queries < 64 || parallel_probes > 0, "no sampled plan probed a join's held left rows on two threads");
     assert!(sampled == 0 || spilled * 3 >= sampled, "only {spilled} of {sampled} sampled small-limit runs spilled");
 }

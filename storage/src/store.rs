@@ -298,7 +298,70 @@ fn another_file_owns(fs: &dyn FileSystem, recorded: &Path, path: &Path) -> bool 
         return true;
     };
     let owner = Path::new(std::ffi::OsStr::from_bytes(owner));
-    fs.exists(owner) && !fs.same_file(owner, path)
+    // An empty file at the owner's name (a creation refused by `refuse_foreign_wal`, or
+    // a `touch`) is no database and owns no WAL.
+    let empty = || {
+        fs.open(owner, OpenOptions { create: false, lock_exclusive: false })
+            .and_then(|f| f.len())
+            .is_ok_and(|len| len == 0)
+    };
+    fs.exists(owner) && !fs.same_file(owner, path) && !empty()
+}
+
+/// Refuses to create a database at `path` (canonical, its file empty) while the WAL
+/// named after it holds committed transactions: that WAL is another database's (the
+/// file it belonged to was renamed, or hard-linked and unlinked, or deleted, before its
+/// commits were checkpointed). A WAL with no committed frame of its current generation
+/// (reset, torn before its first commit, empty, or not a WAL at all) is stale and
+/// removed by the caller; one that cannot be read or recovered is refused too, since
+/// what it holds cannot be told.
+fn refuse_foreign_wal(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    let wal = wal_path(path);
+    if !fs.exists(&wal) {
+        return Ok(());
+    }
+    let refuse = |what: String| {
+        Err(Error::InvalidArgument(format!(
+            "cannot create a new database at {db}: {wal} {what}. It is the write-ahead log of \
+             another database file, probably renamed, moved or deleted (with a hard link \
+             left) before its commits were checkpointed. Open that database (it finds this \
+             WAL through its own header) so its commits are kept; or, if that database is \
+             gone and its commits are not wanted, delete {wal} and retry",
+            db = path.display(),
+            wal = wal.display(),
+        )))
+    };
+    let file = fs
+        .open(&wal, OpenOptions { create: false, lock_exclusive: false })
+        .map_err(|e| Error::io(format!("opening {}", wal.display()), e))?;
+    let len = file.len().map_err(|e| Error::io("reading the WAL length", e))?;
+    let mut header = [0u8; crate::wal::WAL_HEADER_BYTES];
+    if len < header.len() as u64 {
+        return Ok(());
+    }
+    file.read_exact_at(&mut header, 0)
+        .map_err(|e| Error::io(format!("reading {}", wal.display()), e))?;
+    drop(file);
+    if &header[0..8] != b"BeeDBWAL" {
+        return Ok(());
+    }
+    // The page size and database id of the database it belongs to (header bytes 12 and
+    // 16; a header that does not verify is reported by the recovery below).
+    let page_size = crate::page::read_u32(&header, 12) as usize;
+    let database_id = crate::page::read_u64(&header, 16);
+    if !(crate::page::MIN_PAGE_SIZE..=crate::page::MAX_PAGE_SIZE).contains(&page_size)
+        || !page_size.is_power_of_two()
+    {
+        return refuse(format!("has a header naming page size {page_size}"));
+    }
+    match Wal::open(fs, &wal, page_size, database_id, Lsn(1), true) {
+        Ok((_, recovered)) if recovered.committed_txns == 0 => Ok(()),
+        Ok((_, recovered)) => refuse(format!(
+            "holds {} committed transaction(s) not yet in any database file",
+            recovered.committed_txns
+        )),
+        Err(e) => refuse(format!("cannot be recovered ({e})")),
+    }
 }
 
 fn random_id() -> u64 {
@@ -345,6 +408,7 @@ impl Store {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file"),
             ));
         }
+        let existed = fs.exists(path);
         let db_file = fs
             .open(
                 path,
@@ -385,7 +449,18 @@ impl Store {
             header::set_database_id(&mut p, database_id);
             header::set_wal_path(&mut p, wal_path(path).as_os_str().as_encoded_bytes());
             seal_page(&mut p);
-            // A WAL left beside an empty file cannot belong to the new database.
+            // A WAL left beside an empty file cannot belong to the new database, but it
+            // may hold another database's commits: the WAL of a file renamed (or
+            // hard-linked, then unlinked) after a crash, which that file's page 0 still
+            // names. Deleting it would lose them; refuse instead (see `foreign_wal`).
+            if let Err(e) = refuse_foreign_wal(fs, path) {
+                if !existed {
+                    // Leave no empty file behind (this open created it): the user sees
+                    // no half-made database, only the error.
+                    let _ = fs.remove(path);
+                }
+                return Err(e);
+            }
             fs.remove(&wal_path(path))
                 .map_err(|e| Error::io("removing a stale WAL", e))?;
             db_file

@@ -258,3 +258,103 @@ fn second_process_gets_a_clear_lock_error() {
     let out = run_child();
     assert!(out.contains("opened"), "{out}");
 }
+
+/// After a crash, the database file is renamed (`mv a b`) or hard-linked then unlinked
+/// (`ln a b; rm a`), so its commits are in a WAL named after a file that no longer
+/// exists. Creating a new database under the old name must refuse (naming that WAL)
+/// instead of deleting it; the moved database keeps every acknowledged commit; and once
+/// the moved database has been opened (its WAL folded in and reset), the old name can be
+/// used for a new database.
+#[test]
+fn a_new_database_refuses_to_delete_a_moved_databases_wal() {
+    if std::env::var("BEEDB_KILL_CHILD").is_ok() || std::env::var("BEEDB_LOCK_CHILD").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.beedb");
+    let mut seed = 0xa11c_u64;
+    for (round, how) in ["rename", "hard link then unlink"].into_iter().enumerate() {
+        let b = dir.path().join(format!("b{round}.beedb"));
+        let last = kill_a_writer(&a, &mut seed, true);
+        assert!(wal_len(&a) > 512, "the commits are only in the WAL");
+        if round == 0 {
+            std::fs::rename(&a, &b).unwrap();
+        } else {
+            std::fs::hard_link(&a, &b).unwrap();
+            std::fs::remove_file(&a).unwrap();
+        }
+        if round == 1 {
+            // An empty file at the old name (`touch a.beedb`) is no database: it must
+            // neither be initialized over the WAL nor hide the WAL from its owner.
+            std::fs::File::create(&a).unwrap();
+        }
+        let wal_before = std::fs::read(dir.path().join("a.beedb-wal")).unwrap();
+        let err = match Store::open(&a, options()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{how}: a new a.beedb was created over the moved database's WAL"),
+        };
+        assert!(
+            err.contains("a.beedb-wal") && err.contains("committed transaction"),
+            "{how}: {err}"
+        );
+        if round == 0 {
+            assert!(!a.exists(), "{how}: the refused open left no file behind");
+        } else {
+            assert_eq!(std::fs::metadata(&a).unwrap().len(), 0, "{how}");
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("a.beedb-wal")).unwrap(),
+            wal_before,
+            "{how}: the refused open left the WAL as it was"
+        );
+        let got = reopen_and_check(&b, round);
+        assert!(got >= last, "{how}: the writer reported {last}, {} holds {got}", b.display());
+        // The moved database's WAL is folded in and reset now: the name is free.
+        let _ = std::fs::remove_file(&a);
+        let (store, report) = Store::open(&a, options()).unwrap();
+        assert!(report.created, "{how}");
+        drop(store);
+        assert_eq!(reopen_and_check(&b, round), got, "{how}: the new a.beedb took nothing");
+        std::fs::remove_file(&a).unwrap();
+        std::fs::remove_file(dir.path().join("a.beedb-wal")).unwrap();
+    }
+}
+
+/// The lock is on the file, not the name: a second process is refused through a
+/// symbolic link and through a hard link while the first holds the real name, and the
+/// other way round.
+#[test]
+fn the_lock_holds_through_symlinks_and_hard_links() {
+    if std::env::var("BEEDB_LOCK_CHILD").is_ok() || std::env::var("BEEDB_KILL_CHILD").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.beedb");
+    let symlink = dir.path().join("symlink.beedb");
+    let hard = dir.path().join("hard.beedb");
+    let run_child = |path: &Path| {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_opener", "--nocapture", "--test-threads=1"])
+            .env("BEEDB_LOCK_CHILD", path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    drop(Store::open(&real, options()).unwrap());
+    std::os::unix::fs::symlink("real.beedb", &symlink).unwrap();
+    std::fs::hard_link(&real, &hard).unwrap();
+    for holder in [&real, &symlink, &hard] {
+        let (store, _) = Store::open(holder, options()).unwrap();
+        for other in [&real, &symlink, &hard] {
+            let out = run_child(other);
+            assert!(
+                out.contains("refused:") && out.contains("locked"),
+                "{} held, {} opened: {out}",
+                holder.display(),
+                other.display()
+            );
+        }
+        drop(store);
+        assert!(run_child(holder).contains("opened"));
+    }
+}

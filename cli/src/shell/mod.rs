@@ -11,7 +11,7 @@ pub mod import;
 pub mod repl;
 pub mod splitter;
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::time::Instant;
 
 use beedb::{Connection, Database, Error, QueryResult, Value};
@@ -24,6 +24,12 @@ pub const MEMORY: &str = ":memory:";
 
 /// How deeply `.read` may nest.
 const MAX_READ_DEPTH: usize = 16;
+
+/// The longest line, and the longest statement, the shell reads from standard input
+/// or a script file (as COPY's longest line). A longer one is an error (SQLSTATE
+/// 54000) and the statements it belongs to are skipped, instead of growing a buffer
+/// until the process dies (`beedb < /dev/zero`).
+pub const MAX_INPUT_BYTES: usize = 64 << 20;
 
 pub const HELP: &str = "\
 Enter SQL statements terminated by a semicolon; they may span several lines.
@@ -333,7 +339,7 @@ impl Shell {
             self.error(&format!("cannot read \"{path}\": .read nested too deeply"));
             return (false, Flow::Continue);
         }
-        let text = match std::fs::read(path) {
+        let text = match read_script(path) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => text,
                 Err(e) => {
@@ -358,6 +364,13 @@ impl Shell {
 
     /// Reads statements from `input` line by line (not all at once) and runs each as
     /// soon as it is complete; errors do not stop it. Returns whether all succeeded.
+    ///
+    /// A line that is not UTF-8, a line longer than [`MAX_INPUT_BYTES`] and a
+    /// statement longer than that are errors, and the statement they are in is
+    /// skipped whole — and every other statement such a line touches: their text is
+    /// still scanned (lossily, without keeping it) so that the quotes and comments
+    /// they open and close are followed, and the input goes on at the true end of the
+    /// skipped statement, never in the middle of a string literal.
     pub fn run_stream(&mut self, input: &mut dyn BufRead) -> bool {
         let mut splitter = Splitter::new();
         let mut ok = true;
@@ -366,7 +379,8 @@ impl Shell {
         loop {
             line.clear();
             line_number += 1;
-            match input.read_until(b'\n', &mut line) {
+            // At most one byte more than the longest line: a longer one is cut here.
+            match (&mut *input).take(MAX_INPUT_BYTES as u64 + 1).read_until(b'\n', &mut line) {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -376,17 +390,56 @@ impl Shell {
                     break;
                 }
             }
+            if line.len() > MAX_INPUT_BYTES && line.last() != Some(&b'\n') {
+                self.error(&format!(
+                    "line {line_number} of standard input is longer than the maximum of {MAX_INPUT_BYTES} bytes (SQLSTATE 54000); the statements it is in are skipped"
+                ));
+                ok = false;
+                // Follow the rest of the line, a bounded piece at a time.
+                loop {
+                    drop_segment(&mut splitter, &String::from_utf8_lossy(&line));
+                    if line.last() == Some(&b'\n') {
+                        break;
+                    }
+                    if !self.bounded_token(&splitter, line_number) {
+                        return false;
+                    }
+                    line.clear();
+                    match (&mut *input).take(MAX_INPUT_BYTES as u64).read_until(b'\n', &mut line) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            self.error(&format!("could not read input: {e}"));
+                            return false;
+                        }
+                    }
+                }
+                if !self.bounded_token(&splitter, line_number) {
+                    return false;
+                }
+                continue;
+            }
             let text = match std::str::from_utf8(&line) {
                 Ok(text) => text,
                 Err(e) => {
                     // The statement this line belongs to is dropped whole: running
-                    // it without the line, or with U+FFFD in it, would be wrong.
+                    // it without the line, or with U+FFFD in it, would be wrong. The
+                    // statements the line completes before the bad byte run.
                     self.error(&format!(
                         "invalid byte sequence for encoding \"UTF8\" at byte {} of line {line_number} of standard input; the statement it is in is skipped",
                         e.valid_up_to() + 1
                     ));
                     ok = false;
-                    splitter = Splitter::new();
+                    let valid = e.valid_up_to();
+                    let prefix = std::str::from_utf8(&line[..valid]).unwrap_or_default();
+                    if is_command_line(&splitter, prefix) {
+                        continue; // a dot or backslash command: the line is all of it
+                    }
+                    for piece in splitter.push(prefix) {
+                        ok &= self.run_statement(&piece.text);
+                    }
+                    drop_segment(&mut splitter, &String::from_utf8_lossy(&line[valid..]));
                     continue;
                 }
             };
@@ -395,8 +448,33 @@ impl Shell {
             if flow == Flow::Quit {
                 return ok;
             }
+            if !splitter.is_dropping() && splitter.remainder().len() > MAX_INPUT_BYTES {
+                self.error(&format!(
+                    "the statement line {line_number} of standard input is in is longer than the maximum of {MAX_INPUT_BYTES} bytes (SQLSTATE 54000); it is skipped"
+                ));
+                ok = false;
+                splitter.drop_statement();
+            }
+            if !self.bounded_token(&splitter, line_number) {
+                return false;
+            }
         }
         ok & self.finish(&mut splitter)
+    }
+
+    /// While a statement is dropped the splitter keeps only its unfinished token (a
+    /// string, quoted identifier or comment still open). One longer than twice
+    /// [`MAX_INPUT_BYTES`] cannot be followed in bounded memory: the rest of the input
+    /// is not run (an error); returns false then.
+    fn bounded_token(&mut self, splitter: &Splitter, line_number: u64) -> bool {
+        if splitter.remainder().len() <= 2 * MAX_INPUT_BYTES {
+            return true;
+        }
+        self.error(&format!(
+            "a string, quoted identifier or comment open at line {line_number} of standard input runs past {} bytes (SQLSTATE 54000); the rest of the input is not run",
+            2 * MAX_INPUT_BYTES
+        ));
+        false
     }
 
     /// Runs a dot command (the whole line, starting with `.`). A `.once` before it
@@ -592,6 +670,52 @@ struct Redirect {
 
 /// `on`/`off` and the other spellings psql and sqlite3 accept for a switch.
 /// The value of a dot command's one `on|off` argument; `None` for anything else.
+/// Reads a script file whole, line by line, refusing a line longer than
+/// [`MAX_INPUT_BYTES`] (so `-f /dev/zero` is an error, not a buffer that grows until
+/// the process dies).
+fn read_script(path: &str) -> io::Result<Vec<u8>> {
+    let mut input = io::BufReader::new(std::fs::File::open(path)?);
+    let mut bytes = Vec::new();
+    let mut line_number = 0u64;
+    loop {
+        let start = bytes.len();
+        line_number += 1;
+        match (&mut input).take(MAX_INPUT_BYTES as u64 + 1).read_until(b'\n', &mut bytes) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) if n > MAX_INPUT_BYTES && bytes.last() != Some(&b'\n') => {
+                bytes.truncate(start);
+                return Err(io::Error::other(format!(
+                    "line {line_number} is longer than the maximum of {MAX_INPUT_BYTES} bytes (SQLSTATE 54000)"
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether `line`, fed at the splitter's current state, is a dot or backslash command
+/// (as [`Shell::feed_line`] decides) rather than SQL.
+fn is_command_line(splitter: &Splitter, line: &str) -> bool {
+    let line = line.trim_start();
+    (splitter.is_idle() && line.starts_with('.'))
+        || (matches!(splitter.pending(), Pending::Nothing | Pending::Statement) && line.starts_with('\\'))
+}
+
+/// Feeds `text` without running anything in it: the statement in progress, or the
+/// next to start, is dropped, and so is every statement `text` completes; if `text`
+/// leaves a statement unfinished, that one is dropped too when it completes.
+fn drop_segment(splitter: &mut Splitter, text: &str) {
+    splitter.drop_statement();
+    let _ = splitter.push(text);
+    if splitter.in_statement() {
+        splitter.drop_statement();
+    } else {
+        splitter.cancel_drop();
+    }
+}
+
 fn switch_of(args: &[&str]) -> Option<bool> {
     match args {
         [value] => parse_switch(value),

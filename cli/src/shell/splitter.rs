@@ -56,14 +56,56 @@ pub struct Splitter {
     stmt_start: Option<usize>,
     /// What the last scan stopped in, when it stopped inside an unfinished token.
     open: Option<Pending>,
+    /// How to go on scanning that token (else it is scanned again from `scan`).
+    resume: Option<Resume>,
+    /// The statement in progress is being dropped ([`Splitter::drop_statement`]): it
+    /// is not returned when it completes, and its text is not kept.
+    dropping: bool,
 }
 
 /// The result of scanning one token.
 enum Token {
     /// A token ending at this offset.
     Done(usize),
-    /// The token runs to the end of the buffer and may continue in later input.
-    Incomplete(Pending),
+    /// The token runs to the end of the buffer and may continue in later input; where
+    /// and how its scan resumes, if it need not start over (a long string or comment
+    /// fed line by line would be rescanned from its start at every line).
+    Incomplete(Pending, Option<Resume>),
+}
+
+/// How to go on scanning an unfinished string or comment (offsets in `buf`).
+#[derive(Debug, Clone, Copy)]
+enum Resume {
+    /// A quoted string or identifier: go on at `at`.
+    Quoted { quote: u8, escapes: bool, at: usize },
+    /// A `/* … */` comment `depth` deep: go on at `at`.
+    Block { depth: usize, at: usize },
+    /// A `--` comment: go on at `at`.
+    Line { at: usize },
+    /// A dollar-quoted string whose tag is `buf[tag.0..tag.1]`: go on at `at`.
+    Dollar { tag: (usize, usize), at: usize },
+}
+
+impl Resume {
+    fn shift(&mut self, d: usize) {
+        match self {
+            Resume::Quoted { at, .. } | Resume::Block { at, .. } | Resume::Line { at } => *at -= d,
+            Resume::Dollar { tag, at } => {
+                tag.0 -= d;
+                tag.1 -= d;
+                *at -= d;
+            }
+        }
+    }
+
+    fn resume(self, bytes: &[u8]) -> Token {
+        match self {
+            Resume::Quoted { quote, escapes, at } => scan_quoted(bytes, at, quote, escapes),
+            Resume::Block { depth, at } => scan_block(bytes, at, depth),
+            Resume::Line { at } => scan_line(bytes, at),
+            Resume::Dollar { tag, at } => scan_dollar_body(bytes, tag, at),
+        }
+    }
 }
 
 impl Splitter {
@@ -78,6 +120,7 @@ impl Splitter {
         self.open = None;
         let bytes = self.buf.as_bytes();
         let mut i = self.scan;
+        let mut resume = self.resume.take();
         let mut cut = None; // end of the last complete statement in buf
         while i < bytes.len() {
             let b = bytes[i];
@@ -87,23 +130,33 @@ impl Splitter {
             }
             if b == b';' {
                 if let Some(start) = self.stmt_start.take() {
-                    out.push(Piece {
-                        text: self.buf[start..=i].to_string(),
-                        range: self.base + start..self.base + i + 1,
-                    });
+                    if self.dropping {
+                        self.dropping = false;
+                    } else {
+                        out.push(Piece {
+                            text: self.buf[start..=i].to_string(),
+                            range: self.base + start..self.base + i + 1,
+                        });
+                    }
                 }
                 i += 1;
                 cut = Some(i);
                 continue;
             }
-            match scan_token(bytes, i) {
+            // The unfinished token at `scan` goes on where its last scan stopped.
+            let token = match resume.take() {
+                Some(r) => r.resume(bytes),
+                None => scan_token(bytes, i),
+            };
+            match token {
                 Token::Done(end) => {
                     if !is_comment_start(bytes, i) && self.stmt_start.is_none() {
                         self.stmt_start = Some(i);
                     }
                     i = end;
                 }
-                Token::Incomplete(kind) => {
+                Token::Incomplete(kind, r) => {
+                    self.resume = r;
                     // A comment, or a `-` or `/` that may begin one, does not
                     // start a statement.
                     let maybe_comment = kind == Pending::Comment
@@ -132,8 +185,58 @@ impl Splitter {
             if let Some(s) = self.stmt_start.as_mut() {
                 *s -= d;
             }
+            if let Some(r) = self.resume.as_mut() {
+                r.shift(d);
+            }
+        }
+        if self.dropping {
+            self.shed();
         }
         out
+    }
+
+    /// Drops the statement in progress: it will not be returned when it completes,
+    /// and its text is no longer kept (only the unfinished token at the end, so the
+    /// quote and comment state carries on and the statement's end is found where it
+    /// really is). With no statement in progress, the next one to start is dropped.
+    /// Text the caller feeds with no statement in progress afterwards (blank space,
+    /// comments) keeps it set until a statement starts and completes.
+    pub fn drop_statement(&mut self) {
+        self.dropping = true;
+        self.shed();
+    }
+
+    /// Whether a statement is being dropped.
+    pub fn is_dropping(&self) -> bool {
+        self.dropping
+    }
+
+    /// Keeps the next statement after all (undoes [`Splitter::drop_statement`] when
+    /// no statement has started since).
+    pub fn cancel_drop(&mut self) {
+        self.dropping = false;
+    }
+
+    /// Whether a statement has started and not completed.
+    pub fn in_statement(&self) -> bool {
+        self.stmt_start.is_some()
+    }
+
+    /// Forgets the text before the unfinished token at the end (all of it when there
+    /// is none), keeping the scanner's state.
+    fn shed(&mut self) {
+        let d = self.scan;
+        if d > 0 {
+            self.buf.drain(..d);
+            self.base += d;
+            self.scan = 0;
+            if let Some(s) = self.stmt_start.as_mut() {
+                *s = s.saturating_sub(d);
+            }
+            if let Some(r) = self.resume.as_mut() {
+                r.shift(d);
+            }
+        }
     }
 
     /// What the unfinished remainder is in the middle of.
@@ -149,7 +252,7 @@ impl Splitter {
     /// Whether a new statement (or a dot command) may start here: nothing but blank
     /// space has been fed since the last complete statement.
     pub fn is_idle(&self) -> bool {
-        self.buf[..].trim().is_empty()
+        !self.dropping && self.buf[..].trim().is_empty()
     }
 
     /// The unfinished remainder (unreturned text, possibly blank or a comment).
@@ -161,7 +264,7 @@ impl Splitter {
     /// Ends the input: returns the unfinished statement, if it has any tokens, as a
     /// final statement (so a script's last statement may omit its `;`).
     pub fn finish(&mut self) -> Option<Piece> {
-        let piece = self.stmt_start.map(|start| {
+        let piece = self.stmt_start.filter(|_| !self.dropping).map(|start| {
             let text = self.buf[start..].trim_end();
             Piece {
                 text: text.to_string(),
@@ -179,6 +282,8 @@ impl Splitter {
         self.scan = 0;
         self.stmt_start = None;
         self.open = None;
+        self.resume = None;
+        self.dropping = false;
     }
 }
 
@@ -213,33 +318,10 @@ fn scan_token(bytes: &[u8], i: usize) -> Token {
     let b = bytes[i];
     let next = bytes.get(i + 1).copied();
     match b {
-        b'-' if next == Some(b'-') => match bytes[i..].iter().position(|&c| c == b'\n') {
-            Some(p) => Token::Done(i + p + 1),
-            None => Token::Incomplete(Pending::Comment),
-        },
-        b'/' if next == Some(b'*') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j + 1 < n {
-                match (bytes[j], bytes[j + 1]) {
-                    (b'/', b'*') => {
-                        depth += 1;
-                        j += 2;
-                    }
-                    (b'*', b'/') => {
-                        depth -= 1;
-                        j += 2;
-                        if depth == 0 {
-                            return Token::Done(j);
-                        }
-                    }
-                    _ => j += 1,
-                }
-            }
-            Token::Incomplete(Pending::Comment)
-        }
+        b'-' if next == Some(b'-') => scan_line(bytes, i + 2),
+        b'/' if next == Some(b'*') => scan_block(bytes, i + 2, 1),
         // A lone `-` or `/` at the end may become a comment with the next input.
-        b'-' | b'/' if next.is_none() => Token::Incomplete(Pending::Statement),
+        b'-' | b'/' if next.is_none() => Token::Incomplete(Pending::Statement, None),
         b'\'' => scan_quoted(bytes, i + 1, b'\'', false),
         b'"' => scan_quoted(bytes, i + 1, b'"', false),
         b'$' => scan_dollar(bytes, i),
@@ -250,7 +332,7 @@ fn scan_token(bytes: &[u8], i: usize) -> Token {
             }
             if j == n {
                 // `E` at the end could be the prefix of an `E'…'` string.
-                return Token::Incomplete(Pending::Statement);
+                return Token::Incomplete(Pending::Statement, None);
             }
             if bytes[j] == b'\'' {
                 let escapes = j == i + 1 && (b == b'e' || b == b'E');
@@ -277,16 +359,20 @@ fn scan_token(bytes: &[u8], i: usize) -> Token {
 /// a quote, and with `escapes` a backslash escapes the next byte.
 fn scan_quoted(bytes: &[u8], mut i: usize, quote: u8, escapes: bool) -> Token {
     let n = bytes.len();
+    let incomplete = |at| Token::Incomplete(Pending::Quote, Some(Resume::Quoted { quote, escapes, at }));
     while i < n {
         let b = bytes[i];
         if escapes && b == b'\\' {
+            if i + 1 == n {
+                return incomplete(i); // what it escapes comes next
+            }
             i += 2;
             continue;
         }
         if b == quote {
             if i + 1 == n {
                 // A quote at the very end might be the first of a doubled pair.
-                return Token::Incomplete(Pending::Quote);
+                return incomplete(i);
             }
             if bytes[i + 1] == quote {
                 i += 2;
@@ -296,7 +382,51 @@ fn scan_quoted(bytes: &[u8], mut i: usize, quote: u8, escapes: bool) -> Token {
         }
         i += 1;
     }
-    Token::Incomplete(Pending::Quote)
+    incomplete(n)
+}
+
+/// Scans a `--` comment's text from `i` to its line end.
+fn scan_line(bytes: &[u8], i: usize) -> Token {
+    match bytes[i.min(bytes.len())..].iter().position(|&c| c == b'\n') {
+        Some(p) => Token::Done(i + p + 1),
+        None => Token::Incomplete(Pending::Comment, Some(Resume::Line { at: bytes.len() })),
+    }
+}
+
+/// Scans a `/* … */` comment from `j`, `depth` levels deep (comments nest).
+fn scan_block(bytes: &[u8], mut j: usize, mut depth: usize) -> Token {
+    let n = bytes.len();
+    while j + 1 < n {
+        match (bytes[j], bytes[j + 1]) {
+            (b'/', b'*') => {
+                depth += 1;
+                j += 2;
+            }
+            (b'*', b'/') => {
+                depth -= 1;
+                j += 2;
+                if depth == 0 {
+                    return Token::Done(j);
+                }
+            }
+            _ => j += 1,
+        }
+    }
+    // The last byte may pair with the next input's first.
+    Token::Incomplete(Pending::Comment, Some(Resume::Block { depth, at: j.min(n) }))
+}
+
+/// Scans a dollar-quoted string's body from `at` for its closing tag `bytes[tag]`.
+fn scan_dollar_body(bytes: &[u8], tag: (usize, usize), at: usize) -> Token {
+    let len = tag.1 - tag.0;
+    match bytes[at..].windows(len).position(|w| w == &bytes[tag.0..tag.1]) {
+        Some(p) => Token::Done(at + p + len),
+        // The closing tag may have begun in the last `len - 1` bytes.
+        None => {
+            let at = bytes.len().saturating_sub(len - 1).max(at);
+            Token::Incomplete(Pending::Quote, Some(Resume::Dollar { tag, at }))
+        }
+    }
 }
 
 /// Scans at a `$`: a dollar-quoted string `$tag$…$tag$`, or else a parameter (`$1`)
@@ -309,7 +439,7 @@ fn scan_dollar(bytes: &[u8], i: usize) -> Token {
             j += 1;
         }
         return if j == n {
-            Token::Incomplete(Pending::Statement)
+            Token::Incomplete(Pending::Statement, None)
         } else {
             Token::Done(j)
         };
@@ -320,17 +450,12 @@ fn scan_dollar(bytes: &[u8], i: usize) -> Token {
         }
     }
     if j == n {
-        return Token::Incomplete(Pending::Statement);
+        return Token::Incomplete(Pending::Statement, None);
     }
     if bytes[j] != b'$' {
         return Token::Done(i + 1);
     }
-    let tag = &bytes[i..=j];
-    let body = j + 1;
-    match bytes[body..].windows(tag.len()).position(|w| w == tag) {
-        Some(p) => Token::Done(body + p + tag.len()),
-        None => Token::Incomplete(Pending::Quote),
-    }
+    scan_dollar_body(bytes, (i, j + 1), j + 1)
 }
 
 #[cfg(test)]

@@ -263,7 +263,7 @@ fn number_literal(text: &str) -> Result<Value> {
     // Beyond numeric's 38 digits the value cannot be held exactly, and a double would
     // silently change it (`…890 - …889` would be 0): refuse. A literal cast straight to
     // a float type (`1e300::float8`) never comes here; see `float_literal`.
-    Decimal::parse(text).map(Value::Decimal).map_err(|_| {
+    let out_of_range = || {
         Error::data(
             "22003",
             format!(
@@ -271,7 +271,59 @@ fn number_literal(text: &str) -> Result<Value> {
                  (cast it to double precision, as in 1e300::float8, if an approximate value will do)"
             ),
         )
-    })
+    };
+    let d = Decimal::parse(text).map_err(|_| out_of_range())?;
+    // `Decimal::parse` rounds to 38 digits and 38 fraction digits, as a cast does; a
+    // literal must not change silently (`1e-50` was 0, and a 42-digit fraction compared
+    // equal to 0). PostgreSQL keeps such literals exact; BeeDB's numeric cannot, so it
+    // refuses them like a literal with too many integer digits. Trailing zeros are no
+    // digits of the value (`1.5000…0` with 50 zeros is 1.5).
+    if significant_digits(text).is_some_and(|lit| Some(lit) != significant_digits(&d.to_string())) {
+        return Err(Error::data(
+            "22003",
+            format!(
+                "numeric literal {text} cannot be held exactly: BeeDB's numeric holds at most 38 \
+                 significant digits, at most 38 of them after the point (cast it to double \
+                 precision, as in 1e-50::float8, if an approximate value will do)"
+            ),
+        ));
+    }
+    Ok(Value::Decimal(d))
+}
+
+/// The value of a decimal numeral (`digits[.digits][e[±]digits]`, or the digits after
+/// a `-`) as its significant digits and the power of ten of the last one: `(b"15", -1)`
+/// for `1.50`, `(b"", 0)` for zero; `None` for anything else.
+fn significant_digits(text: &str) -> Option<(Vec<u8>, i64)> {
+    let text = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let mut digits = Vec::with_capacity(mantissa.len());
+    let mut fraction = 0i64;
+    let mut point = false;
+    for b in mantissa.bytes() {
+        match b {
+            b'0'..=b'9' => {
+                if !(digits.is_empty() && b == b'0') {
+                    digits.push(b);
+                }
+                fraction += point as i64;
+            }
+            b'.' if !point => point = true,
+            _ => return None,
+        }
+    }
+    let mut power = exponent.checked_sub(fraction)?;
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+        power += 1;
+    }
+    if digits.is_empty() {
+        power = 0;
+    }
+    Some((digits, power))
 }
 
 /// A numeric literal (or a negated one) that is the operand of a cast to `ty`, when `ty`

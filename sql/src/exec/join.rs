@@ -12,6 +12,7 @@ use crate::expr::Expr;
 use crate::plan::{JoinKind, Plan};
 use crate::types::DataType;
 use crate::vector::{BATCH_SIZE, Batch, Vector};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub(super) struct JoinSpec<'p> {
     pub left: &'p Plan,
@@ -20,8 +21,9 @@ pub(super) struct JoinSpec<'p> {
     pub on: Option<&'p Expr>,
     pub left_keys: &'p [Expr],
     pub right_keys: &'p [Expr],
-    /// Threads that run the right input while it is built (`Plan::workers`).
-    pub build_workers: usize,
+    /// Threads that run the right input (`Plan::workers`): while it is built, or
+    /// (`build: Left`) while it probes the held left rows ([`left_build`]).
+    pub workers: usize,
     /// Whether the probe side's scans test the build's keys
     /// (`JoinMethod::Hash { key_filter }`, [`super::key_filter`]).
     pub key_filter: bool,
@@ -99,6 +101,11 @@ impl HashIndex {
 }
 
 impl Build {
+    /// Rows held.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// A build without rows, of rows of `types` and keys of `key_types` (none: a
     /// join without keys).
     fn empty(types: &[DataType], key_types: &[DataType]) -> Build {
@@ -133,7 +140,7 @@ impl<'p> JoinSpec<'p> {
             crate::plan::JoinMethod::Hash { bee: Some(b), .. } => Some(&*b.0),
             _ => None,
         };
-        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, build_workers: plan.workers, key_filter, bee })
+        Some(JoinSpec { left, right, kind: *kind, on: on.as_ref(), left_keys, right_keys, workers: plan.workers, key_filter, bee })
     }
 
     /// A semi, anti or mark join on keys alone needs only whether a key is present:
@@ -303,7 +310,7 @@ fn join_parts(
             None => Ok(Flow::Continue),
         };
         let flow = match sink.finish()? {
-            Materialized::Memory(build) => probe_from(ex, plan, s, &build, &mut from_file, out)?,
+            Materialized::Memory(build) => probe_from(ex, plan, s, &build, None, &mut from_file, out)?,
             Materialized::Spilled(parts, null_rows) => grace(ex, plan, id, s, parts, null_rows, level + 1, &mut from_file, out)?,
         };
         if flow == Flow::Stop {
@@ -321,7 +328,10 @@ fn join_parts(
 /// a pair of equal keys, when `on` holds over the pair); at the end the held rows
 /// come out in their input order, the matched ones (semi) or the others (anti) —
 /// the rows and order a probe by the left input gives. A semi join stops reading
-/// the right input once every held row has matched.
+/// the right input once every held row has matched. With `workers` (`Plan::workers`)
+/// each input that is a pipeline runs on that many threads: the left one's batches
+/// are held by this thread (in the threads' order), and the right one's threads
+/// probe the held keys and mark in one shared [`Marks`].
 pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>, out: Out) -> Result<Flow> {
     let left_id = id + 1;
     let right_id = left_id + ex.subtree_size(s.left);
@@ -332,7 +342,10 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
         JoinKind::Anti => false,
         _ => return Err(crate::error::Error::internal("a join building on its left input that is not a semi or anti join")),
     };
-    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, NullKeyRows::Keep, 1, 0)? {
+    // The threads that probe (below) scan the left input too when it is a pipeline
+    // (`materialize`: they keep their batches, this thread holds the rows).
+    let workers = if ex.worker.is_none() { s.workers } else { 1 };
+    let mut held = match materialize(ex, s.left, left_id, s.left_keys, true, NullKeyRows::Keep, workers, 0)? {
         Materialized::Memory(held) => held,
         // The held left rows outgrew the limit (they are in hash parts as probe
         // records: keys, then columns): the right input is split the same way, and
@@ -367,59 +380,67 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
     // Without `on`, a key decides for all of its rows at once, and the rows of a key
     // are never listed (`row_ids` says each row's key); with `on`, each held row is
     // decided by the pairs it forms, through the rows grouped by key.
-    let mut key_matched = vec![false; if s.on.is_none() { nkeys } else { 0 }];
-    let mut row_matched = vec![false; if s.on.is_some() { held.len } else { 0 }];
     if s.on.is_some() {
         map.finish();
     }
     let map = held.map.as_ref().expect("a join with keys");
     // Rows (or keys) that can still match (rows with a NULL key never do); a semi
     // join is done when none can.
-    let mut open = if s.on.is_none() { nkeys } else { map.rows.len() };
-    let mut probe_ids = Vec::new();
-    let mut scratch = ProbeScratch::default();
-    let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BATCH_SIZE);
-    if open > 0 {
-        ex.with_key_filters(&key_filters, || ex.node(s.right, right_id, None, &mut |b| {
-            let n = b.rows();
-            if n == 0 {
-                return Ok(Flow::Continue);
-            }
-            let b = super::dense(b, &right_types);
-            let kv = s.right_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
-            probe_keys(&map.table, s.bee, &kv, n, &mut probe_ids, &mut scratch);
-            match s.on {
-                None => {
-                    for &k in &probe_ids {
-                        if k != NO_ID && !key_matched[k as usize] {
-                            key_matched[k as usize] = true;
-                            open -= 1;
-                        }
+    let open = if s.on.is_none() { nkeys } else { map.rows.len() };
+    let marks = Marks::new(if s.on.is_none() { nkeys } else { held.len }, open);
+    let held_cols = &held.cols;
+    let mark = |ex: &Exec<'_>, t: &mut MarkScratch, b: Batch| -> Result<Flow> {
+        let n = b.rows();
+        if n == 0 {
+            return Ok(Flow::Continue);
+        }
+        let b = super::dense(b, &right_types);
+        let kv = s.right_keys.iter().map(|e| ex.eval(e, &b)).collect::<Result<Vec<_>>>()?;
+        probe_keys(&map.table, s.bee, &kv, n, &mut t.probe_ids, &mut t.scratch);
+        let newly = match s.on {
+            None => t.probe_ids.iter().filter(|&&k| k != NO_ID && marks.set(k as usize)).count(),
+            Some(on) => {
+                let mut newly = 0;
+                for (r, &k) in t.probe_ids.iter().enumerate() {
+                    if k == NO_ID {
+                        continue;
                     }
-                }
-                Some(on) => {
-                    for (r, &k) in probe_ids.iter().enumerate() {
-                        if k == NO_ID {
-                            continue;
-                        }
-                        for &l in map.candidates(k) {
-                            if !row_matched[l as usize] {
-                                pairs.push((l, r as u32));
-                                if pairs.len() >= BATCH_SIZE {
-                                    open -= mark_pairs(ex, on, &held.cols, &b, &mut pairs, &mut row_matched)?;
-                                }
+                    for &l in map.candidates(k) {
+                        if !marks.is_set(l as usize) {
+                            t.pairs.push((l, r as u32));
+                            if t.pairs.len() >= BATCH_SIZE {
+                                newly += mark_pairs(ex, on, held_cols, &b, &mut t.pairs, &marks)?;
                             }
                         }
                     }
-                    open -= mark_pairs(ex, on, &held.cols, &b, &mut pairs, &mut row_matched)?;
                 }
+                newly + mark_pairs(ex, on, held_cols, &b, &mut t.pairs, &marks)?
             }
-            Ok(if open == 0 && want_matched { Flow::Stop } else { Flow::Continue })
-        }))?;
+        };
+        Ok(if marks.close(newly) && want_matched { Flow::Stop } else { Flow::Continue })
+    };
+    // The right input on several threads (`Plan::workers`, when it is a pipeline
+    // over a heap scan and this is not itself a worker): each thread probes the held
+    // keys with its own pages' rows and marks in the shared `marks`; the held rows
+    // come out below, on this thread, once all have finished.
+    let parallel = (workers > 1)
+        .then(|| crate::plan::pipeline::pipeline(s.right, right_id))
+        .flatten();
+    if open > 0 {
+        match parallel {
+            Some(p) => {
+                let make = || Ok(MarkScratch::default());
+                super::parallel::run_pipeline_with(ex, &p, s.right, right_id, workers, &key_filters, &make, &mark)?;
+            }
+            None => {
+                let mut t = MarkScratch::default();
+                ex.with_key_filters(&key_filters, || ex.node(s.right, right_id, None, &mut |b| mark(ex, &mut t, b)))?;
+            }
+        }
     }
     let matched = |r: usize| match s.on {
-        None => map.row_ids[r] != NO_ID && key_matched[map.row_ids[r] as usize],
-        Some(_) => row_matched[r],
+        None => map.row_ids[r] != NO_ID && marks.is_set(map.row_ids[r] as usize),
+        Some(_) => marks.is_set(r),
     };
     let rows: Vec<u32> = (0..held.len).filter(|&r| matched(r) == want_matched).map(|r| r as u32).collect();
     for chunk in rows.chunks(BATCH_SIZE) {
@@ -442,14 +463,14 @@ pub(super) fn left_build(ex: &Exec<'_>, plan: &Plan, id: usize, s: &JoinSpec<'_>
 
 /// Checks `on` over candidate pairs (held left row, right row of `right`), marks the
 /// held rows of the pairs that pass and empties `pairs`; returns how many held rows
-/// became matched.
+/// this call marked first.
 fn mark_pairs(
     ex: &Exec<'_>,
     on: &Expr,
     held: &[Vector],
     right: &Batch,
     pairs: &mut Vec<(u32, u32)>,
-    matched: &mut [bool],
+    marks: &Marks,
 ) -> Result<usize> {
     if pairs.is_empty() {
         return Ok(0);
@@ -460,15 +481,52 @@ fn mark_pairs(
     let mut cols: Vec<Vector> = held.iter().map(|c| c.gather(&lpos)).collect();
     cols.extend(right.columns.iter().map(|c| c.gather(&rpos)));
     let combined = make_batch(cols, lpos.len());
-    let mut newly = 0;
-    for k in ex.pred(on, &combined)? {
-        let m = &mut matched[lpos[k as usize] as usize];
-        if !*m {
-            *m = true;
-            newly += 1;
-        }
+    Ok(ex.pred(on, &combined)?.into_iter().filter(|&k| marks.set(lpos[k as usize] as usize)).count())
+}
+
+/// Which held rows (or keys) of a `build: left` join have matched, a bit each, and
+/// how many can still match. The threads probing the right input in parallel share
+/// one: a bit is only ever set (`fetch_or`, after a plain load, so a key matched
+/// again costs no write to a shared line), and the held rows are read only after
+/// every thread has finished.
+pub(super) struct Marks {
+    bits: Vec<AtomicU64>,
+    open: AtomicUsize,
+}
+
+impl Marks {
+    /// `n` bits, of which `open` can be set.
+    pub(super) fn new(n: usize, open: usize) -> Marks {
+        Marks { bits: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(), open: AtomicUsize::new(open) }
     }
-    Ok(newly)
+
+    #[inline]
+    fn is_set(&self, i: usize) -> bool {
+        self.bits[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    /// Sets bit `i`; whether this call set it.
+    #[inline]
+    fn set(&self, i: usize) -> bool {
+        let (word, bit) = (&self.bits[i / 64], 1u64 << (i % 64));
+        word.load(Ordering::Relaxed) & bit == 0 && word.fetch_or(bit, Ordering::Relaxed) & bit == 0
+    }
+
+    /// Counts `newly` more as matched; whether none is left open.
+    fn close(&self, newly: usize) -> bool {
+        if newly == 0 {
+            return self.open.load(Ordering::Relaxed) == 0;
+        }
+        self.open.fetch_sub(newly, Ordering::Relaxed) == newly
+    }
+}
+
+/// What one thread probing a `build: left` join's held keys reuses from batch to batch.
+#[derive(Default)]
+struct MarkScratch {
+    probe_ids: Vec<u32>,
+    scratch: ProbeScratch,
+    pairs: Vec<(u32, u32)>,
 }
 
 /// Runs the right input of join node `id` and materializes it, its rows grouped by key.
@@ -485,7 +543,7 @@ pub(super) fn build(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize) -> Result<Build>
 /// its threads share in memory).
 fn build_or_spill(ex: &Exec<'_>, s: &JoinSpec<'_>, id: usize, level: u32) -> Result<Materialized> {
     let right_id = id + 1 + ex.subtree_size(s.left);
-    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), NullKeyRows::of_build(s.kind), s.build_workers, level)? {
+    let mut build = match materialize(ex, s.right, right_id, s.right_keys, !s.keys_only(), NullKeyRows::of_build(s.kind), s.workers, level)? {
         Materialized::Memory(build) => build,
         spilled => return Ok(spilled),
     };
@@ -762,7 +820,8 @@ fn probe(
     out: Out,
 ) -> Result<Flow> {
     let left_types = s.left.types();
-    probe_from(ex, plan, s, build, &mut |each| left_input(ex, s, id, &left_types, each), out)
+    let shared = ex.build_marks(id);
+    probe_from(ex, plan, s, build, shared, &mut |each| left_input(ex, s, id, &left_types, each), out)
 }
 
 /// Joins each batch `left` gives with `build`, then outputs the build rows no
@@ -772,6 +831,7 @@ fn probe_from(
     plan: &Plan,
     s: &JoinSpec<'_>,
     build: &Build,
+    shared: Option<(&Marks, bool)>,
     left: LeftSource<'_>,
     out: Out,
 ) -> Result<Flow> {
@@ -839,8 +899,22 @@ fn probe_from(
         return Ok(Flow::Stop);
     }
 
-    // Unmatched right rows.
+    // Unmatched right rows. A thread of a parallel pipeline (`shared`) only adds the
+    // rows it matched to the threads' shared marks; the calling thread's last pass
+    // over the pipeline, once every thread has finished, outputs the rows none
+    // matched (`exec/parallel.rs`).
     if marks_build {
+        if let Some((marks, last_pass)) = shared {
+            if !last_pass {
+                for r in (0..build.len).filter(|&r| matched[r]) {
+                    marks.set(r);
+                }
+                return Ok(Flow::Continue);
+            }
+            for (r, m) in matched.iter_mut().enumerate() {
+                *m |= marks.is_set(r);
+            }
+        }
         let unmatched: Vec<u32> = (0..build.len as u32)
             .filter(|&r| !matched[r as usize])
             .collect();

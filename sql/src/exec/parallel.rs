@@ -1,6 +1,6 @@
 //! Morsel-driven parallelism (Leis et al., SIGMOD 2014): several threads drive one
 //! pipeline ([`crate::plan::pipeline`]) at once, each over the heap pages it takes
-//! next from a shared [`Morsels`] dispenser, each into its own state of the operator
+//! next, a run at a time, from a shared [`Morsels`] dispenser, each into its own state of the operator
 //! the pipeline feeds (a hash aggregate's groups: `agg.rs` merges them at the end).
 //!
 //! What the threads share is only read: the plan, the transaction's snapshot, the
@@ -13,6 +13,8 @@
 //! memory limit is divided among the threads, so their states together stay within
 //! it.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -21,7 +23,8 @@ use rustc_hash::FxHashMap;
 use beedb_storage::heap::{HeapFile, HeapPages};
 use beedb_storage::{PageRead, PageReadGuard};
 
-use super::join::{self, Build, JoinSpec};
+use super::join::{self, Build, JoinSpec, Marks};
+use super::key_filter::ScanKeyFilter;
 use super::{Exec, ExecContext, Flow, StatementState};
 use crate::error::{Error, Result};
 use crate::plan::Node;
@@ -33,25 +36,61 @@ use crate::vector::Batch;
 /// guard allows before it moves to a new segment (`crate::stack`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
-/// The pages of a heap, handed out one at a time to whichever thread asks next.
+/// Pages a thread takes from the [`Morsels`] dispenser at a time: a run of pages
+/// that follow each other in the heap's chain. One page at a time, the threads took
+/// turns: every page cost a lock of the dispenser, and its lookup in the pool (the
+/// WAL index's and the pool shard's locks) bounced between the cores, as did the
+/// page the dispenser had just prefetched, which the other thread then read. A run
+/// keeps the locks on one core for its pages, and the thread prefetches each next
+/// page of its own run ([`ThreadPages`]).
+const RUN_PAGES: usize = 16;
+
+/// The pages of a heap, handed out in runs of [`RUN_PAGES`] to whichever thread asks next.
 pub(super) struct Morsels<'r> {
     pages: Mutex<HeapPages<'r, dyn PageRead + Sync + 'r>>,
-    /// Set when a thread failed: the others stop at their next page.
-    failed: AtomicBool,
+    /// Set when a thread failed, or its consumer needs no more rows (a semi join
+    /// whose held rows have all matched): the others stop at their next page.
+    stop: AtomicBool,
     /// Tuples the threads decoded, for the relation's size statistics.
     tuples: AtomicU64,
 }
 
 impl<'r> Morsels<'r> {
     fn new(heap: HeapFile, reader: &'r (dyn PageRead + Sync)) -> Morsels<'r> {
-        Morsels { pages: Mutex::new(heap.pages(reader)), failed: AtomicBool::new(false), tuples: AtomicU64::new(0) }
+        Morsels {
+            pages: Mutex::new(heap.pages(reader).without_prefetch()),
+            stop: AtomicBool::new(false),
+            tuples: AtomicU64::new(0),
+        }
     }
 
+    /// Moves the next run of pages, pinned and share-latched, into `run`; false at
+    /// the end of the heap or once a thread stopped.
+    fn take_run(&self, run: &mut VecDeque<PageReadGuard>) -> Result<bool> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        // A poisoned lock means a thread panicked while advancing: stop.
+        let Ok(mut pages) = self.pages.lock() else { return Ok(false) };
+        for _ in 0..RUN_PAGES {
+            match pages.next() {
+                Some(Ok(g)) => run.push_back(g),
+                // The run's pages are pinned: in a buffer pool too small to pin
+                // them all, the run ends at the page that found no free frame (the
+                // walk resumes there); with no page held, that is an error.
+                Some(Err(beedb_storage::Error::PoolExhausted { .. })) if !run.is_empty() => break,
+                Some(Err(e)) => return Err(e.into()),
+                None => break,
+            }
+        }
+        Ok(!run.is_empty())
+    }
 }
 
-/// The pages a worker's scan reads: [`Morsels`] behind a trait object, so that
-/// [`Worker`] (and so the executor holding it) stays covariant in its lifetime.
-pub(super) trait PageSource: Sync {
+/// The pages a worker's scan reads: its thread's run of [`Morsels`], behind a trait
+/// object, so that [`Worker`] (and so the executor holding it) stays covariant in
+/// its lifetime.
+pub(super) trait PageSource {
     /// The next page to scan, pinned and share-latched; `None` at the end or once a
     /// thread failed.
     fn next(&self) -> Option<Result<PageReadGuard>>;
@@ -59,18 +98,36 @@ pub(super) trait PageSource: Sync {
     fn add_tuples(&self, n: u64);
 }
 
-impl PageSource for Morsels<'_> {
+/// One thread's pages: the run it took last from the shared dispenser.
+struct ThreadPages<'a, 'r> {
+    morsels: &'a Morsels<'r>,
+    run: RefCell<VecDeque<PageReadGuard>>,
+}
+
+impl PageSource for ThreadPages<'_, '_> {
     fn add_tuples(&self, n: u64) {
-        self.tuples.fetch_add(n, Ordering::Relaxed);
+        self.morsels.tuples.fetch_add(n, Ordering::Relaxed);
     }
 
     fn next(&self) -> Option<Result<PageReadGuard>> {
-        if self.failed.load(Ordering::Relaxed) {
+        let mut run = self.run.borrow_mut();
+        if self.morsels.stop.load(Ordering::Relaxed) {
+            run.clear();
             return None;
         }
-        // A poisoned lock means a thread panicked while advancing: stop.
-        let mut pages = self.pages.lock().ok()?;
-        pages.next().map(|r| r.map_err(Error::from))
+        if run.is_empty() {
+            match self.morsels.take_run(&mut run) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let g = run.pop_front()?;
+        // The caller works on this page for a while: have the next one loaded meanwhile.
+        if let Some(next) = run.front() {
+            beedb_storage::heap::prefetch_held(next);
+        }
+        Some(Ok(g))
     }
 }
 
@@ -81,12 +138,25 @@ pub(crate) struct Worker<'a> {
     pub(super) morsels: &'a (dyn PageSource + 'a),
     /// The hash tables of the pipeline's joins, by join node id.
     builds: &'a FxHashMap<usize, Build>,
+    /// The build rows the threads matched, of the joins along the pipeline that
+    /// output their unmatched build rows (right and full joins), by join node id.
+    marks: &'a FxHashMap<usize, Marks>,
+    /// Whether this is the calling thread's last pass, after every thread finished:
+    /// its scan has no page left, and those joins output the build rows no thread
+    /// matched.
+    last_pass: bool,
 }
 
 impl Exec<'_> {
     /// The build of join node `id` made before this worker started, if this is one.
     pub(super) fn prebuilt(&self, id: usize) -> Option<&Build> {
         self.worker.and_then(|w| w.builds.get(&id))
+    }
+
+    /// The shared marks of join node `id`'s build rows (right and full joins along
+    /// a parallel pipeline), and whether this is the last pass.
+    pub(super) fn build_marks(&self, id: usize) -> Option<(&Marks, bool)> {
+        self.worker.and_then(|w| w.marks.get(&id).map(|m| (m, w.last_pass)))
     }
 
     /// The shared pages for scan node `id`, when this executor is a worker of a
@@ -108,6 +178,24 @@ pub(super) fn run_pipeline<S: Send>(
     make: &(dyn Fn() -> Result<S> + Sync),
     each: &(dyn Fn(&Exec<'_>, &mut S, Batch) -> Result<()> + Sync),
 ) -> Result<Vec<S>> {
+    run_pipeline_with(ex, p, root, root_id, threads, &[], make, &|ex, s, b| each(ex, s, b).map(|()| Flow::Continue))
+}
+
+/// [`run_pipeline`] whose consumer can stop early: when `each` returns
+/// [`Flow::Stop`] in one thread, the others stop at their next page. The scans of the
+/// pipeline test `key_filters` too (the held keys of a join above it that the
+/// threads probe, `join::left_build`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_pipeline_with<S: Send>(
+    ex: &Exec<'_>,
+    p: &Pipeline<'_>,
+    root: &crate::plan::Plan,
+    root_id: usize,
+    threads: usize,
+    key_filters: &[ScanKeyFilter],
+    make: &(dyn Fn() -> Result<S> + Sync),
+    each: &(dyn Fn(&Exec<'_>, &mut S, Batch) -> Result<Flow> + Sync),
+) -> Result<Vec<S>> {
     let Node::TableScan { table, bees, .. } = &p.scan.node else {
         return Err(Error::internal("a parallel pipeline not driven by a table scan"));
     };
@@ -117,9 +205,16 @@ pub(super) fn run_pipeline<S: Send>(
         let spec = JoinSpec::of(join_plan).ok_or_else(|| Error::internal("a pipeline build that is not a join"))?;
         builds.insert(id, join::build(ex, &spec, id)?);
     }
+    // Right and full joins mark the build rows their probes match: each thread its
+    // own, added to these once it has finished.
+    let marks: FxHashMap<usize, Marks> = p
+        .builds
+        .iter()
+        .filter(|(_, j)| matches!(&j.node, Node::Join { kind, .. } if kind.outputs_unmatched_right()))
+        .filter_map(|(id, _)| builds.get(id).map(|b| (*id, Marks::new(b.len(), b.len()))))
+        .collect();
     let ctx = ex.ctx;
     let morsels = Morsels::new(HeapFile::open(table.heap), ctx.reader);
-    let worker = Worker { scan_id: p.scan_id, morsels: &morsels, builds: &builds };
     // What every thread's context is made of: only what threads may share (the
     // sequences never reach a parallel pipeline: `Expr::has_side_effects`; the
     // clock does, read here once).
@@ -132,22 +227,33 @@ pub(super) fn run_pipeline<S: Send>(
         },
         None => None,
     };
-    let drive = || -> Result<S> {
+    let drive_into = |state: Option<S>, last_pass: bool| -> Result<S> {
         let sequences = clock.as_ref().map(|c| c as &dyn super::Sequences);
         let ctx = ExecContext { reader, params, subqueries, memory_limit, profile, interrupt, sequences };
         // A pipeline holds no CTE scan (`plan/pipeline.rs`): its CTE map stays empty.
         let shared = StatementState::default();
+        let pages = ThreadPages { morsels: &morsels, run: RefCell::new(VecDeque::new()) };
+        let worker = Worker { scan_id: p.scan_id, morsels: &pages, builds: &builds, marks: &marks, last_pass };
         let wex = shared.exec(&ctx, profile, Some(&worker));
-        let mut state = make()?;
-        let r = wex.node(root, root_id, None, &mut |b| {
-            each(&wex, &mut state, b)?;
-            Ok(Flow::Continue)
+        let mut state = match state {
+            Some(s) => s,
+            None => make()?,
+        };
+        let r = wex.with_key_filters(key_filters, || {
+            wex.node(root, root_id, None, &mut |b| {
+                let flow = each(&wex, &mut state, b)?;
+                if flow == Flow::Stop {
+                    morsels.stop.store(true, Ordering::Relaxed);
+                }
+                Ok(flow)
+            })
         });
         if r.is_err() {
-            morsels.failed.store(true, Ordering::Relaxed);
+            morsels.stop.store(true, Ordering::Relaxed);
         }
         r.map(|_| state)
     };
+    let drive = || drive_into(None, false);
     let results: Vec<Result<S>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (1..threads)
             .map(|_| {
@@ -170,7 +276,14 @@ pub(super) fn run_pipeline<S: Send>(
     if let Some(b) = bees {
         b.0.cache.note_relation_size(table.id as u64, morsels.tuples.load(Ordering::Relaxed));
     }
-    results.into_iter().collect()
+    let mut states = results.into_iter().collect::<Result<Vec<S>>>()?;
+    // The build rows of right and full joins that no thread matched: one more pass
+    // of the pipeline on this thread, into its state, with no page left to scan.
+    if !marks.is_empty() && !morsels.stop.load(Ordering::Relaxed) {
+        let first = states.remove(0);
+        states.insert(0, drive_into(Some(first), true)?);
+    }
+    Ok(states)
 }
 
 /// What a parallel pipeline's threads see of the session's functions: the clock

@@ -11,13 +11,19 @@
 //! too: they scan and filter the build input, each keeping its batches, and the
 //! calling thread fills the hash table from them.
 //!
+//! So does a semi or anti join that holds its left input (`build: left`) when its
+//! right input is such a pipeline: the threads scan it and probe the held keys,
+//! marking the held rows they match in a shared bitmap, and the calling thread
+//! outputs the matched (semi) or unmatched (anti) held rows once they have finished
+//! (`exec/join.rs`, `left_build`). EXPLAIN shows `probe workers: N` there.
+//!
 //! Not yet parallel: filling a hash table, pipelines that end in a sort or the result, floating-point sums and averages (their rounding depends on the order of
 //! additions), DISTINCT and ordered aggregates.
 
 use super::{Rules, Stats, deep, map_children};
 use crate::exec::combinable;
 use crate::plan::pipeline::pipeline;
-use crate::plan::{JoinMethod, JoinSide, Node, Plan};
+use crate::plan::{JoinKind, JoinMethod, JoinSide, Node, Plan};
 
 /// Sets [`Plan::workers`] on the aggregates of `plan` that can use several threads.
 pub fn plan_workers(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
@@ -37,6 +43,15 @@ pub fn plan_workers(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     // A hash join whose build input is such a pipeline: the threads scan and filter
     // it, the calling thread fills the hash table.
     if let Node::Join { right, method: JoinMethod::Hash { build: JoinSide::Right, .. }, .. } = &plan.node
+        && let Some(p) = pipeline(right, 0)
+        && large(p.scan, rules, stats)
+    {
+        plan.workers = rules.threads;
+    }
+    // A semi or anti join holding its left rows (`build: left`) whose right input is
+    // such a pipeline: the threads run it and probe the held keys, marking the held
+    // rows they match; the calling thread then outputs the held rows.
+    if let Node::Join { right, kind: JoinKind::Semi | JoinKind::Anti, method: JoinMethod::Hash { build: JoinSide::Left, .. }, .. } = &plan.node
         && let Some(p) = pipeline(right, 0)
         && large(p.scan, rules, stats)
     {

@@ -321,7 +321,10 @@ fn describe(plan: &Plan) -> String {
                 s.push_str(&format!("  on: {}", e(on)));
             }
             if plan.workers > 1 {
-                s.push_str(&format!("  build workers: {}", plan.workers));
+                // A join holding its left rows runs its right input on the workers
+                // as the probe, any other hash join as the build.
+                let probe = matches!(method, super::JoinMethod::Hash { build: super::JoinSide::Left, .. });
+                s.push_str(&format!("  {} workers: {}", if probe { "probe" } else { "build" }, plan.workers));
             }
             s
         }

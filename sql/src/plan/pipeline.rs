@@ -20,8 +20,10 @@ pub struct Pipeline<'p> {
 }
 
 /// The parallel-safe pipeline rooted at `plan` (pre-order id `id`), if it has one:
-/// filters and projections, and the probe (left) side of inner, left, semi and anti
-/// joins (whose build rows are only read, never marked), down to a heap scan; no
+/// filters and projections, and the probe (left) side of inner, left, right, full,
+/// semi and anti joins, down to a heap scan (a right or full join's threads mark the
+/// build rows they match, and the calling thread outputs the rows none matched in a
+/// last pass, `exec/parallel.rs`); no
 /// expression along it with side effects (sequences, application functions,
 /// subqueries, which must run once and in order).
 pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
@@ -48,7 +50,7 @@ pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
                 (node, node_id) = (input, node_id + 1);
             }
             Node::Join { left, right, kind, on, left_keys, right_keys, method } => {
-                if !(matches!(kind, JoinKind::Inner | JoinKind::Left) || kind.is_left_only())
+                if !(matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Right | JoinKind::Full) || kind.is_left_only())
                     || on.as_ref().is_some_and(|e| e.has_side_effects())
                     || left_keys.iter().chain(right_keys).any(|e| e.has_side_effects())
                 {
@@ -58,6 +60,7 @@ pub fn pipeline(plan: &Plan, id: usize) -> Option<Pipeline<'_>> {
                     JoinMethod::Hash { build: super::JoinSide::Right, .. } | JoinMethod::NestedLoop => {
                         builds.push((node_id, node));
                     }
+                    JoinMethod::IndexNestedLoop { .. } if kind.outputs_unmatched_right() => return None,
                     JoinMethod::IndexNestedLoop { .. } => {
                         if let Node::TableScan { filter: Some(f), .. } = &right.node
                             && f.has_side_effects()
