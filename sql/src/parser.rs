@@ -731,11 +731,17 @@ fn check_chains(sql: &str) -> Result<usize> {
 }
 
 /// Parses a lone expression (a stored DEFAULT).
+/// Under the same limits as [`parse`]: a stored expression (a DEFAULT, a CHECK) was
+/// accepted by `parse` in its CREATE or ALTER statement and must parse again here.
 pub fn parse_expr(sql: &str) -> Result<sqlparser::ast::Expr> {
-    let dialect = PostgreSqlDialect {};
-    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
-    let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
-    parser.parse_expr().map_err(|e| parse_error(sql, e))
+    let depth = check_chains(sql)?;
+    let parse = || {
+        let dialect = PostgreSqlDialect {};
+        let parser = Parser::new(&dialect).with_recursion_limit(SQLPARSER_RECURSION_LIMIT);
+        let mut parser = parser.try_with_sql(sql).map_err(|e| parse_error(sql, e))?;
+        parser.parse_expr().map_err(|e| parse_error(sql, e))
+    };
+    if depth <= SHALLOW { parse() } else { stacker::grow(PARSE_STACK, parse) }
 }
 
 /// Parses an SQL type name (`integer`, `numeric(10,2)`, `varchar(20)`) into the type

@@ -196,3 +196,17 @@ fn the_nesting_limit_is_clean_at_its_boundary() {
         }
     }
 }
+
+/// A stored expression (a CHECK constraint) is parsed again at each INSERT under the
+/// same limits as the CREATE TABLE that stored it: one 200 levels deep (2 parentheses
+/// and 198 NOTs) is accepted and then works, instead of making the table unusable.
+#[test]
+fn a_check_constraint_at_the_nesting_limit_parses_again() {
+    let (_db, mut c) = db();
+    c.execute_batch(&format!("CREATE TABLE c (x INTEGER CHECK ({}(x = 1)))", "NOT ".repeat(198)))
+        .unwrap();
+    c.execute_batch("INSERT INTO c VALUES (1)").unwrap();
+    let e = c.execute_batch("INSERT INTO c VALUES (2)").unwrap_err();
+    assert_eq!(e.sqlstate, "23514", "{e}");
+    assert_eq!(count(&mut c, "SELECT count(*) FROM c"), 1);
+}

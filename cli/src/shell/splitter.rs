@@ -641,6 +641,26 @@ mod tests {
     }
 
     #[test]
+    fn a_dropped_statement_ends_where_it_really_ends_and_keeps_no_text() {
+        let mut s = Splitter::new();
+        assert!(s.push("SELECT 1; INSERT INTO t VALUES ('a").iter().map(|p| &p.text).eq(["SELECT 1;"]));
+        s.drop_statement();
+        assert!(s.is_dropping() && !s.is_idle());
+        // The literal goes on over lines holding `;`: nothing comes out, and only the
+        // open literal is kept, from its quote.
+        assert!(s.push("\n;DELETE FROM t;\n").is_empty());
+        assert!(s.remainder().starts_with('\'') && s.remainder().len() < 25, "{:?}", s.remainder());
+        assert!(s.push("x');").is_empty(), "the dropped statement completes unseen");
+        assert!(!s.is_dropping());
+        assert!(s.push(" SELECT 2;").iter().map(|p| &p.text).eq([" SELECT 2;".trim_start()]));
+        // Dropped with nothing in progress: the next statement is the one dropped, and
+        // a dropped statement is no final statement either.
+        s.drop_statement();
+        assert!(s.push("/* c */ SELECT 3").is_empty());
+        assert_eq!(s.finish(), None);
+    }
+
+    #[test]
     fn any_chunking_gives_the_same_statements() {
         let input = "SELECT 'a;''b', E'c\\';d' -- x;\n; /* n /* e */ ; */ SELECT $t$ ; $$ $t$, \"q;\"\"\";\n\
                      SELECT $1, a$b, 4-2, 6/3;SELECT 'é;ü'; select e'\\\\'; SELECT 1 - -1;";

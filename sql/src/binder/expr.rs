@@ -277,7 +277,8 @@ fn number_literal(text: &str) -> Result<Value> {
     // literal must not change silently (`1e-50` was 0, and a 42-digit fraction compared
     // equal to 0). PostgreSQL keeps such literals exact; BeeDB's numeric cannot, so it
     // refuses them like a literal with too many integer digits. Trailing zeros are no
-    // digits of the value (`1.5000…0` with 50 zeros is 1.5).
+    // digits of the value here (but `Decimal::parse` refuses a literal of more than 38
+    // digits, zeros included, as out of range).
     if significant_digits(text).is_some_and(|lit| Some(lit) != significant_digits(&d.to_string())) {
         return Err(Error::data(
             "22003",
