@@ -776,3 +776,29 @@ fn savepoints_recover_aborted_blocks() {
     a.execute("ROLLBACK", &[]).unwrap();
     assert_eq!(count(&mut a), 3);
 }
+
+/// Clauses BeeDB parses but does not implement are refused with SQLSTATE 0A000 and
+/// change nothing (`unsupported_clauses.slt` has the messages).
+#[test]
+fn unimplemented_clauses_are_refused_with_0a000() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (a INTEGER, b TEXT)").unwrap();
+    for sql in [
+        "SELECT * FROM t TABLESAMPLE BERNOULLI (50)",
+        "SELECT * FROM generate_series(1, 3) WITH ORDINALITY",
+        "CREATE TEMP TABLE tt (a INTEGER)",
+        "CREATE UNLOGGED TABLE tt (a INTEGER)",
+        "CREATE TABLE tt (a INTEGER) PARTITION BY RANGE (a)",
+        "CREATE TABLE tt (c INTEGER) INHERITS (t)",
+        "CREATE UNIQUE INDEX ti ON t (b) NULLS NOT DISTINCT",
+        "CREATE INDEX ti ON t USING hash (a)",
+        "CREATE TABLE tt (a INTEGER PRIMARY KEY DEFERRABLE)",
+        "SET LOCAL statement_timeout = 10",
+    ] {
+        let e = c.execute(sql, &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "0A000", "{sql}: {}", e.message);
+        assert!(e.message.contains("not supported"), "{sql}: {}", e.message);
+    }
+    assert!(c.execute("SELECT * FROM tt", &[]).is_err(), "a refused CREATE made nothing");
+}

@@ -170,3 +170,36 @@ fn explain_analyze_counts_the_tuples_a_key_filter_dropped() {
     let scan = p.lines().find(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
     assert!(scan.contains("actual rows=5000 ") && !scan.contains("removed by key filter"), "{p}");
 }
+
+/// EXPLAIN ANALYZE profiles each subplan on its own: its nodes show their own rows
+/// and loops (the executions of a correlated subplan), not the outer plan's figures,
+/// and a subplan that never ran says so on every line.
+#[test]
+fn explain_analyze_profiles_subplans_apart_from_the_outer_plan() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE o (a INTEGER, b INTEGER);
+         CREATE TABLE i (x INTEGER, y INTEGER);
+         INSERT INTO o SELECT g, g % 3 FROM generate_series(1, 5) g;
+         INSERT INTO i SELECT g, g FROM generate_series(1, 40) g;
+         SET optimizer_decorrelate = off;",
+    )
+    .unwrap();
+    // A correlated scalar subquery, kept nested: five executions of the subplan,
+    // each scanning all 40 rows of i.
+    let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a, (SELECT count(*) FROM i WHERE i.x > o.a) FROM o");
+    let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
+    assert!(sub.contains("actual rows=5 loops=5"), "the subplan's root ran once per outer row:\n{p}");
+    // i's scan ran five times and kept 39 + 38 + 37 + 36 + 35 rows in all.
+    assert!(sub.contains("actual rows=185 loops=5"), "{p}");
+    assert!(!sub.contains("never executed"), "{p}");
+    // An uncorrelated subplan runs once.
+    let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a FROM o WHERE a < (SELECT max(y) FROM i WHERE y < 4)");
+    let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
+    assert!(sub.contains("actual rows=1 loops=1"), "{p}");
+    // A subplan the outer plan never reached (no outer rows).
+    let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a, (SELECT count(*) FROM i WHERE i.x > o.a) FROM o WHERE a > 100");
+    let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
+    assert!(sub.lines().skip(1).all(|l| l.trim().is_empty() || l.contains("never executed") || l.starts_with("Execution Time")), "{p}");
+}

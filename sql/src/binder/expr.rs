@@ -350,6 +350,20 @@ fn float_literal(e: &ast::Expr, ty: &DataType) -> Option<f64> {
     Some(if negative { -f } else { f })
 }
 
+/// `sign (a ^ b ^ …)` as sqlparser parsed `- a ^ b ^ …` (without parentheses),
+/// rewritten to PostgreSQL's reading `((sign a) ^ b) ^ …`: the sign goes onto the
+/// leftmost operand of the chain of `^` (which associates to the left).
+fn sign_onto_power_base(sign: UnaryOperator, power: &ast::Expr) -> ast::Expr {
+    match power {
+        ast::Expr::BinaryOp { left, op: Op::PGExp, right } => ast::Expr::BinaryOp {
+            left: Box::new(sign_onto_power_base(sign, left)),
+            op: Op::PGExp,
+            right: right.clone(),
+        },
+        base => ast::Expr::UnaryOp { op: sign, expr: Box::new(base.clone()) },
+    }
+}
+
 impl Binder<'_> {
     /// The FROM scope of query level `level` (under an aggregation: the scope its
     /// aggregate arguments see).
@@ -528,6 +542,15 @@ impl Binder<'_> {
                     ));
                 }
                 self.cast(b, ty, true, expr)
+            }
+            // PostgreSQL binds a prefix sign tighter than `^` (`- 2 ^ 2` is 4);
+            // sqlparser binds `^` tighter: move the sign onto the leftmost operand of
+            // the `^` chain it parsed, as PostgreSQL's grammar would have put it.
+            E::UnaryOp { op: op @ (UnaryOperator::Minus | UnaryOperator::Plus), expr: inner }
+                if matches!(&**inner, E::BinaryOp { op: Op::PGExp, .. }) =>
+            {
+                let rewritten = sign_onto_power_base(*op, inner);
+                self.bind_expr(&rewritten, clause)
             }
             E::UnaryOp { op, expr } => match op {
                 UnaryOperator::Not => {

@@ -1022,6 +1022,9 @@ impl Binder<'_> {
         kind: JoinKind,
         on: Option<&ast::Expr>,
     ) -> Result<(Plan, Scope)> {
+        if let Some(clause) = unsupported_factor_clause(f) {
+            return Err(Error::not_supported(format!("{clause} is not supported")).at(self.pos(f)));
+        }
         let ast::TableFactor::Derived { subquery, alias, .. } = f else {
             return Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f)));
         };
@@ -1091,6 +1094,9 @@ impl Binder<'_> {
     }
 
     fn bind_factor_guarded(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
+        if let Some(clause) = unsupported_factor_clause(f) {
+            return Err(Error::not_supported(format!("{clause} is not supported")).at(self.pos(f)));
+        }
         match f {
             ast::TableFactor::Table { name, alias, args: Some(args), .. } => {
                 let n = object_name(name)?;
@@ -2346,4 +2352,35 @@ fn fill_cte_scans(plan: &mut Plan, settled: &mut HashMap<crate::plan::CteId, Set
             fill_cte_scans(c, settled);
         }
     })
+}
+
+/// The clause of FROM item `f` that BeeDB parses but does not implement, if it has
+/// one: refused (0A000) rather than ignored, so that no query returns rows its clause
+/// should have changed (`TABLESAMPLE` returning every row, `WITH ORDINALITY` without
+/// its column).
+fn unsupported_factor_clause(f: &ast::TableFactor) -> Option<&'static str> {
+    match f {
+        ast::TableFactor::Table { with_hints, version, with_ordinality, partitions, json_path, sample, index_hints, .. } => {
+            if sample.is_some() {
+                Some("TABLESAMPLE")
+            } else if *with_ordinality {
+                Some("WITH ORDINALITY")
+            } else if !with_hints.is_empty() {
+                Some("a table hint (WITH (...)) in FROM")
+            } else if version.is_some() {
+                Some("a table version clause (FOR SYSTEM_TIME, AT, BEFORE) in FROM")
+            } else if !partitions.is_empty() {
+                Some("PARTITION (...) in FROM")
+            } else if json_path.is_some() {
+                Some("a JSON path on a FROM item")
+            } else if !index_hints.is_empty() {
+                Some("an index hint in FROM")
+            } else {
+                None
+            }
+        }
+        ast::TableFactor::Derived { sample: Some(_), .. } => Some("TABLESAMPLE"),
+        ast::TableFactor::Function { with_ordinality: true, .. } => Some("WITH ORDINALITY"),
+        _ => None,
+    }
 }

@@ -59,6 +59,9 @@ fn serial_type(t: &ast::DataType) -> Option<crate::types::DataType> {
 }
 
 pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResult> {
+    if let Some(clause) = unsupported_create_table_clause(c) {
+        return Err(Error::not_supported(format!("{clause} is not supported")));
+    }
     let name = object_name(&c.name)?;
     if ctx.catalog().object_kind(&name).is_some() {
         if c.if_not_exists {
@@ -153,11 +156,15 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                     col.not_null = true;
                     sequences.push(q);
                 }
-                ast::ColumnOption::PrimaryKey(_) => {
+                ast::ColumnOption::PrimaryKey(pk) => {
+                    key_clauses_supported(pk.characteristics.as_ref(), &pk.include, ast::NullsDistinctOption::None)?;
                     col.not_null = true;
                     keys.push((vec![cname.clone()], true, o.name.as_ref().map(ident)));
                 }
-                ast::ColumnOption::Unique(_) => keys.push((vec![cname.clone()], false, o.name.as_ref().map(ident))),
+                ast::ColumnOption::Unique(u) => {
+                    key_clauses_supported(u.characteristics.as_ref(), &u.include, u.nulls_distinct)?;
+                    keys.push((vec![cname.clone()], false, o.name.as_ref().map(ident)));
+                }
                 ast::ColumnOption::Check(ck) => {
                     checks.push((check_name(o.name.as_ref().or(ck.name.as_ref()), ck)?, &ck.expr));
                 }
@@ -181,6 +188,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
     for tc in &c.constraints {
         match tc {
             ast::TableConstraint::PrimaryKey(pk) => {
+                key_clauses_supported(pk.characteristics.as_ref(), &pk.include, ast::NullsDistinctOption::None)?;
                 let names = index_column_names(&pk.columns)?;
                 for n in &names {
                     match columns.iter_mut().find(|c| c.name == *n) {
@@ -194,6 +202,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                 keys.push((names, true, pk.name.as_ref().map(ident)));
             }
             ast::TableConstraint::Unique(u) => {
+                key_clauses_supported(u.characteristics.as_ref(), &u.include, u.nulls_distinct)?;
                 keys.push((index_column_names(&u.columns)?, false, u.name.as_ref().map(ident)));
             }
             ast::TableConstraint::Check(ck) => checks.push((check_name(ck.name.as_ref(), ck)?, &ck.expr)),
@@ -311,7 +320,23 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
 
 pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResult> {
     if c.predicate.is_some() || !c.include.is_empty() {
-        return Err(Error::not_supported("partial or covering indexes"));
+        return Err(Error::not_supported("partial or covering indexes are not supported"));
+    }
+    // Clauses that would change what the index enforces or how it is stored are
+    // refused rather than ignored (a `NULLS NOT DISTINCT` index that let a second
+    // NULL in would be a wrong answer). CONCURRENTLY only changes locking, which a
+    // single-writer engine needs no less of: accepted.
+    if c.nulls_distinct == Some(false) {
+        return Err(Error::not_supported("NULLS NOT DISTINCT is not supported"));
+    }
+    if let Some(using) = &c.using
+        && !using.to_string().eq_ignore_ascii_case("btree")
+    {
+        let method = using.to_string().to_ascii_lowercase();
+        return Err(Error::not_supported(format!("index method \"{method}\" is not supported (BeeDB's indexes are B-trees)")));
+    }
+    if !c.with.is_empty() || !c.index_options.is_empty() || !c.alter_options.is_empty() {
+        return Err(Error::not_supported("index storage options are not supported"));
     }
     let tname = object_name(&c.table_name)?;
     let table = ctx.catalog().table(&tname).cloned().ok_or_else(|| Error::undefined_table(&tname))?;
@@ -769,5 +794,69 @@ fn rewrite_table(
     drop_table_storage(ctx, old)?;
     ctx.make_relation_bees(&new)?;
     ctx.txn.catalog_mut().tables.insert(old.name.clone(), new);
+    Ok(())
+}
+
+/// The clause of `CREATE TABLE` that BeeDB parses but does not implement, if `c` has
+/// one: refused (0A000) instead of ignored, so that nobody gets a permanent table
+/// they asked to be temporary, or a table without the partitioning or inheritance
+/// they declared. SQLite's `WITHOUT ROWID` and `STRICT` are accepted: BeeDB has no
+/// rowids and its columns are always typed strictly, so they change nothing.
+fn unsupported_create_table_clause(c: &ast::CreateTable) -> Option<&'static str> {
+    let clauses: [(bool, &'static str); 27] = [
+        (c.or_replace, "CREATE OR REPLACE TABLE"),
+        (c.temporary, "CREATE TEMPORARY TABLE"),
+        (c.unlogged, "CREATE UNLOGGED TABLE"),
+        (c.external, "CREATE EXTERNAL TABLE"),
+        (c.global.is_some(), "CREATE GLOBAL or LOCAL TABLE"),
+        (c.dynamic || c.transient || c.volatile || c.iceberg || c.snapshot, "this kind of CREATE TABLE"),
+        (c.like.is_some(), "CREATE TABLE ... LIKE"),
+        (c.clone.is_some(), "CREATE TABLE ... CLONE"),
+        (c.inherits.is_some(), "INHERITS"),
+        (c.partition_of.is_some() || c.for_values.is_some(), "PARTITION OF"),
+        (c.partition_by.is_some(), "PARTITION BY"),
+        (c.on_commit.is_some(), "ON COMMIT"),
+        (c.table_options != ast::CreateTableOptions::None, "table options (WITH (...), storage parameters, TABLESPACE)"),
+        (c.hive_distribution != ast::HiveDistributionStyle::NONE, "PARTITIONED BY"),
+        (c.hive_formats.is_some(), "ROW FORMAT, STORED AS, LOCATION"),
+        (c.file_format.is_some() || c.location.is_some(), "STORED AS, LOCATION"),
+        (c.version.is_some(), "a table version clause"),
+        (c.comment.is_some(), "a table COMMENT in CREATE TABLE"),
+        (c.on_cluster.is_some(), "ON CLUSTER"),
+        (c.primary_key.is_some() || c.order_by.is_some(), "PRIMARY KEY or ORDER BY after the column list"),
+        (c.cluster_by.is_some() || c.clustered_by.is_some(), "CLUSTER BY in CREATE TABLE (use CLUSTER)"),
+        (c.copy_grants, "COPY GRANTS"),
+        (c.enable_schema_evolution.is_some() || c.change_tracking.is_some(), "table properties"),
+        (c.data_retention_time_in_days.is_some() || c.max_data_extension_time_in_days.is_some(), "table properties"),
+        (c.with_aggregation_policy.is_some() || c.with_row_access_policy.is_some(), "row access and aggregation policies"),
+        (c.with_tags.is_some() || c.with_storage_lifecycle_policy.is_some(), "table tags and policies"),
+        (c.external_volume.is_some() || c.base_location.is_some() || c.catalog.is_some(), "external volumes and catalogs"),
+    ];
+    clauses.iter().find(|(present, _)| *present).map(|&(_, clause)| clause)
+}
+
+/// Refuses (0A000) what a PRIMARY KEY or UNIQUE constraint may declare but BeeDB
+/// does not enforce as declared: keys checked at COMMIT (`DEFERRABLE`, `INITIALLY
+/// DEFERRED`; BeeDB checks every row as it is written), keys not enforced, NULLS NOT
+/// DISTINCT (BeeDB's unique indexes let any number of NULLs in), and INCLUDE columns.
+fn key_clauses_supported(
+    characteristics: Option<&ast::ConstraintCharacteristics>,
+    include: &[ast::Ident],
+    nulls: ast::NullsDistinctOption,
+) -> Result<()> {
+    if let Some(ch) = characteristics {
+        if ch.deferrable == Some(true) || matches!(ch.initially, Some(ast::DeferrableInitial::Deferred)) {
+            return Err(Error::not_supported("deferrable unique and primary key constraints are not supported"));
+        }
+        if ch.enforced == Some(false) {
+            return Err(Error::not_supported("NOT ENFORCED constraints are not supported"));
+        }
+    }
+    if !include.is_empty() {
+        return Err(Error::not_supported("INCLUDE columns of a key are not supported"));
+    }
+    if matches!(nulls, ast::NullsDistinctOption::NotDistinct) {
+        return Err(Error::not_supported("NULLS NOT DISTINCT is not supported"));
+    }
     Ok(())
 }

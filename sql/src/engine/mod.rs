@@ -921,8 +921,22 @@ fn settings_statement(conn: &mut Connection, ast: &Statement) -> Result<QueryRes
     };
     match ast {
         Statement::Set(ast::Set::SingleAssignment {
-            variable, values, ..
+            variable, values, scope, hivevar,
         }) => {
+            // Settings last for the session: a SET whose scope is the transaction
+            // (LOCAL) or the server (GLOBAL) would otherwise act as a plain SET.
+            match scope {
+                Some(ast::ContextModifier::Local) => {
+                    return Err(Error::not_supported("SET LOCAL is not supported (SET applies to the session)"));
+                }
+                Some(ast::ContextModifier::Global) => {
+                    return Err(Error::not_supported("SET GLOBAL is not supported (SET applies to the session)"));
+                }
+                Some(ast::ContextModifier::Session) | None => {}
+            }
+            if *hivevar {
+                return Err(Error::not_supported("SET HIVEVAR is not supported"));
+            }
             let name = variable.to_string().to_ascii_lowercase();
             let value = setting_value(values)?;
             if value.eq_ignore_ascii_case("default") {

@@ -280,9 +280,14 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
         run(ctx, &bq, &params, Some(&profile))?;
         let elapsed = start.elapsed();
         lines.extend(explain::explain_with(&bq.plan, Some(&profile), &options.text));
+        // Each subplan with its own profile (one that never ran: an empty one, so
+        // that each of its nodes says so).
+        let never = Profile::default();
         for (i, s) in bq.subqueries.iter().enumerate() {
             lines.push(subplan_title(i, s));
-            lines.extend(explain::explain_with(&s.plan, Some(&profile), &options.text).into_iter().map(|l| format!("  {l}")));
+            let sub = profile.subplan(i);
+            let sub = sub.as_deref().unwrap_or(&never);
+            lines.extend(explain::explain_with(&s.plan, Some(sub), &options.text).into_iter().map(|l| format!("  {l}")));
         }
         lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
     } else {

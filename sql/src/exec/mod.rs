@@ -114,16 +114,37 @@ pub struct NodeProfile {
 }
 
 /// Per-node counters of one execution, keyed by the node's pre-order index in the
-/// plan tree (the root is 0, then its first child's subtree, then the second's). Only
-/// the main plan is profiled, not subquery plans.
+/// plan tree (the root is 0, then its first child's subtree, then the second's).
+/// Each subquery plan (`Subplan`) numbers its nodes anew, so it has a profile of its
+/// own ([`Profile::subplan`]), summed over all its executions (its root's `loops`
+/// is how many times it ran).
 #[derive(Debug, Default)]
 pub struct Profile {
     nodes: Mutex<FxHashMap<usize, NodeProfile>>,
+    /// The subquery plans' profiles by subplan index, shared by the main plan's
+    /// profile and every subplan's (a subquery inside a subquery is indexed in the
+    /// statement's one list of subplans too).
+    subplans: std::sync::Arc<Mutex<FxHashMap<usize, std::sync::Arc<Profile>>>>,
 }
 
 impl Profile {
     pub fn new() -> Profile {
         Profile::default()
+    }
+
+    /// The profile of subplan `index`, made on its first execution.
+    fn subplan_for_run(&self, index: usize) -> std::sync::Arc<Profile> {
+        let mut subs = self.subplans.lock();
+        subs.entry(index)
+            .or_insert_with(|| {
+                std::sync::Arc::new(Profile { nodes: Mutex::default(), subplans: self.subplans.clone() })
+            })
+            .clone()
+    }
+
+    /// The profile of subplan `index` (the statement's subquery list), if it ran.
+    pub fn subplan(&self, index: usize) -> Option<std::sync::Arc<Profile>> {
+        self.subplans.lock().get(&index).cloned()
     }
 
     /// The counters of node `id` (pre-order index), if it ran.
@@ -293,13 +314,15 @@ impl SubqueryRunner for Exec<'_> {
         let mut params: Vec<Value> = self.ctx.params.to_vec();
         params.truncate(sub.param_base.min(params.len()));
         params.extend_from_slice(correlated);
+        // EXPLAIN ANALYZE: the subplan's nodes count into its own profile.
+        let profile = self.profile.map(|p| p.subplan_for_run(id));
         let ex = Exec {
             ctx: self.ctx,
             params: &params,
             cache: self.cache,
             work_tables: self.work_tables,
             ctes: self.ctes,
-            profile: None,
+            profile: profile.as_deref(),
             worker: None,
             key_filters: RefCell::new(Vec::new()),
             subtree_sizes: RefCell::new(FxHashMap::default()),

@@ -88,7 +88,11 @@ fn point_plan(plan: &Plan) -> Option<PointPlan<'_>> {
     let Node::TableScan { table, columns, filter, access, with_tid, .. } = &scan.node else {
         return None;
     };
-    let Access::Index { index, eq, lower, upper, skip_nulls, backward } = access else { return None };
+    let Access::Index { index, eq, lower, upper, skip_nulls, backward, any } = access else { return None };
+    // An IN list looks several keys up: the executor's index scan does that.
+    if !any.is_empty() {
+        return None;
+    }
     let unique = is_unique_lookup(table, access);
     // A plan expected to give many rows is not tried: it would only be declined.
     if !unique && scan.est.is_some_and(|e| e.rows > (4 * POINT_MAX_ROWS) as f64) {

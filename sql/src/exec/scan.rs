@@ -341,10 +341,16 @@ pub(super) fn table_scan(
             upper,
             skip_nulls,
             backward,
+            any,
         } => {
-            let bounds = (lower.as_ref(), upper.as_ref(), *skip_nulls);
-            let Some(range) = index_range(ex, table, *index, eq, bounds, *backward)? else {
-                return Ok(Flow::Continue);
+            let ranges = if any.is_empty() {
+                let bounds = (lower.as_ref(), upper.as_ref(), *skip_nulls);
+                match index_range(ex, table, *index, eq, bounds, *backward)? {
+                    Some(range) => vec![range],
+                    None => return Ok(Flow::Continue),
+                }
+            } else {
+                in_list_ranges(ex, table, *index, eq, any, *backward)?
             };
             // The index is read in runs: each run's tuple ids are copied out and the
             // cursor (with the leaf guard it holds) dropped before the heap is read
@@ -352,61 +358,63 @@ pub(super) fn table_scan(
             // run resumes after the last entry read. A consumer that wants only a few
             // rows (a Limit: `wanted`) gets them from a first run that small, pushed
             // at once; runs then double up to a batch.
-            let mut run = wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE));
-            let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
-            let mut tids: Vec<TupleId> = Vec::with_capacity(run);
+            let mut tids: Vec<TupleId> = Vec::new();
             let mut one = Vec::new();
             let mut buf: Vec<u8> = Vec::new();
-            loop {
-                tids.clear();
-                let mut cursor = match &last {
-                    None => range.open(r)?,
-                    Some((k, v)) => range.resume(r, k, v)?,
-                };
-                let mut more = false;
-                while let Some((k, v)) = cursor.next_entry()? {
-                    let tid = TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?;
-                    tids.push(tid);
-                    if tids.len() == run {
-                        last = Some((k.to_vec(), v.to_vec()));
-                        more = true;
+            for range in &ranges {
+                let mut run = wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE));
+                let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
+                loop {
+                    tids.clear();
+                    let mut cursor = match &last {
+                        None => range.open(r)?,
+                        Some((k, v)) => range.resume(r, k, v)?,
+                    };
+                    let mut more = false;
+                    while let Some((k, v)) = cursor.next_entry()? {
+                        let tid = TupleId::from_bytes(v).ok_or_else(|| Error::internal("malformed index value"))?;
+                        tids.push(tid);
+                        if tids.len() == run {
+                            last = Some((k.to_vec(), v.to_vec()));
+                            more = true;
+                            break;
+                        }
+                    }
+                    drop(cursor);
+                    // Runs of fetched tuples (copied out of their pages), so a bee is
+                    // called on many at once.
+                    for chunk in tids.chunks(64) {
+                        if b.make_room(chunk.len(), out)? == Flow::Stop {
+                            return Ok(Flow::Stop);
+                        }
+                        buf.clear();
+                        items.clear();
+                        for &tid in chunk {
+                            if !heap.get_into(r, tid, &mut one)? {
+                                return Err(Error::internal(format!(
+                                    "index of \"{}\" names tuple {tid}, which does not exist",
+                                    table.name
+                                )));
+                            }
+                            // Tuples start 8-aligned, as in a page.
+                            buf.resize(buf.len().next_multiple_of(8), 0);
+                            let s = buf.len();
+                            buf.extend_from_slice(&one);
+                            items.push((tid, s, buf.len()));
+                        }
+                        b.add_run(table, &items, &buf)?;
+                        if b.full() && b.flush(out)? == Flow::Stop {
+                            return Ok(Flow::Stop);
+                        }
+                    }
+                    if !more {
                         break;
                     }
-                }
-                drop(cursor);
-                // Runs of fetched tuples (copied out of their pages), so a bee is
-                // called on many at once.
-                for chunk in tids.chunks(64) {
-                    if b.make_room(chunk.len(), out)? == Flow::Stop {
+                    if wanted.is_some() && b.flush(out)? == Flow::Stop {
                         return Ok(Flow::Stop);
                     }
-                    buf.clear();
-                    items.clear();
-                    for &tid in chunk {
-                        if !heap.get_into(r, tid, &mut one)? {
-                            return Err(Error::internal(format!(
-                                "index of \"{}\" names tuple {tid}, which does not exist",
-                                table.name
-                            )));
-                        }
-                        // Tuples start 8-aligned, as in a page.
-                        buf.resize(buf.len().next_multiple_of(8), 0);
-                        let s = buf.len();
-                        buf.extend_from_slice(&one);
-                        items.push((tid, s, buf.len()));
-                    }
-                    b.add_run(table, &items, &buf)?;
-                    if b.full() && b.flush(out)? == Flow::Stop {
-                        return Ok(Flow::Stop);
-                    }
+                    run = (run * 2).min(BATCH_SIZE);
                 }
-                if !more {
-                    break;
-                }
-                if wanted.is_some() && b.flush(out)? == Flow::Stop {
-                    return Ok(Flow::Stop);
-                }
-                run = (run * 2).min(BATCH_SIZE);
             }
         }
     }
@@ -422,6 +430,42 @@ fn first_batch_rows(table: &TableDef, access: &Access, wanted: Option<usize>) ->
         Access::Index { .. } if super::point::is_unique_lookup(table, access) => 1,
         Access::Index { .. } => wanted.map_or(64, |w| w.clamp(1, BATCH_SIZE)),
     }
+}
+
+/// The ranges an index scan with `column IN (any…)` after its equalities `eq` reads:
+/// one per distinct non-NULL value that a stored key can equal, in key order
+/// (descending when `backward`), so every row is read once and in index order.
+fn in_list_ranges(
+    ex: &Exec<'_>,
+    table: &TableDef,
+    index: usize,
+    eq: &[Expr],
+    any: &[Expr],
+    backward: bool,
+) -> Result<Vec<IndexRange>> {
+    let mut ranges = Vec::with_capacity(any.len());
+    let mut keys = eq.to_vec();
+    for e in any {
+        let v = ex.eval_const(e)?;
+        if v.is_null() {
+            continue;
+        }
+        keys.push(Expr::literal(v, e.ty));
+        if let Some(r) = index_range(ex, table, index, &keys, (None, None, false), backward)? {
+            ranges.push(r);
+        }
+        keys.pop();
+    }
+    let start = |r: &IndexRange| match &r.lo {
+        Bound::Included(k) | Bound::Excluded(k) => k.clone(),
+        Bound::Unbounded => Vec::new(),
+    };
+    ranges.sort_by_key(start);
+    ranges.dedup_by(|a, b| start(a) == start(b));
+    if backward {
+        ranges.reverse();
+    }
+    Ok(ranges)
 }
 
 /// The part of an index a scan reads: encoded key bounds and the direction.

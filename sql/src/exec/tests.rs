@@ -338,6 +338,7 @@ fn index_scan(
             upper,
             skip_nulls: false,
             backward: false,
+            any: Vec::new(),
         },
     )
 }

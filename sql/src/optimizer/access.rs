@@ -51,6 +51,9 @@ pub(crate) struct BoundPredicate {
     op: Option<CmpOp>,
     value: Expr,
     conjunct: usize,
+    /// `column IN (any…)` (a list of constants, or equalities of one column ORed):
+    /// `op` is `None` and `value` unused.
+    any: Vec<Expr>,
 }
 
 /// The conjuncts of `parts` (a scan's filter over its output `columns` of `table`)
@@ -62,7 +65,14 @@ pub(crate) fn bound_predicates(table: &TableDef, columns: &[usize], parts: &[Exp
             && let ExprKind::Column(c) = expr.kind
         {
             let value = Expr::literal(crate::types::Value::Null, expr.ty);
-            preds.push(BoundPredicate { column: columns[c], op: None, value, conjunct: k });
+            preds.push(BoundPredicate { column: columns[c], op: None, value, conjunct: k, any: Vec::new() });
+            continue;
+        }
+        if let Some((c, list)) = in_list(p)
+            && table.columns[columns[c]].ty == list[0].ty
+        {
+            let value = Expr::literal(crate::types::Value::Null, list[0].ty);
+            preds.push(BoundPredicate { column: columns[c], op: None, value, conjunct: k, any: list });
             continue;
         }
         let ExprKind::Compare { op, left, right } = &p.kind else { continue };
@@ -79,15 +89,58 @@ pub(crate) fn bound_predicates(table: &TableDef, columns: &[usize], parts: &[Exp
         if table.columns[tcol].ty != left.ty || left.ty != right.ty {
             continue;
         }
-        preds.push(BoundPredicate { column: tcol, op: Some(op), value: val, conjunct: k });
+        preds.push(BoundPredicate { column: tcol, op: Some(op), value: val, conjunct: k, any: Vec::new() });
     }
     preds
+}
+
+/// Longest IN list (or OR of equalities) an index scan looks up key by key; a
+/// longer one is a filter over whatever access the rest of the predicate gives.
+const MAX_INDEX_KEYS: usize = 1_000;
+
+/// `p` as `column IN (constants…)`: a non-negated IN list of bound values (literals,
+/// parameters) of the column's type, or a disjunction of `column = constant` on one
+/// column; its scan column and the values.
+fn in_list(p: &Expr) -> Option<(usize, Vec<Expr>)> {
+    let same_type = |c: &Expr, v: &Expr| c.ty == v.ty && is_bound(v);
+    match &p.kind {
+        ExprKind::InList { expr, list, negated: false } => {
+            let ExprKind::Column(c) = expr.kind else { return None };
+            (!list.is_empty() && list.len() <= MAX_INDEX_KEYS && list.iter().all(|v| same_type(expr, v)))
+                .then(|| (c, list.clone()))
+        }
+        ExprKind::Or(branches) if branches.len() <= MAX_INDEX_KEYS => {
+            let mut column = None;
+            let mut values = Vec::with_capacity(branches.len());
+            for b in branches {
+                // Each branch `column = constant`, or itself an IN list, on one column.
+                let (col, mut vs) = match &b.kind {
+                    ExprKind::Compare { op: CmpOp::Eq, left, right } => match (&left.kind, &right.kind) {
+                        (ExprKind::Column(c), _) if same_type(left, right) => (*c, vec![(**right).clone()]),
+                        (_, ExprKind::Column(c)) if same_type(right, left) => (*c, vec![(**left).clone()]),
+                        _ => return None,
+                    },
+                    ExprKind::InList { .. } => in_list(b)?,
+                    _ => return None,
+                };
+                if column.is_some_and(|c| c != col) {
+                    return None;
+                }
+                column = Some(col);
+                values.append(&mut vs);
+            }
+            (values.len() <= MAX_INDEX_KEYS).then_some(()).and(column.map(|c| (c, values)))
+        }
+        _ => None,
+    }
 }
 
 /// What a filter's bound predicates constrain of one index: equalities on its
 /// leading columns, then a range on the next one.
 pub(crate) struct IndexBounds {
     pub eq: Vec<Expr>,
+    /// The next column equals one of these (an IN list); then no range.
+    pub any: Vec<Expr>,
     pub lower: Option<(Expr, bool)>,
     pub upper: Option<(Expr, bool)>,
     /// `IS NOT NULL` on the next column.
@@ -99,12 +152,12 @@ pub(crate) struct IndexBounds {
 impl IndexBounds {
     /// How much of the index the bounds constrain (0: nothing).
     fn score(&self) -> usize {
-        self.eq.len() * 2 + usize::from(self.lower.is_some()) + usize::from(self.upper.is_some())
+        self.eq.len() * 2 + usize::from(!self.any.is_empty()) * 2 + usize::from(self.lower.is_some()) + usize::from(self.upper.is_some())
     }
 
     pub fn into_access(self, index: usize, backward: bool) -> Access {
         let skip_nulls = self.skip_nulls;
-        Access::Index { index, eq: self.eq, lower: self.lower, upper: self.upper, skip_nulls, backward }
+        Access::Index { index, eq: self.eq, lower: self.lower, upper: self.upper, skip_nulls, backward, any: self.any }
     }
 }
 
@@ -125,6 +178,14 @@ pub(crate) fn index_bounds(table: &TableDef, ix: usize, preds: &[BoundPredicate]
     let mut lower = None;
     let mut upper = None;
     let mut skip_nulls = false;
+    // An IN list on the next column: each of its keys looked up (the range
+    // conjuncts on that column stay in the filter).
+    if let Some(&next) = index.columns.get(eq.len())
+        && let Some(p) = preds.iter().find(|p| p.column == next && !p.any.is_empty())
+    {
+        used.push(p.conjunct);
+        return IndexBounds { eq, any: p.any.clone(), lower, upper, skip_nulls, used };
+    }
     if eq.len() < index.columns.len() {
         let next = index.columns[eq.len()];
         for p in preds.iter().filter(|p| p.column == next) {
@@ -142,7 +203,7 @@ pub(crate) fn index_bounds(table: &TableDef, ix: usize, preds: &[BoundPredicate]
             }
         }
     }
-    IndexBounds { eq, lower, upper, skip_nulls, used }
+    IndexBounds { eq, any: Vec::new(), lower, upper, skip_nulls, used }
 }
 
 /// Chooses each filtered scan's access path; with `prefer_index` (`enable_seqscan =
@@ -201,5 +262,7 @@ pub(crate) fn index_pays(scan: &Plan, ix: usize, parts: &[Expr], used: &[usize],
     let rows = table_rows(table, stats);
     let bounds = and_all(used.iter().map(|&k| parts[k].clone()).collect());
     let selected = rows * bounds.map_or(1.0, |b| selectivity(&b, scan, stats));
-    INDEX_DESCENT + selected * index_row(table, ix, stats) < rows * SEQ_ROW
+    // One descent per key of an IN list.
+    let descents = used.iter().filter_map(|&k| in_list(&parts[k])).map(|(_, l)| l.len()).max().unwrap_or(1);
+    descents as f64 * INDEX_DESCENT + selected * index_row(table, ix, stats) < rows * SEQ_ROW
 }

@@ -892,8 +892,9 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
     match &plan.node {
         Node::TableScan { filter, access, .. } => {
             filter.iter().for_each(&mut *f);
-            if let crate::plan::Access::Index { eq, lower, upper, .. } = access {
+            if let crate::plan::Access::Index { eq, lower, upper, any, .. } = access {
                 eq.iter().for_each(&mut *f);
+                any.iter().for_each(&mut *f);
                 lower.iter().chain(upper).for_each(|(e, _)| f(e));
             }
         }

@@ -298,6 +298,7 @@ impl Lookup {
                     lower: None,
                     upper: None,
                     skip_nulls: false,
+                    any: Vec::new(),
                     backward: false,
                 };
             }

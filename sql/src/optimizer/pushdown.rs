@@ -4,7 +4,10 @@
 //! Equalities between the two sides of a join become its hash keys whether or not
 //! the rule is on (the keys are what makes a hash join possible at all). A
 //! disjunction across an inner join's sides also filters each side by what it implies
-//! there ([`implied_by_branches`]).
+//! there ([`implied_by_branches`]). A conjunct over an aggregate's group keys goes
+//! below the aggregate, and a conjunct over a set operation into both of its arms,
+//! when it is deterministic ([`pure`]): so a plan does not depend on whether the
+//! filter was written inside or outside a grouped or UNIONed subquery.
 
 use super::{and_all, columns_of, conjuncts, deep, filter, map_children, movable, unshift};
 use crate::binder::query_util::for_each_child_mut;
@@ -231,12 +234,51 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                 keep,
             )
         }
+        Node::Aggregate { input, groups, sets, aggs, bee } => {
+            // A conjunct over group keys only (a HAVING on them, or a WHERE over a
+            // grouped subquery) keeps or drops whole groups, and so the same rows
+            // below the aggregate: it goes there, on the group expressions. Not with
+            // grouping sets (a key is NULL in the sets that leave it out), nor
+            // without GROUP BY (an empty input still makes its one row).
+            let mut below = Vec::new();
+            let mut keep = Vec::new();
+            for p in preds {
+                match (sets.is_empty() && !groups.is_empty() && pure(&p)).then(|| substitute_with(&p, &groups, |_| true)).flatten().filter(pure) {
+                    Some(q) => below.push(q),
+                    None => keep.push(p),
+                }
+            }
+            let input = deep(|| push_into(*input, below));
+            let node = Node::Aggregate { input: Box::new(input), groups, sets, aggs, bee };
+            filter(Plan::new(node, schema), keep)
+        }
+        Node::SetOp { op, all, left, right } => {
+            // Every set operation keeps or drops rows by their values, so a
+            // deterministic conjunct filters both inputs alike: into each arm, on the
+            // arm's own column (the binder cast both arms to the output's types).
+            let mut into = Vec::new();
+            let mut keep = Vec::new();
+            let same_types = |arm: &Plan| arm.schema.iter().zip(&schema).all(|(a, o)| a.ty == o.ty);
+            let arms_ok = same_types(&left) && same_types(&right);
+            for p in preds {
+                if arms_ok && pure(&p) { into.push(p) } else { keep.push(p) }
+            }
+            let left = deep(|| push_into(*left, into.clone()));
+            let right = deep(|| push_into(*right, into));
+            filter(Plan::new(Node::SetOp { op, all, left: Box::new(left), right: Box::new(right) }, schema), keep)
+        }
         other => {
             let plan = Plan::new(other, schema);
             let plan = map_children(plan, &mut |p| push_into(p, Vec::new()));
             filter(plan, preds)
         }
     }
+}
+
+/// Whether conjunct `p` gives the same answer wherever it is evaluated, once per
+/// row: no subquery, sequence or application function.
+fn pure(p: &Expr) -> bool {
+    movable(p) && !crate::binder::expr_is_volatile(p)
 }
 
 /// For a disjunction whose every branch has conjuncts reading only columns `on_side`
@@ -267,19 +309,25 @@ fn implied_by_branches(p: &Expr, on_side: impl Fn(usize) -> bool) -> Option<Expr
 /// `p` rewritten over a projection's input, when every column it reads is a plain
 /// column or constant of the projection.
 fn substitute(p: &Expr, exprs: &[Expr]) -> Option<Expr> {
+    substitute_with(p, exprs, |x| matches!(x.kind, ExprKind::Column(_) | ExprKind::Literal(_)))
+}
+
+/// `p` with each column `i` it reads replaced by `exprs[i]`, when every column it
+/// reads is within `exprs` and `accept`ed.
+fn substitute_with(p: &Expr, exprs: &[Expr], accept: impl Fn(&Expr) -> bool) -> Option<Expr> {
     let mut ok = true;
     let mut q = p.clone();
-    fn go(e: &mut Expr, exprs: &[Expr], ok: &mut bool) {
+    fn go(e: &mut Expr, exprs: &[Expr], accept: &dyn Fn(&Expr) -> bool, ok: &mut bool) {
         if let ExprKind::Column(i) = e.kind {
             match exprs.get(i) {
-                Some(x) if matches!(x.kind, ExprKind::Column(_) | ExprKind::Literal(_)) => *e = x.clone(),
+                Some(x) if accept(x) => *e = x.clone(),
                 _ => *ok = false,
             }
             return;
         }
-        for_each_child_mut(e, &mut |c| deep(|| go(c, exprs, ok)));
+        for_each_child_mut(e, &mut |c| deep(|| go(c, exprs, accept, ok)));
     }
-    go(&mut q, exprs, &mut ok);
+    go(&mut q, exprs, &accept, &mut ok);
     ok.then_some(q)
 }
 

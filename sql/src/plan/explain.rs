@@ -191,6 +191,7 @@ fn describe(plan: &Plan) -> String {
                     upper,
                     skip_nulls,
                     backward,
+                    any,
                 } => {
                     let idx = &table.indexes[*index];
                     let dir = if *backward { " Backward" } else { "" };
@@ -203,7 +204,12 @@ fn describe(plan: &Plan) -> String {
                             fmt_expr(x, &[])
                         ));
                     }
-                    if let Some(&c) = idx.columns.get(eq.len()) {
+                    if let Some(&c) = idx.columns.get(eq.len())
+                        && !any.is_empty()
+                    {
+                        let values: Vec<String> = any.iter().map(|x| fmt_expr(x, &[])).collect();
+                        conds.push(format!("{} = ANY ({})", table.columns[c].name, values.join(", ")));
+                    } else if let Some(&c) = idx.columns.get(eq.len()) {
                         let name = &table.columns[c].name;
                         if let Some((x, inc)) = lower {
                             conds.push(format!(

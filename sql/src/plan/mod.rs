@@ -303,6 +303,10 @@ pub enum Access {
         /// it); implied by `lower` or `upper`.
         skip_nulls: bool,
         backward: bool,
+        /// `next column IN (any…)`: when not empty, the scan looks each distinct
+        /// non-NULL value up in turn (in key order, reversed with `backward`) as one
+        /// more equality after `eq`, and `lower`/`upper` are unused.
+        any: Vec<Expr>,
     },
 }
 
@@ -563,8 +567,9 @@ impl Plan {
         match &mut self.node {
             Node::TableScan { filter, access, .. } => {
                 filter.iter_mut().for_each(&mut *f);
-                if let Access::Index { eq, lower, upper, .. } = access {
+                if let Access::Index { eq, lower, upper, any, .. } = access {
                     eq.iter_mut().for_each(&mut *f);
+                    any.iter_mut().for_each(&mut *f);
                     for (b, _) in lower.iter_mut().chain(upper.iter_mut()) {
                         f(b);
                     }
