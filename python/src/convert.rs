@@ -372,10 +372,16 @@ fn check_direct_decimals(py: Python<'_>) -> PyResult<bool> {
         Some(m) => m.getattr("Decimal")?.is(class),
         None => false,
     };
+    // The object is allocated without a pre-header: a type whose instances carry
+    // one (a garbage-collected type, as `Decimal` is from CPython 3.13 on, or one
+    // with a managed dict or weak-reference list) would be freed at the wrong
+    // address. Such a type takes the text path.
+    const PRE_HEADER_FLAGS: u64 = (1 << 14) | (1 << 4) | (1 << 3); // HAVE_GC, MANAGED_DICT, MANAGED_WEAKREF
     if !is_c
         || sys.getattr("implementation")?.getattr("name")?.extract::<String>()? != "cpython"
         || sys.getattr("maxsize")?.extract::<i64>()? != i64::MAX
         || class.getattr("__basicsize__")?.extract::<usize>()? != mpd::BASICSIZE
+        || class.getattr("__flags__")?.extract::<u64>()? & PRE_HEADER_FLAGS != 0
     {
         return Ok(false);
     }

@@ -599,8 +599,9 @@ impl Shell {
     }
 
     fn dot_schema(&mut self, table: Option<&str>) -> bool {
-        // Each table is followed by its indexes (which need it to exist), and views
-        // come last (they need their tables), so the output replays as a script.
+        // Sequences come first (a column's DEFAULT may call one), each table is
+        // followed by its indexes (which need it to exist), and views come last
+        // (they need their tables), so the output replays as a script.
         let sql = match table {
             Some(t) => format!(
                 "SELECT sql FROM beedb_schema WHERE name = {0} OR table_name = {0} \
@@ -608,7 +609,7 @@ impl Shell {
                 sql_literal(t)
             ),
             None => "SELECT sql FROM beedb_schema \
-                     ORDER BY CASE type WHEN 'view' THEN 1 ELSE 0 END, table_name, \
+                     ORDER BY CASE type WHEN 'sequence' THEN -1 WHEN 'view' THEN 1 ELSE 0 END, table_name, \
                      CASE type WHEN 'index' THEN 1 ELSE 0 END, name"
                 .to_string(),
         };

@@ -14,7 +14,8 @@
 //!   referenced_columns, on_delete, on_update)`: FOREIGN KEY constraints, column
 //!   lists comma-separated, actions as SQL (`NO ACTION`, `CASCADE`)
 //! - `beedb_schema (type, name, table_name, sql)`: every object with the SQL that
-//!   creates it, like SQLite's `sqlite_master`.
+//!   creates it, like SQLite's `sqlite_master`: tables (SERIAL and identity columns
+//!   written as such), their indexes, sequences no column owns, views.
 //! - `beedb_bees (id, kind, owner, maker, code_bytes, build_us, invocations,
 //!   tuples, reason)`: the live bees of the database's bee cache.
 
@@ -44,6 +45,27 @@ pub fn table_sql(catalog: &Catalog, t: &TableDef) -> String {
         .columns
         .iter()
         .map(|c| {
+            // A SERIAL or identity column is written as one, so that replaying the
+            // statement makes its sequence too (a `DEFAULT nextval('t_id_seq')` would
+            // name a sequence nothing creates).
+            let owned = catalog.sequences.values().find(|q| {
+                q.owner.as_ref().is_some_and(|o| o.table == t.id && o.column == c.name)
+            });
+            match owned.map(|q| (q, q.owner.as_ref().and_then(|o| o.identity))) {
+                Some((q, None)) if serial_name(q.ty).is_some() => {
+                    return format!("{} {}", quote_ident(&c.name), serial_name(q.ty).unwrap_or("serial"));
+                }
+                Some((q, Some(kind))) => {
+                    let kind = match kind {
+                        crate::catalog::Identity::Always => "ALWAYS",
+                        crate::catalog::Identity::ByDefault => "BY DEFAULT",
+                    };
+                    let options = sequence_options(q);
+                    let options = if options.is_empty() { String::new() } else { format!(" ({options})") };
+                    return format!("{} {} GENERATED {kind} AS IDENTITY{options}", quote_ident(&c.name), c.ty);
+                }
+                _ => {}
+            }
             let mut s = format!("{} {}", quote_ident(&c.name), c.ty);
             if c.not_null {
                 s.push_str(" NOT NULL");
@@ -65,6 +87,52 @@ pub fn table_sql(catalog: &Catalog, t: &TableDef) -> String {
         parts.push(foreign_key_sql(catalog, f));
     }
     format!("CREATE TABLE {} ({})", quote_ident(&t.name), parts.join(", "))
+}
+
+/// The SERIAL type that makes a column of type `ty` with its own sequence.
+fn serial_name(ty: DataType) -> Option<&'static str> {
+    match ty {
+        DataType::SmallInt => Some("smallserial"),
+        DataType::Integer => Some("serial"),
+        DataType::BigInt => Some("bigserial"),
+        _ => None,
+    }
+}
+
+/// A sequence's options that differ from the defaults for its type and direction, in
+/// the order the parser reads them (INCREMENT, MINVALUE, MAXVALUE, START, CYCLE).
+fn sequence_options(q: &crate::catalog::SequenceDef) -> String {
+    let (type_min, type_max) = match q.ty {
+        DataType::SmallInt => (i16::MIN as i64, i16::MAX as i64),
+        DataType::Integer => (i32::MIN as i64, i32::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    };
+    let (min, max) = if q.increment > 0 { (1, type_max) } else { (type_min, -1) };
+    let start = if q.increment > 0 { q.min } else { q.max };
+    let mut o = Vec::new();
+    if q.increment != 1 {
+        o.push(format!("INCREMENT BY {}", q.increment));
+    }
+    if q.min != min {
+        o.push(format!("MINVALUE {}", q.min));
+    }
+    if q.max != max {
+        o.push(format!("MAXVALUE {}", q.max));
+    }
+    if q.start != start {
+        o.push(format!("START WITH {}", q.start));
+    }
+    if q.cycle {
+        o.push("CYCLE".to_string());
+    }
+    o.join(" ")
+}
+
+/// `CREATE SEQUENCE` for a sequence no column owns.
+pub fn sequence_sql(q: &crate::catalog::SequenceDef) -> String {
+    let options = sequence_options(q);
+    let options = if options.is_empty() { String::new() } else { format!(" {options}") };
+    format!("CREATE SEQUENCE {} AS {}{options}", quote_ident(&q.name), q.ty)
 }
 
 /// `CONSTRAINT name FOREIGN KEY (b) REFERENCES p (a) [ON DELETE …] [ON UPDATE …]`.
@@ -295,6 +363,9 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                         )),
                     ]);
                 }
+            }
+            for q in catalog.sequences.values().filter(|q| q.owner.is_none()) {
+                rows.push(vec![text("sequence"), text(q.name.clone()), text(q.name.clone()), text(sequence_sql(q))]);
             }
             for v in catalog.views.values() {
                 let cols = if v.columns.is_empty() {

@@ -6,8 +6,10 @@
 //! disjunction across an inner join's sides also filters each side by what it implies
 //! there ([`implied_by_branches`]). A conjunct over an aggregate's group keys goes
 //! below the aggregate, and a conjunct over a set operation into both of its arms,
-//! when it is deterministic ([`pure`]): so a plan does not depend on whether the
-//! filter was written inside or outside a grouped or UNIONed subquery.
+//! when it is deterministic ([`pure`]) and, where equal values are merged (grouping,
+//! UNION, INTERSECT, EXCEPT), reads only columns whose equal values are identical
+//! ([`sees_only_what_equality_sees`]): so a plan does not depend on whether the filter
+//! was written inside or outside a grouped or UNIONed subquery.
 
 use super::{and_all, columns_of, conjuncts, deep, filter, map_children, movable, unshift};
 use crate::binder::query_util::for_each_child_mut;
@@ -243,7 +245,8 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
             let mut below = Vec::new();
             let mut keep = Vec::new();
             for p in preds {
-                match (sets.is_empty() && !groups.is_empty() && pure(&p)).then(|| substitute_with(&p, &groups, |_| true)).flatten().filter(pure) {
+                let safe = sets.is_empty() && !groups.is_empty() && pure(&p) && sees_only_what_equality_sees(&p, &schema);
+                match safe.then(|| substitute_with(&p, &groups, |_| true)).flatten().filter(pure) {
                     Some(q) => below.push(q),
                     None => keep.push(p),
                 }
@@ -260,8 +263,13 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
             let mut keep = Vec::new();
             let same_types = |arm: &Plan| arm.schema.iter().zip(&schema).all(|(a, o)| a.ty == o.ty);
             let arms_ok = same_types(&left) && same_types(&right);
+            let dedupes = !(matches!(op, crate::plan::SetOpKind::Union) && all);
             for p in preds {
-                if arms_ok && pure(&p) { into.push(p) } else { keep.push(p) }
+                if arms_ok && pure(&p) && (!dedupes || sees_only_what_equality_sees(&p, &schema)) {
+                    into.push(p)
+                } else {
+                    keep.push(p)
+                }
             }
             let left = deep(|| push_into(*left, into.clone()));
             let right = deep(|| push_into(*right, into));
@@ -273,6 +281,24 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
             filter(plan, preds)
         }
     }
+}
+
+/// Whether every column conjunct `p` reads (of `schema`) has a type whose equal
+/// values look the same to any expression. Grouping, DISTINCT-style set operations
+/// and EXCEPT/INTERSECT keep one of several equal values (`1.0` and `1.00` of an
+/// unconstrained numeric, `0.0` and `-0.0`): a conjunct that can tell them apart
+/// (`x::text = '1.00'`) would choose differently below them than above.
+fn sees_only_what_equality_sees(p: &Expr, schema: &[crate::plan::OutputColumn]) -> bool {
+    use crate::types::DataType as T;
+    super::columns_of(p).iter().all(|&i| {
+        schema.get(i).is_some_and(|c| {
+            matches!(
+                c.ty,
+                T::Boolean | T::SmallInt | T::Integer | T::BigInt | T::Text | T::Varchar(_) | T::Date | T::Timestamp
+                    | T::Decimal { precision: Some(_), .. }
+            )
+        })
+    })
 }
 
 /// Whether conjunct `p` gives the same answer wherever it is evaluated, once per
