@@ -12,7 +12,7 @@
 use super::{Stats, and_all, deep, cardinality, columns_of, conjuncts, cost, filter, map_children, remap};
 use crate::binder::query_util::shift_columns;
 use crate::expr::{CmpOp, Expr, ExprKind};
-use crate::plan::{JoinKind, JoinMethod, Node, Plan};
+use crate::plan::{JoinKind, Node, Plan};
 use crate::types::DataType;
 use std::collections::HashMap;
 
@@ -259,20 +259,7 @@ impl Builder<'_> {
                 on.push(super::unshift(&e, base));
             }
         }
-        let mut schema = left.schema.clone();
-        schema.extend(right.schema.iter().cloned());
-        Plan::new(
-            Node::Join {
-                left: Box::new(left),
-                right: Box::new(right),
-                kind: JoinKind::Inner,
-                on: and_all(on),
-                left_keys: vec![],
-                right_keys: vec![],
-                method: JoinMethod::NestedLoop,
-            },
-            schema,
-        )
+        Plan::inner_join(left, right, and_all(on))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{NoStats, Rules, optimize};
 use crate::expr::{ArithOp, CmpOp, Expr, ExprKind};
-use crate::plan::{JoinKind, JoinMethod, Node, OutputColumn, Plan, SetOpKind, explain};
+use crate::plan::{Node, OutputColumn, Plan, SetOpKind, explain};
 use crate::types::{DataType, Value};
 
 const DEPTH: usize = 5000;
@@ -35,20 +35,7 @@ fn filter(input: Plan, predicate: Expr) -> Plan {
 }
 
 fn join(left: Plan, right: Plan, on: Option<Expr>) -> Plan {
-    let mut schema = left.schema.clone();
-    schema.extend(right.schema.iter().cloned());
-    Plan::new(
-        Node::Join {
-            left: Box::new(left),
-            right: Box::new(right),
-            kind: JoinKind::Inner,
-            on,
-            left_keys: vec![],
-            right_keys: vec![],
-            method: JoinMethod::NestedLoop,
-        },
-        schema,
-    )
+    Plan::inner_join(left, right, on)
 }
 
 /// Optimizes and explains `make()`'s plan on a 2 MB stack, with every rule on and

@@ -505,6 +505,12 @@ impl Plan {
     /// `left × right`: an inner nested-loop join without a condition, whose rows are
     /// `left`'s columns then `right`'s.
     pub fn cross_join(left: Plan, right: Plan) -> Plan {
+        Plan::inner_join(left, right, None)
+    }
+
+    /// An inner nested-loop join of `left` and `right` on `on` (over `left`'s columns
+    /// then `right`'s), before the optimizer extracts keys and chooses its method.
+    pub fn inner_join(left: Plan, right: Plan, on: Option<Expr>) -> Plan {
         let mut schema = left.schema.clone();
         schema.extend(right.schema.iter().cloned());
         Plan::new(
@@ -512,7 +518,7 @@ impl Plan {
                 left: Box::new(left),
                 right: Box::new(right),
                 kind: JoinKind::Inner,
-                on: None,
+                on,
                 left_keys: vec![],
                 right_keys: vec![],
                 method: JoinMethod::NestedLoop,
