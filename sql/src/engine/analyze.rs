@@ -123,16 +123,53 @@ pub fn analyze_table(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
 /// [`analyze_table`] from a sample of at most `sample_rows` rows (the whole table
 /// when it holds no more).
 fn analyze_sampled(ctx: &mut Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<()> {
+    let stats = gather(ctx, table, sample_rows)?;
+    ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
+    ctx.bee_cache.note_relation_size(table.id as u64, stats.rows);
+    ctx.txn.stats_mut().insert(table.id, stats);
+    // The table's count of changes starts again when this transaction commits.
+    ctx.txn.changed.remove(&table.id);
+    ctx.txn.analyzed.push(table.id);
+    Ok(())
+}
+
+/// `table`'s statistics from a sample of at most `sample_rows` rows, read through
+/// the statement's transaction (a snapshot or the writer); stores nothing.
+fn gather(ctx: &Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<TableStats> {
     let (rows, sample) = if sample_rows >= SAMPLE_ROWS {
         self::sample_rows(ctx, table)?
     } else {
         sample_by_pages(ctx, table, sample_rows)?
     };
     let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
-    ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
-    ctx.bee_cache.note_relation_size(table.id as u64, rows);
-    ctx.txn.stats_mut().insert(table.id, TableStats { rows, columns });
-    Ok(())
+    Ok(TableStats { rows, columns })
+}
+
+/// Whether `table`, with `changes` rows inserted, updated or deleted since its last
+/// ANALYZE, is due for the automatic one, and if so the rows to sample: a table with
+/// statistics when the changes exceed [`AUTO_ANALYZE_ROWS`] +
+/// [`AUTO_ANALYZE_FRACTION`] of its rows at that ANALYZE (PostgreSQL's
+/// autovacuum threshold), sampling about as many rows as changed (within
+/// [`AUTO_SAMPLE_ROWS_MIN`]..=[`SAMPLE_ROWS`]); a table without column statistics as
+/// soon as it changed, sampling up to [`SAMPLE_ROWS`].
+pub(super) fn deferred_sample(catalog: &crate::catalog::Catalog, table: &TableDef, changes: u64) -> Option<usize> {
+    if changes == 0 {
+        return None;
+    }
+    match catalog.stats.get(&table.id) {
+        Some(s) if !s.columns.is_empty() => {
+            let threshold = AUTO_ANALYZE_ROWS as f64 + AUTO_ANALYZE_FRACTION * s.rows as f64;
+            (changes as f64 > threshold)
+                .then(|| usize::try_from(changes).unwrap_or(usize::MAX).clamp(AUTO_SAMPLE_ROWS_MIN, SAMPLE_ROWS))
+        }
+        _ => Some(SAMPLE_ROWS),
+    }
+}
+
+/// The deferred automatic ANALYZE of one table (`engine::analyze_deferred`): its
+/// statistics from a sample read through `ctx`'s snapshot, with no lock held.
+pub(super) fn gather_deferred(ctx: &Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<TableStats> {
+    gather(ctx, table, sample_rows)
 }
 
 /// A sampled tuple: its ordinal in heap order and its bytes.

@@ -497,10 +497,9 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     }
     drop(put);
     foreign_keys.finish(ctx)?;
+    // Counted toward the automatic ANALYZE, which runs deferred, off this
+    // statement's path (`analyze.rs`).
     ctx.note_inserts(&table, inserted);
-    // Enough inserts since the last ANALYZE: gather statistics again now, as
-    // PostgreSQL's autovacuum would in the background.
-    super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = returned_columns.map(|c| (c, returned.rows));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
 }
@@ -1048,6 +1047,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     })?;
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
+    ctx.note_changes(&table, count);
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
 }
@@ -1228,7 +1228,6 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     ctx.note_deletes(&table, count);
-    super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = d.returning.as_ref().map(|_| (bq.plan.schema[n + 1..].to_vec(), returned));
     Ok(written(format!("DELETE {count}"), count, returned))
 }

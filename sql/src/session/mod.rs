@@ -67,6 +67,10 @@ pub(crate) struct Shared {
     pub bees: Arc<BeeCache>,
     /// Every sequence's value, handed out outside transactions.
     pub sequences: engine::sequence::SequenceValues,
+    /// Rows inserted, updated or deleted by committed transactions since each
+    /// table's last ANALYZE, by table id: what the automatic ANALYZE follows
+    /// (`engine/analyze.rs`). In memory only: after reopening, counting starts again.
+    pub changes: Mutex<rustc_hash::FxHashMap<u32, u64>>,
 }
 
 impl Drop for Shared {
@@ -119,6 +123,7 @@ impl Database {
                 commit_lock: Mutex::new(()),
                 bees,
                 sequences,
+                changes: Mutex::new(Default::default()),
             }),
         })
     }
