@@ -1,25 +1,28 @@
 //! ANALYZE: a table's row count and its columns' statistics ([`ColumnStats`]), from
 //! a sample of its rows, stored in the catalog; and the automatic ANALYZE that runs
-//! after bulk writes and after enough inserts, so no user has to run it (the lesson of
+//! after bulk writes and after enough changed rows, so no user has to run it (the lesson of
 //! the POSTGRES study: statistics nobody gathers are statistics nobody has).
 //!
-//! The automatic ANALYZE follows the row count the engine keeps (inserts add,
-//! deletes subtract, full scans set it): when it moved by more than
-//! [`AUTO_ANALYZE_ROWS`] + [`AUTO_ANALYZE_FRACTION`] of the count at the last ANALYZE,
-//! the statement that moved it analyzes the table before it returns. UPDATEs do not
-//! move the count and do not trigger it (PostgreSQL's autovacuum counts them too).
+//! The automatic ANALYZE never runs inside an INSERT, UPDATE or DELETE. They count
+//! the rows they change per table ([`super::Ctx::note_changes`]); at commit a
+//! transaction's counts join the database's counts of changes since each table's
+//! last ANALYZE. A table is due when its changes exceed [`AUTO_ANALYZE_ROWS`] +
+//! [`AUTO_ANALYZE_FRACTION`] of its rows at that ANALYZE (PostgreSQL's autovacuum
+//! threshold; [`deferred_sample`]). The next autocommit statement that only reads
+//! and names a due table analyzes it before it plans (`engine::analyze_deferred`):
+//! sampled through a snapshot of its own, with no lock held, the statistics stored by
+//! a short transaction that only tries the write lock (a busy lock leaves the table
+//! due). COPY, CREATE TABLE AS and CREATE INDEX analyze the table themselves when its
+//! row count moved enough ([`analyze_if_stale`]).
 //!
-//! The statement pays for that run, so its cost is bounded by what the statement and
-//! those before it since the last ANALYZE changed: a table that already has statistics
-//! is re-analyzed from a sample of about as many rows as moved its count (at least
+//! A run's cost is bounded by the changes that made it due: a table that already has
+//! statistics is re-analyzed from a sample of about as many rows as changed (at least
 //! [`AUTO_SAMPLE_ROWS_MIN`], at most [`SAMPLE_ROWS`]), drawn uniformly from the whole
 //! table ([`sample_by_pages`]: the live tuples are counted page by page, and only the
-//! sampled tuples are copied and decoded). Amortized, each inserted or deleted row
-//! then pays for about one sampled row, however often the threshold fires; before,
-//! every run sampled the whole table up to [`SAMPLE_ROWS`] rows, so a table growing
-//! one row per statement paid about ten sampled rows per insert (26% of a TP1
-//! transaction). A table without statistics, a bulk write (COPY, INSERT … SELECT of
-//! many rows) and `ANALYZE` itself still sample up to [`SAMPLE_ROWS`] rows, as before.
+//! sampled tuples are copied and decoded). Amortized, each changed row pays for about
+//! one sampled row, however often the threshold fires. A table without statistics, a
+//! bulk write (COPY of many rows) and `ANALYZE` itself sample up to [`SAMPLE_ROWS`]
+//! rows.
 //!
 //! `ANALYZE` makes one pass over the heap that counts the live tuples and keeps a
 //! uniform random sample of [`SAMPLE_ROWS`] of them (reservoir sampling, seeded by the
