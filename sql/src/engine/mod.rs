@@ -760,10 +760,13 @@ fn analyze_deferred(shared: &Shared, ast: &Statement, env: &Env<'_>) {
             return;
         }
         let catalog = shared.catalog.lock().clone();
+        let retry = shared.analyze_retry.lock();
+        let now = std::time::Instant::now();
         let mut due = Vec::new();
         let _ = ast::visit_relations(ast, |name| {
             if let Ok(name) = crate::binder::object_name(name)
                 && let Some(t) = catalog.table(&name)
+                && retry.get(&t.id).is_none_or(|&at| now >= at)
                 && !due.iter().any(|(d, ..): &(Arc<crate::catalog::TableDef>, u64, usize)| d.id == t.id)
                 && let Some(&changes) = counts.get(&t.id)
                 && let Some(sample) = analyze::deferred_sample(&catalog, t, changes)
@@ -775,9 +778,20 @@ fn analyze_deferred(shared: &Shared, ast: &Statement, env: &Env<'_>) {
         due
     };
     for (table, changes, sample) in due {
-        let _ = analyze_one_deferred(shared, env, &table, changes, sample);
+        let mut retry = shared.analyze_retry.lock();
+        retry.remove(&table.id);
+        drop(retry);
+        if analyze_one_deferred(shared, env, &table, changes, sample).is_err() {
+            // Busy (or failed): readers do not sample the table again at once, each to
+            // find the write lock taken.
+            shared.analyze_retry.lock().insert(table.id, std::time::Instant::now() + ANALYZE_RETRY_AFTER);
+        }
     }
 }
+
+/// How long after a deferred ANALYZE could not store its statistics (the write lock
+/// was taken) readers leave the table alone.
+const ANALYZE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// [`analyze_deferred`] of one table, `changes` being its count of changes when
 /// it was found due.
@@ -828,7 +842,7 @@ fn analyze_one_deferred(
     // A schema change since the snapshot (the table altered, dropped or made
     // again) makes the sample the wrong table's: it stays due.
     if txn.catalog.schema_gen != schema_gen || !txn.catalog.tables.values().any(|t| t.id == table.id) {
-        return Ok(());
+        return Err(Error::internal("the schema changed under the deferred ANALYZE"));
     }
     let rows = stats.rows;
     txn.stats_mut().insert(table.id, stats);
