@@ -191,9 +191,22 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
         }
         v
     };
-    // GENERATED ALWAYS identity columns take only DEFAULT (PostgreSQL's OVERRIDING
-    // SYSTEM VALUE is not parsed by sqlparser 0.63).
-    let always = identity_always(&catalog, &table);
+    // GENERATED ALWAYS identity columns take only DEFAULT, unless OVERRIDING SYSTEM
+    // VALUE; OVERRIDING USER VALUE puts the DEFAULT in every identity column given
+    // a value (`parser::mark_overriding` carries the clause in `settings`).
+    let overriding = match ins.settings.as_deref() {
+        None => None,
+        Some([s]) if s.key.value == "overriding" => Some(s.value.to_string() == "'system'"),
+        Some(_) => return Err(Error::not_supported("INSERT … SETTINGS is not supported")),
+    };
+    let mut always = identity_always(&catalog, &table);
+    let user_value: Vec<usize> = match overriding {
+        Some(false) => (0..table.columns.len()).filter(|&c| catalog.identity(&table, &table.columns[c].name).is_some()).collect(),
+        _ => Vec::new(),
+    };
+    if overriding.is_some() {
+        always.clear();
+    }
     let refuse_always = |c: usize| {
         Error::semantic("428C9", format!("cannot insert a non-DEFAULT value into column \"{}\"", table.columns[c].name))
     };
@@ -227,7 +240,7 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
                         if always.contains(&c) && !is_default_keyword(e) {
                             return Err(refuse_always(c));
                         }
-                        row[c] = Some(if is_default_keyword(e) {
+                        row[c] = Some(if is_default_keyword(e) || user_value.contains(&c) {
                             default_expr(&mut binder, &table, c)?
                         } else {
                             binder.bind_assignment(Scope::default(), e, &col.name, col.ty)?
@@ -252,6 +265,9 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
                 let items = select_items(q);
                 let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
                 for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
+                    if user_value.contains(&c) {
+                        continue;
+                    }
                     let col = &table.columns[c];
                     let b = Expr::column(k, src.schema[k].ty);
                     // A bare NULL or string literal in the SELECT list is of unknown type
