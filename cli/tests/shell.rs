@@ -142,6 +142,58 @@ fn file_argument_runs_a_script() {
     );
 }
 
+/// Errors from a script name the file and the line where the failing statement
+/// ends, as psql's (`psql:FILE:LINE: ERROR:  …`): `-f` files, `.read` files (their
+/// own name and line, then the outer file's again) and a pipe (`<stdin>`); DETAIL
+/// and LINE lines keep their place after it. `-c` has none (see above).
+#[test]
+fn script_errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lines.db");
+    let inner = dir.path().join("inner.sql");
+    std::fs::write(&inner, "SELECT 1;\n\nSELECT nosuch;\n").unwrap();
+    let script = dir.path().join("outer.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "CREATE TABLE t (a int PRIMARY KEY);\nINSERT INTO t VALUES (1);\n.read {}\nINSERT INTO t\n  VALUES (1);\n",
+            inner.display()
+        ),
+    )
+    .unwrap();
+    // -f stops at the first error: the one in the .read file.
+    let (code, _, stderr) = run_args(&db, &["-f", script.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        format!(
+            "beedb:{}:3: ERROR:  column \"nosuch\" does not exist\nLINE 1: SELECT nosuch;\n               ^\n",
+            inner.display()
+        )
+    );
+    // A pipe goes on after errors; the .read file's error, then the outer line 5.
+    let input = format!("SELECT 1;\n.read {}\nINSERT INTO t\n  VALUES (1);\n", inner.display());
+    let mut child = beedb()
+        .arg(&db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "beedb:{}:3: ERROR:  column \"nosuch\" does not exist\nLINE 1: SELECT nosuch;\n               ^\n\
+             beedb:<stdin>:4: ERROR:  duplicate key value violates unique constraint \"t_pkey\"\n\
+             DETAIL:  Key (a)=(1) already exists.\n",
+            inner.display()
+        )
+    );
+}
+
 #[test]
 fn command_runs_statements_in_each_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -664,7 +716,7 @@ fn pipe_mode_answers_each_statement_before_the_next_arrives() {
     sh.send("SELEC 1;\n");
     assert_eq!(
         next_line(&sh.stderr, "1st statement"),
-        "ERROR:  syntax error at or near \"SELEC\" (expected: an sql statement)"
+        "beedb:<stdin>:1: ERROR:  syntax error at or near \"SELEC\" (expected: an sql statement)"
     );
     assert_eq!(next_line(&sh.stderr, "1st statement"), "LINE 1: SELEC 1;");
     assert_eq!(next_line(&sh.stderr, "1st statement"), "        ^");
@@ -675,7 +727,7 @@ fn pipe_mode_answers_each_statement_before_the_next_arrives() {
     sh.send("  ;\n");
     assert_eq!(
         next_line(&sh.stderr, "2nd statement"),
-        "ERROR:  syntax error at or near \";\" (expected: an expression)"
+        "beedb:<stdin>:5: ERROR:  syntax error at or near \";\" (expected: an expression)"
     );
     assert_eq!(next_line(&sh.stderr, "2nd statement"), "LINE 2:   ;");
     assert_eq!(next_line(&sh.stderr, "2nd statement"), "          ^");
@@ -709,7 +761,7 @@ fn pipe_mode_streams_results() {
     sh.send("SELECT * FROM nope;\n");
     assert_eq!(
         next_line(&sh.stderr, "error"),
-        "ERROR:  relation \"nope\" does not exist"
+        "beedb:<stdin>:5: ERROR:  relation \"nope\" does not exist"
     );
     sh.send("SELECT count(*) FROM t;\n");
     assert_eq!(next_line(&sh.stdout, "count"), "count");

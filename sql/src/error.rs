@@ -138,7 +138,18 @@ impl Error {
         Error::new(ErrorKind::Semantic, sqlstate, message)
     }
 
+    /// SQLSTATE 0A000. Every such message says so: a message naming only the
+    /// feature (`"LIKE ANY"`) gets " is not supported" appended; one that already
+    /// says it (or is PostgreSQL's own sentence, "cannot …", "… must …", "… is
+    /// supported … only") is kept as it is.
     pub fn not_supported(message: impl Into<String>) -> Error {
+        let message = message.into();
+        let says_so = message.contains("not supported")
+            || message.contains("not implemented")
+            || message.contains(" supported ")
+            || message.starts_with("cannot ")
+            || message.contains(" must ");
+        let message = if says_so { message } else { format!("{message} is not supported") };
         Error::new(ErrorKind::NotSupported, "0A000", message)
     }
 

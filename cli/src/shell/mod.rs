@@ -85,6 +85,11 @@ pub struct Shell {
     /// Whether any statement or command failed.
     pub failed: bool,
     read_depth: usize,
+    /// The scripts being read, innermost last: each one's name (a file's path as
+    /// given, `<stdin>` for a pipe) and the line being run. Errors from them name
+    /// the place as psql's do (`beedb:FILE:LINE: ERROR:  …`); none for typed
+    /// input and `-c`.
+    sources: Vec<(String, u64)>,
     /// The SIGINT registration that cancels this connection's statements, in an
     /// interactive session ([`Shell::cancel_on_ctrl_c`]).
     ctrl_c: Option<ctrl_c::CtrlC>,
@@ -121,6 +126,7 @@ impl Shell {
             err,
             failed: false,
             read_depth: 0,
+            sources: Vec::new(),
             ctrl_c: None,
         })
     }
@@ -226,6 +232,11 @@ impl Shell {
     /// the two interleave in order on a terminal) and records the failure.
     fn print_error(&mut self, text: &str) {
         let _ = self.out.flush();
+        // From a script: the file and line go before the first line, as psql's
+        // `psql:FILE:LINE: ERROR:  …` (the line of the statement's end).
+        if let Some((name, line)) = self.sources.last() {
+            let _ = write!(self.err, "beedb:{name}:{line}: ");
+        }
         let _ = self.err.write_all(text.as_bytes());
         let _ = self.err.flush();
         self.failed = true;
@@ -323,8 +334,17 @@ impl Shell {
     /// Runs a script (`-c`, `-f`, `.read`), stopping at the first failure. Returns
     /// whether it all succeeded, and whether to go on (`.quit` in the script).
     pub fn run_script(&mut self, text: &str) -> (bool, Flow) {
+        self.run_lines(text, false)
+    }
+
+    /// [`Shell::run_script`]; `counted`: the text is the innermost of `sources`,
+    /// whose line number follows the lines fed.
+    fn run_lines(&mut self, text: &str, counted: bool) -> (bool, Flow) {
         let mut splitter = Splitter::new();
-        for line in text.split_inclusive('\n') {
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            if counted && let Some(source) = self.sources.last_mut() {
+                source.1 = i as u64 + 1;
+            }
             let (ok, flow) = self.feed_line(&mut splitter, line, true);
             if !ok || flow == Flow::Quit {
                 return (ok, flow);
@@ -357,7 +377,9 @@ impl Shell {
             }
         };
         self.read_depth += 1;
-        let r = self.run_script(&text);
+        self.sources.push((path.to_string(), 0));
+        let r = self.run_lines(&text, true);
+        self.sources.pop();
         self.read_depth -= 1;
         r
     }
@@ -372,6 +394,13 @@ impl Shell {
     /// they open and close are followed, and the input goes on at the true end of the
     /// skipped statement, never in the middle of a string literal.
     pub fn run_stream(&mut self, input: &mut dyn BufRead) -> bool {
+        self.sources.push(("<stdin>".to_string(), 0));
+        let ok = self.run_stream_lines(input);
+        self.sources.pop();
+        ok
+    }
+
+    fn run_stream_lines(&mut self, input: &mut dyn BufRead) -> bool {
         let mut splitter = Splitter::new();
         let mut ok = true;
         let mut line = Vec::new();
@@ -379,6 +408,9 @@ impl Shell {
         loop {
             line.clear();
             line_number += 1;
+            if let Some(source) = self.sources.last_mut() {
+                source.1 = line_number;
+            }
             // At most one byte more than the longest line: a longer one is cut here.
             match (&mut *input).take(MAX_INPUT_BYTES as u64 + 1).read_until(b'\n', &mut line) {
                 Ok(0) => break,

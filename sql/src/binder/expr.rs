@@ -528,7 +528,8 @@ impl Binder<'_> {
                 ..
             } => {
                 if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon) {
-                    return Err(Error::not_supported(format!("{kind:?}")));
+                    let name = if matches!(kind, ast::CastKind::TryCast) { "TRY_CAST" } else { "SAFE_CAST" };
+                    return Err(Error::not_supported(name));
                 }
                 let ty = super::types::data_type(data_type)?;
                 let b = match float_literal(expr, &ty) {
@@ -1619,6 +1620,58 @@ impl Binder<'_> {
         }
     }
 
+    /// `count(t.*)`: PostgreSQL counts the rows whose row value of `t` is not NULL,
+    /// which is every row unless `t` is on the nullable side of an outer join, where
+    /// the rows in which `t` had no match are left out (a matched row of NULLs
+    /// counts). So: `count(*)`, or on a nullable side `count(t.c)` of a column `c`
+    /// that never holds NULL in `t` (a NOT NULL column); without one, 0A000.
+    fn bind_count_row(
+        &mut self,
+        f: &ast::Function,
+        table: &str,
+        filter: Option<&ast::Expr>,
+        e: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr> {
+        if matches!(&f.args, ast::FunctionArguments::List(l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)) {
+            return Err(Error::not_supported("count(DISTINCT t.*)").at(self.pos(e)));
+        }
+        if !call_order(f).is_empty() {
+            return Err(Error::not_supported("ORDER BY in count(t.*)").at(self.pos(e)));
+        }
+        let level = self.frames.len() - 1;
+        let scope = self.from_scope_at(level);
+        if !scope.has_table(table) {
+            if (0..level).any(|l| self.from_scope_at(l).has_table(table)) {
+                return Err(Error::not_supported("count(t.*) of an outer query's table").at(self.pos(e)));
+            }
+            return Err(super::scope::Scope::missing_table(table, std::iter::once(scope)).at(self.pos(e)));
+        }
+        let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+        if !scope.nullable.iter().any(|t| t == table) {
+            // count(*) FILTER (WHERE c) is count(1) filtered, as in `bind_function`.
+            return match filter {
+                Some(_) => self.bind_aggregate(AggFunc::Count, None, "count", &[&one], false, false, filter, e, clause),
+                None => self.bind_aggregate(AggFunc::Count, None, "count", &[], false, true, None, e, clause),
+            };
+        }
+        let marker = scope
+            .never_null
+            .iter()
+            .filter(|(t, _)| t == table)
+            .find(|(_, c)| matches!(scope.resolve(Some(table), c), Ok(Some(_))))
+            .map(|(_, c)| c.clone());
+        let Some(column) = marker else {
+            return Err(Error::not_supported(format!(
+                "count({table}.*) over the nullable side of an outer join, where \"{table}\" has no NOT NULL column,"
+            ))
+            .at(self.pos(e)));
+        };
+        let quoted = |n: &str| ast::Ident::with_quote('"', n);
+        let x = ast::Expr::CompoundIdentifier(vec![quoted(table), quoted(&column)]);
+        self.bind_aggregate(AggFunc::Count, None, "count", &[&x], false, false, filter, e, clause)
+    }
+
     fn bind_function(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         let name = func_name(f);
         if name == "grouping" && f.over.is_none() {
@@ -1643,6 +1696,12 @@ impl Binder<'_> {
             return Err(Error::not_supported("WITHIN GROUP"));
         }
         let filter = f.filter.as_deref();
+        if name == "count"
+            && let Some(table) = count_row_arg(f)
+            && self.functions.is_none_or(|fs| fs.aggregate(&name, 1).is_none())
+        {
+            return self.bind_count_row(f, &table?, filter, e, clause);
+        }
         let (args, distinct, star) = self.function_args(f)?;
         if let Some(fs) = self.functions
             && !star
@@ -1693,6 +1752,11 @@ impl Binder<'_> {
                 }
                 return self.bind_udf_scalar(udf.clone(), &args, clause, e);
             }
+        }
+        if name == "generate_series" {
+            return Err(Error::not_supported("set-returning functions outside FROM are not supported")
+                .with_hint("Call generate_series in FROM: SELECT g FROM generate_series(1, 3) AS g.")
+                .at(self.pos(e)));
         }
         if let Some(func) = aggregate_func(&name) {
             // count(*) FILTER (WHERE c) counts the rows c holds for: count(1) filtered.
@@ -2328,5 +2392,14 @@ pub fn output_name(e: &ast::Expr) -> String {
             .unwrap_or_else(|_| "?column?".into()),
         E::Value(v) if matches!(v.value, ast::Value::Boolean(_)) => "bool".into(),
         _ => "?column?".into(),
+    }
+}
+
+/// The table of a `count(t.*)` call's one argument, if that is its argument.
+fn count_row_arg(f: &ast::Function) -> Option<Result<String>> {
+    let ast::FunctionArguments::List(l) = &f.args else { return None };
+    match l.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::QualifiedWildcard(n))] => Some(super::object_name(n)),
+        _ => None,
     }
 }

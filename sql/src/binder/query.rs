@@ -276,7 +276,7 @@ impl Binder<'_> {
                 format!("{what} must not be negative"),
             )
             .at(self.pos(e))),
-            _ => Err(Error::not_supported(format!("{what} must be a constant")).at(self.pos(e))),
+            _ => Err(Error::not_supported(format!("a {what} that is not a constant")).at(self.pos(e))),
         }
     }
 
@@ -950,7 +950,8 @@ impl Binder<'_> {
                 Some((lp, ls)) if after_lateral => self.bind_lateral(lp, ls, &twj.relation, JoinKind::Inner, None)?,
                 taken => {
                     acc = taken;
-                    self.bind_factor(&twj.relation)?
+                    let before = acc.as_ref().map(|(_, s)| s);
+                    self.bind_factor_after(&twj.relation, before)?
                 }
             };
             for j in &twj.joins {
@@ -972,7 +973,7 @@ impl Binder<'_> {
                     scope = s;
                     continue;
                 }
-                let (rp, rs) = self.bind_factor(&j.relation)?;
+                let (rp, rs) = self.bind_factor_after(&j.relation, Some(&scope))?;
                 check_distinct_names(&scope, &rs)?;
                 let (p, s) = self.bind_join(plan, scope, rp, rs, &j.join_operator)?;
                 plan = p;
@@ -1051,7 +1052,8 @@ impl Binder<'_> {
             )
             .at(self.pos(f)));
         };
-        let scope = combine_scopes(ls.clone(), &rs, nleft);
+        let mut scope = combine_scopes(ls.clone(), &rs, nleft);
+        mark_nullable(&mut scope, &ls, &rs, kind);
         let mut on_cond = None;
         if let Some(e) = on {
             if self.contains_aggregate(e) {
@@ -1087,6 +1089,33 @@ impl Binder<'_> {
             p = Plan::new(Node::Filter { input: Box::new(p), predicate: c }, schema);
         }
         Ok((p, scope))
+    }
+
+    /// `bind_factor` for a FROM item after others (`before`: their scope). A function
+    /// whose arguments read those items (`FROM t, generate_series(1, t.a)`, implicitly
+    /// LATERAL in PostgreSQL) fails to bind with 42P01 / 42703; it is 0A000 instead
+    /// when the arguments do bind over the earlier items.
+    fn bind_factor_after(&mut self, f: &ast::TableFactor, before: Option<&Scope>) -> Result<(Plan, Scope)> {
+        let r = self.bind_factor(f);
+        let (Err(e), Some(before), ast::TableFactor::Table { args: Some(args), .. }) = (&r, before, f) else {
+            return r;
+        };
+        if !matches!(e.sqlstate, "42P01" | "42703") {
+            return r;
+        }
+        let saved = self.set_scope(before.clone());
+        let reads_before = args.args.iter().all(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => self.bind_expr(x, "FROM").is_ok(),
+            _ => false,
+        });
+        self.set_scope(saved);
+        if reads_before {
+            return Err(Error::not_supported(
+                "functions in FROM reading earlier FROM items (LATERAL functions) are not supported",
+            )
+            .at(self.pos(f)));
+        }
+        r
     }
 
     fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
@@ -1241,6 +1270,13 @@ impl Binder<'_> {
         }
         let cols: Vec<(String, DataType)> = plan.schema.iter().map(|c| (c.name.clone(), c.ty)).collect();
         let mut scope = Scope::relation(name.as_deref(), &cols, 0);
+        if let (Some(n), Node::TableScan { table, columns, .. }) = (&name, &plan.node) {
+            for (c, &i) in plan.schema.iter().zip(columns) {
+                if table.columns[i].not_null {
+                    scope.never_null.push((n.clone(), c.name.clone()));
+                }
+            }
+        }
         if let (Some(real), Some(alias)) = (default, name)
             && real != alias
         {
@@ -1640,6 +1676,7 @@ impl Binder<'_> {
         let nleft = lp.schema.len();
         // The combined scope: right columns shifted past the left ones.
         let mut scope = combine_scopes(ls.clone(), &rs, nleft);
+        mark_nullable(&mut scope, &ls, &rs, kind);
         let shift = |e: &Expr| shift_columns(e, nleft);
         let using: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
@@ -1747,6 +1784,24 @@ fn check_distinct_names(left: &Scope, right: &Scope) -> Result<()> {
     Ok(())
 }
 
+/// Records in `scope` (of `left` joined with `right`) the tables an outer join of
+/// `kind` makes nullable (for `count(t.*)`).
+fn mark_nullable(scope: &mut Scope, left: &Scope, right: &Scope, kind: JoinKind) {
+    let sides: &[&Scope] = match kind {
+        JoinKind::Left => &[right],
+        JoinKind::Right => &[left],
+        JoinKind::Full => &[left, right],
+        _ => &[],
+    };
+    for side in sides {
+        for t in side.tables() {
+            if !scope.nullable.contains(&t) {
+                scope.nullable.push(t);
+            }
+        }
+    }
+}
+
 /// The scope of `left` joined with `right`: right columns move past the left ones.
 fn combine_scopes(left: Scope, right: &Scope, nleft: usize) -> Scope {
     let mut scope = left;
@@ -1758,6 +1813,8 @@ fn combine_scopes(left: Scope, right: &Scope, nleft: usize) -> Scope {
     }
     scope.star.extend(right.star.iter().map(|&i| i + left_entries));
     scope.aliases.extend(right.aliases.iter().cloned());
+    scope.nullable.extend(right.nullable.iter().cloned());
+    scope.never_null.extend(right.never_null.iter().cloned());
     scope
 }
 

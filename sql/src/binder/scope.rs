@@ -29,6 +29,12 @@ pub struct Scope {
     /// (relation name, alias) of each relation the FROM clause renamed: a reference
     /// by the hidden name is an error whose hint names the alias, as PostgreSQL's.
     pub aliases: Vec<(String, String)>,
+    /// Tables (names or aliases) on the nullable side of an outer join of this FROM
+    /// clause: their columns are all NULL in a row where they had no match.
+    pub nullable: Vec<String>,
+    /// (table, column) of the columns that never hold NULL in their relation (a
+    /// table's NOT NULL columns): NULL there only where the table had no match.
+    pub never_null: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -47,7 +53,7 @@ impl Scope {
             })
             .collect();
         let star = (0..columns.len()).collect();
-        Scope { columns, star, aliases: Vec::new() }
+        Scope { columns, star, aliases: Vec::new(), nullable: Vec::new(), never_null: Vec::new() }
     }
 
     /// Finds `name` (optionally qualified by `table`). `Ok(None)` when absent.
@@ -70,6 +76,19 @@ impl Scope {
             }
         }
         Ok(found)
+    }
+
+    /// The tables (names or aliases) this scope's columns are qualified by.
+    pub fn tables(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for c in &self.columns {
+            if let Some(t) = &c.table
+                && !names.contains(t)
+            {
+                names.push(t.clone());
+            }
+        }
+        names
     }
 
     pub fn has_table(&self, table: &str) -> bool {

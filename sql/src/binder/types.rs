@@ -88,10 +88,10 @@ pub fn data_type(t: &ast::DataType) -> Result<DataType> {
             }
         }
         other => {
-            return Err(Error::semantic(
-                "42704",
-                format!("type \"{}\" is not supported", other.to_string().to_lowercase()),
-            ));
+            return Err(Error::not_supported(format!(
+                "type \"{}\" is not supported",
+                other.to_string().to_lowercase()
+            )));
         }
     })
 }
