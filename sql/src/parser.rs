@@ -281,6 +281,14 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(rewritten) = autoincrement_as_identity(sql) {
         return parse(&rewritten);
     }
+    if let Some(rewritten) = identity_options_in_order(sql) {
+        return parse(&rewritten);
+    }
+    if let Some((blanked, marks)) = overriding_clauses(sql) {
+        let mut statements = parse(&blanked)?;
+        mark_overriding(sql, &mut statements, &marks)?;
+        return Ok(statements);
+    }
     let depth = check_chains(sql)?;
     let parse = || {
         let dialect = PostgreSqlDialect {};
@@ -369,7 +377,10 @@ fn parse_statements(parser: &mut Parser) -> Result<Vec<Statement>, ParserError> 
                 Some(statement) => statement,
                 None => match alter_sequence(parser)? {
                     Some(statement) => statement,
-                    None => parser.parse_statement()?,
+                    None => match parser.maybe_parse(create_sequence)? {
+                        Some(statement) => statement,
+                        None => parser.parse_statement()?,
+                    },
                 },
             },
         };
@@ -542,10 +553,16 @@ fn carried_alter_sequence(name: sqlparser::ast::ObjectName, if_exists: bool, opt
     }
 }
 
-/// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c RESTART [[WITH] n]` alone (an
-/// identity column's sequence restarted), carried as [`alter_sequence`] carries
-/// ALTER SEQUENCE with the table as the name and a first option `(column, c)`. An
-/// error (any other ALTER TABLE) makes the caller read the statement afresh.
+/// An identity column's ALTER TABLE forms, alone in their statement:
+/// `ALTER TABLE [IF EXISTS] [ONLY] t ALTER [COLUMN] c` followed by one or more of
+/// `RESTART [[WITH] n]`, `SET GENERATED {ALWAYS | BY DEFAULT}` and `SET <sequence
+/// option>`, or by `ADD GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]` or
+/// `DROP IDENTITY [IF EXISTS]`. Carried as [`alter_sequence`] carries ALTER SEQUENCE,
+/// with the table as the name and a first option `(column, c)`; then `(generated,
+/// 'always'|'by default')`, `(add_identity, 'always'|'by default')` followed by its
+/// options, `(drop_identity, true|false)` (IF EXISTS), and ALTER SEQUENCE's option
+/// tuples. An error (any other ALTER TABLE) makes the caller read the statement
+/// afresh.
 fn alter_column_restart(parser: &mut Parser) -> Result<Statement, ParserError> {
     use sqlparser::ast::{Expr, Ident, Value};
     parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
@@ -555,23 +572,311 @@ fn alter_column_restart(parser: &mut Parser) -> Result<Statement, ParserError> {
     parser.expect_keyword(Keyword::ALTER)?;
     let _ = parser.parse_keyword(Keyword::COLUMN);
     let column = parser.parse_identifier()?;
-    parser.expect_keyword(Keyword::RESTART)?;
-    let with = parser.parse_keyword(Keyword::WITH);
-    let value = if with || matches!(parser.peek_token_ref().token, Token::Number(..) | Token::Minus | Token::Plus) {
-        Some(parser.parse_number()?)
-    } else {
-        None
+    let word = |w: &str| Expr::Identifier(Ident::new(w));
+    let text = |t: &str| Expr::value(Value::SingleQuotedString(t.into()));
+    let mut options = vec![Expr::Tuple(vec![word("column"), text(&column.value)])];
+    let generated = |parser: &mut Parser| -> Result<&'static str, ParserError> {
+        if parser.parse_keyword(Keyword::ALWAYS) {
+            Ok("always")
+        } else {
+            parser.expect_keywords(&[Keyword::BY, Keyword::DEFAULT])?;
+            Ok("by default")
+        }
     };
+    if parser.parse_keywords(&[Keyword::ADD, Keyword::GENERATED]) {
+        let kind = generated(parser)?;
+        parser.expect_keywords(&[Keyword::AS, Keyword::IDENTITY])?;
+        options.push(Expr::Tuple(vec![word("add_identity"), text(kind)]));
+        if parser.consume_token(&Token::LParen) {
+            let parsed = sequence_options_any_order(parser, false)?;
+            parser.expect_token(&Token::RParen)?;
+            options.extend(parsed.options.iter().map(carried_option));
+        }
+    } else if parser.parse_keywords(&[Keyword::DROP, Keyword::IDENTITY]) {
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        options.push(Expr::Tuple(vec![word("drop_identity"), Expr::value(Value::Boolean(if_exists))]));
+    } else {
+        loop {
+            if parser.parse_keyword(Keyword::RESTART) {
+                let with = parser.parse_keyword(Keyword::WITH);
+                if with || matches!(parser.peek_token_ref().token, Token::Number(..) | Token::Minus | Token::Plus) {
+                    options.push(Expr::Tuple(vec![word("restart"), parser.parse_number()?]));
+                } else {
+                    options.push(Expr::Tuple(vec![word("restart")]));
+                }
+            } else if parser.parse_keywords(&[Keyword::SET, Keyword::GENERATED]) {
+                let kind = generated(parser)?;
+                options.push(Expr::Tuple(vec![word("generated"), text(kind)]));
+            } else if parser.parse_keyword(Keyword::SET) {
+                let option = sequence_option(parser)?
+                    .ok_or_else(|| ParserError::ParserError("Expected: a sequence option after SET".into()))?;
+                options.push(carried_option(&option));
+            } else {
+                break;
+            }
+        }
+        if options.len() == 1 {
+            return parser.expected_ref("RESTART or SET", parser.peek_token_ref());
+        }
+    }
     if !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
         return parser.expected_ref("end of statement", parser.peek_token_ref());
     }
+    Ok(carried_alter_sequence(name, if_exists, options))
+}
+
+/// A CREATE SEQUENCE option as ALTER SEQUENCE's carried tuple ([`alter_sequence`]).
+fn carried_option(o: &sqlparser::ast::SequenceOptions) -> sqlparser::ast::Expr {
+    use sqlparser::ast::{Expr, Ident, SequenceOptions as O, Value};
     let word = |w: &str| Expr::Identifier(Ident::new(w));
-    let restart = match value {
-        Some(v) => Expr::Tuple(vec![word("restart"), v]),
-        None => Expr::Tuple(vec![word("restart")]),
+    match o {
+        O::IncrementBy(e, _) => Expr::Tuple(vec![word("increment"), e.clone()]),
+        O::MinValue(Some(e)) => Expr::Tuple(vec![word("minvalue"), e.clone()]),
+        O::MinValue(None) => Expr::Tuple(vec![word("minvalue")]),
+        O::MaxValue(Some(e)) => Expr::Tuple(vec![word("maxvalue"), e.clone()]),
+        O::MaxValue(None) => Expr::Tuple(vec![word("maxvalue")]),
+        O::StartWith(e, _) => Expr::Tuple(vec![word("start"), e.clone()]),
+        O::Cache(e) => Expr::Tuple(vec![word("cache"), e.clone()]),
+        O::Cycle(no) => Expr::Tuple(vec![word("cycle"), Expr::value(Value::Boolean(!*no))]),
+    }
+}
+
+/// A carried option tuple back as a CREATE SEQUENCE option (`None` for others).
+pub fn sequence_option_of(word: &str, value: Option<&sqlparser::ast::Expr>) -> Option<sqlparser::ast::SequenceOptions> {
+    use sqlparser::ast::{SequenceOptions as O, Value};
+    Some(match (word, value) {
+        ("increment", Some(e)) => O::IncrementBy(e.clone(), true),
+        ("minvalue", e) => O::MinValue(e.cloned()),
+        ("maxvalue", e) => O::MaxValue(e.cloned()),
+        ("start", Some(e)) => O::StartWith(e.clone(), true),
+        ("cache", Some(e)) => O::Cache(e.clone()),
+        ("cycle", Some(sqlparser::ast::Expr::Value(v))) => O::Cycle(v.value != Value::Boolean(true)),
+        _ => return None,
+    })
+}
+
+/// One option of CREATE SEQUENCE / an identity column (sqlparser's
+/// `SequenceOptions`, where `Cycle(true)` is NO CYCLE); `None`, consuming nothing,
+/// when no option follows.
+fn sequence_option(parser: &mut Parser) -> Result<Option<sqlparser::ast::SequenceOptions>, ParserError> {
+    use sqlparser::ast::SequenceOptions as O;
+    Ok(Some(if parser.parse_keyword(Keyword::INCREMENT) {
+        let by = parser.parse_keyword(Keyword::BY);
+        O::IncrementBy(parser.parse_number()?, by)
+    } else if parser.parse_keywords(&[Keyword::NO, Keyword::MINVALUE]) {
+        O::MinValue(None)
+    } else if parser.parse_keywords(&[Keyword::NO, Keyword::MAXVALUE]) {
+        O::MaxValue(None)
+    } else if parser.parse_keywords(&[Keyword::NO, Keyword::CYCLE]) {
+        O::Cycle(true)
+    } else if parser.parse_keyword(Keyword::MINVALUE) {
+        O::MinValue(Some(parser.parse_number()?))
+    } else if parser.parse_keyword(Keyword::MAXVALUE) {
+        O::MaxValue(Some(parser.parse_number()?))
+    } else if parser.parse_keyword(Keyword::START) {
+        let with = parser.parse_keyword(Keyword::WITH);
+        O::StartWith(parser.parse_number()?, with)
+    } else if parser.parse_keyword(Keyword::CACHE) {
+        O::Cache(parser.parse_number()?)
+    } else if parser.parse_keyword(Keyword::CYCLE) {
+        O::Cycle(false)
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// What [`sequence_options_any_order`] read.
+struct SequenceClauses {
+    data_type: Option<sqlparser::ast::DataType>,
+    owned_by: Option<sqlparser::ast::ObjectName>,
+    options: Vec<sqlparser::ast::SequenceOptions>,
+}
+
+/// CREATE SEQUENCE's options in any order, as PostgreSQL reads them (sqlparser 0.63
+/// only in its fixed order, and pg_dump writes START before INCREMENT); with
+/// `create`, also `AS type` and `OWNED BY`. An option given twice is PostgreSQL's
+/// "conflicting or redundant options".
+fn sequence_options_any_order(parser: &mut Parser, create: bool) -> Result<SequenceClauses, ParserError> {
+    use sqlparser::ast::SequenceOptions as O;
+    let mut out = SequenceClauses { data_type: None, owned_by: None, options: Vec::new() };
+    let redundant = || ParserError::ParserError("conflicting or redundant options".into());
+    loop {
+        if create && parser.parse_keyword(Keyword::AS) {
+            if out.data_type.is_some() {
+                return Err(redundant());
+            }
+            out.data_type = Some(parser.parse_data_type()?);
+        } else if create && parser.parse_keywords(&[Keyword::OWNED, Keyword::BY]) {
+            if out.owned_by.is_some() {
+                return Err(redundant());
+            }
+            out.owned_by = Some(parser.parse_object_name(false)?);
+        } else if let Some(o) = sequence_option(parser)? {
+            let same = |a: &O, b: &O| std::mem::discriminant(a) == std::mem::discriminant(b);
+            if out.options.iter().any(|x| same(x, &o)) {
+                return Err(redundant());
+            }
+            out.options.push(o);
+        } else {
+            return Ok(out);
+        }
+    }
+}
+
+/// `CREATE [TEMP | TEMPORARY] SEQUENCE [IF NOT EXISTS] name [options in any order]`
+/// as [`Statement::CreateSequence`]. An error makes the caller read the statement
+/// afresh with sqlparser (and report sqlparser's error).
+fn create_sequence(parser: &mut Parser) -> Result<Statement, ParserError> {
+    parser.expect_keyword(Keyword::CREATE)?;
+    let temporary = parser.parse_one_of_keywords(&[Keyword::TEMP, Keyword::TEMPORARY]).is_some();
+    parser.expect_keyword(Keyword::SEQUENCE)?;
+    let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    let c = sequence_options_any_order(parser, true)?;
+    if !matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+        return parser.expected_ref("end of statement", parser.peek_token_ref());
+    }
+    Ok(Statement::CreateSequence {
+        temporary,
+        if_not_exists,
+        name,
+        data_type: c.data_type,
+        sequence_options: c.options,
+        owned_by: c.owned_by,
+    })
+}
+
+/// An identity column's options (`GENERATED … AS IDENTITY (START WITH 10 INCREMENT
+/// BY 5)`) written in another order than the one sqlparser 0.63 reads, rewritten in
+/// that order (PostgreSQL takes any). `None` when there is nothing to reorder.
+/// Positions after the options may move.
+fn identity_options_in_order(sql: &str) -> Option<String> {
+    use sqlparser::ast::SequenceOptions as O;
+    if !sql.to_ascii_lowercase().contains("identity") {
+        return None;
+    }
+    let dialect = PostgreSqlDialect {};
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
+    let tokens: Vec<_> = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let rank = |o: &O| match o {
+        O::IncrementBy(..) => 0,
+        O::MinValue(_) => 1,
+        O::MaxValue(_) => 2,
+        O::StartWith(..) => 3,
+        O::Cache(_) => 4,
+        O::Cycle(_) => 5,
     };
-    let column = Expr::Tuple(vec![word("column"), Expr::value(Value::SingleQuotedString(column.value.clone()))]);
-    Ok(carried_alter_sequence(name, if_exists, vec![column, restart]))
+    let mut out = String::with_capacity(sql.len());
+    let mut last = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        let Token::Word(w) = &t.token else { continue };
+        if w.quote_style.is_some() || w.keyword != Keyword::IDENTITY || tokens.get(i + 1).map(|t| &t.token) != Some(&Token::LParen) {
+            continue;
+        }
+        // The matching `)`.
+        let mut depth = 0usize;
+        let mut close = None;
+        for (k, u) in tokens.iter().enumerate().skip(i + 1) {
+            match u.token {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let close = close?;
+        let start = offset_of(sql, tokens[i + 1].span.end)?;
+        let end = offset_of(sql, tokens[close].span.start)?;
+        if start < last {
+            continue;
+        }
+        let inner = &sql[start..end];
+        let Ok(mut p) = Parser::new(&dialect).try_with_sql(inner) else { continue };
+        let Ok(c) = sequence_options_any_order(&mut p, false) else { continue };
+        if p.peek_token_ref().token != Token::EOF || c.options.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])) {
+            continue;
+        }
+        let mut options = c.options;
+        options.sort_by_key(|o| rank(o));
+        out.push_str(&sql[last..start]);
+        for o in &options {
+            out.push_str(&o.to_string());
+        }
+        out.push(' ');
+        last = end;
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&sql[last..]);
+    Some(out)
+}
+
+/// `INSERT INTO t [(…)] OVERRIDING {SYSTEM | USER} VALUE …`, which sqlparser 0.63 does
+/// not read: the clause is blanked out (spaces, so positions stay) and its place
+/// and kind returned (`true`: SYSTEM), for [`mark_overriding`]. `None` when there
+/// is none.
+fn overriding_clauses(sql: &str) -> Option<(String, Vec<(usize, bool)>)> {
+    if !sql.to_ascii_lowercase().contains("overriding") {
+        return None;
+    }
+    let dialect = PostgreSqlDialect {};
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
+    let tokens: Vec<_> = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let is = |k: usize, w: &str| {
+        matches!(tokens.get(k).map(|t| &t.token), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+    };
+    let mut blanked = sql.to_string();
+    let mut marks = Vec::new();
+    for k in 0..tokens.len() {
+        if is(k, "overriding") && (is(k + 1, "system") || is(k + 1, "user")) && is(k + 2, "value") {
+            let start = offset_of(sql, tokens[k].span.start)?;
+            let end = offset_of(sql, tokens[k + 2].span.end)?;
+            blanked.replace_range(start..end, &" ".repeat(end - start));
+            marks.push((start, is(k + 1, "system")));
+        }
+    }
+    if marks.is_empty() {
+        return None;
+    }
+    Some((blanked, marks))
+}
+
+/// Records each OVERRIDING clause [`overriding_clauses`] blanked out in the INSERT it
+/// was in, as a setting `overriding = 'system' | 'user'` (`Insert::settings`, which
+/// the PostgreSQL dialect never fills); one anywhere else is a syntax error at it.
+fn mark_overriding(sql: &str, statements: &mut [Statement], marks: &[(usize, bool)]) -> Result<()> {
+    use sqlparser::ast::{Expr, Ident, Setting, Value};
+    for &(at, system) in marks {
+        let owner = statements
+            .iter_mut()
+            .filter_map(|s| match s {
+                Statement::Insert(ins) => {
+                    let start = offset_of(sql, ins.insert_token.0.span.start)?;
+                    let end = ins.source.as_ref().and_then(|q| offset_of(sql, sqlparser::ast::Spanned::span(&**q).start));
+                    (start < at && end.is_none_or(|e| at < e)).then_some(ins)
+                }
+                _ => None,
+            })
+            .last();
+        let Some(ins) = owner else {
+            return Err(Error::syntax("syntax error at or near \"OVERRIDING\"").at(Some(at)));
+        };
+        if ins.settings.is_some() {
+            return Err(Error::syntax("syntax error at or near \"OVERRIDING\"").at(Some(at)));
+        }
+        let kind = if system { "system" } else { "user" };
+        ins.settings = Some(vec![Setting {
+            key: Ident::new("overriding"),
+            value: Expr::value(Value::SingleQuotedString(kind.into())),
+        }]);
+    }
+    Ok(())
 }
 
 /// One `ALTER SEQUENCE` option as [`alter_sequence`] carries it: the option's word

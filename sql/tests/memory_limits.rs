@@ -4,6 +4,19 @@
 
 use beedb_sql::{Connection, Database, ErrorKind};
 
+#[path = "support/as_cap.rs"]
+mod as_cap;
+use as_cap::in_capped_child;
+
+/// The slow tier (`BEEDB_SLOW_TESTS=1`): the largest sizes of the capped tests.
+fn slow_tier(test: &str) -> bool {
+    let on = std::env::var_os("BEEDB_SLOW_TESTS").is_some();
+    if !on {
+        eprintln!("{test}: skipped (the slow tier: BEEDB_SLOW_TESTS=1)");
+    }
+    on
+}
+
 /// A table of `10^digits` rows of 100-byte strings.
 fn wide_table(c: &mut Connection, digits: u32) {
     c.execute_batch(
@@ -470,4 +483,172 @@ fn in_lists_of_short_strings_count_their_literals_against_memory_limit() {
     c.execute("SET memory_limit = '400MB'", &[]).unwrap();
     let r = c.query(&big, &[]).unwrap();
     assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 1000);
+}
+
+// ----- Three times the sizes that crashed, under an address-space cap -----
+//
+// Each test runs its statements in a child process whose address space is capped at
+// what it had mapped when the step began + 3 × memory_limit + `as_cap::SLACK_BYTES`
+// (256 MiB: page cache, stack segments, a malloc arena, thread stacks, bee code; see
+// tests/support/as_cap.rs). Past the cap an allocation fails and the child aborts,
+// so passing proves the bound whatever the timing. Issue 16's sizes: IN subquery
+// results 1.1 GB at 50 MB (1M rows), VALUES of 1M rows 1.9 GB, CREATE INDEX 723 MB at
+// 50 MB (3M rows), INSERT … SELECT of 10M rows 2.6 GB, a COPY line of any length.
+
+const MB50: u64 = 50 << 20;
+
+/// A file database of `rows` rows `(i BIGINT, s TEXT)`, `s` 100 bytes, in a small page
+/// cache (8 MiB), at `memory_limit = '50MB'`.
+fn capped_table(dir: &std::path::Path, rows: u64) -> (Database, Connection) {
+    let db = small_cache_database(dir);
+    let mut c = db.connect();
+    c.execute_batch(&format!(
+        "CREATE TABLE w (i BIGINT, s TEXT); \
+         INSERT INTO w SELECT i, repeat('x', 90) || lpad(CAST(i AS text), 10, '0') FROM generate_series(1, {rows}) AS g(i); \
+         SET memory_limit = '50MB'"
+    ))
+    .unwrap();
+    (db, c)
+}
+
+/// IN and NOT IN over a subquery of 3M rows of 100-byte strings (issue 16: 1M rows
+/// took 1.1 GB at a 50 MB limit): as semi and anti joins they spill; a row NOT IN,
+/// held as a hashed set, stops with 53200; all within the cap.
+#[test]
+fn in_subqueries_of_3m_rows_under_an_address_space_cap() {
+    in_capped_child("in_subqueries_of_3m_rows_under_an_address_space_cap", |cap| {
+        let dir = tempfile::tempdir().unwrap();
+        let (_db, mut c) = capped_table(dir.path(), 3_000_000);
+        c.execute_batch("CREATE TABLE d (k TEXT); INSERT INTO d SELECT repeat('x', 90) || lpad(CAST(i * 300000 AS text), 10, '0') FROM generate_series(1, 10) g(i)")
+            .unwrap();
+        let count = |c: &mut Connection, sql: &str| c.query(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).rows[0].get::<i64>(0).unwrap();
+        let n = cap.step("IN (subquery of 3M rows)", MB50, || count(&mut c, "SELECT count(*) FROM d WHERE k IN (SELECT s FROM w)"));
+        assert_eq!(n, 10);
+        c.execute_batch("SET optimizer_build_side = off").unwrap();
+        let n = cap.step("IN, building on the subquery's 3M rows (spills)", MB50, || {
+            count(&mut c, "SELECT count(*) FROM d WHERE k IN (SELECT s FROM w)")
+        });
+        assert_eq!(n, 10);
+        c.execute_batch("RESET optimizer_build_side").unwrap();
+        let n = cap.step("NOT IN (subquery of 3M rows)", MB50, || count(&mut c, "SELECT count(*) FROM d WHERE k NOT IN (SELECT s FROM w)"));
+        assert_eq!(n, 0);
+        let e = cap.step("row NOT IN (3M rows, a hashed set)", MB50, || {
+            c.query("SELECT count(*) FROM d WHERE (k, 1) NOT IN (SELECT s, 1 FROM w)", &[]).unwrap_err()
+        });
+        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
+        let n = cap.step("EXISTS over 3M rows", MB50, || {
+            count(&mut c, "SELECT count(*) FROM w WHERE EXISTS (SELECT 1 FROM d WHERE d.k = w.s)")
+        });
+        assert_eq!(n, 10);
+    });
+}
+
+/// A VALUES list of 3M rows (84 MB of SQL; issue 16: 1M rows took 1.9 GB) is refused
+/// before parsing at 50 MB, within the cap; at 1,000 rows it runs.
+#[test]
+fn values_of_3m_rows_under_an_address_space_cap() {
+    in_capped_child("values_of_3m_rows_under_an_address_space_cap", |cap| {
+        let db = Database::open(":memory:").unwrap();
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE v (a INTEGER, b INTEGER, c TEXT); SET memory_limit = '50MB'").unwrap();
+        let rows = |n: usize| {
+            let mut sql = String::from("INSERT INTO v VALUES ");
+            for i in 0..n {
+                if i > 0 {
+                    sql.push(',');
+                }
+                sql.push_str(&format!("({i}, {}, 's{i}')", i * 2));
+            }
+            sql
+        };
+        let big = rows(3_000_000);
+        let e = cap.step("VALUES of 3M rows", MB50, || c.execute(&big, &[]).unwrap_err());
+        assert_eq!((e.kind, e.sqlstate), (ErrorKind::Limit, "53200"), "{e}");
+        drop(big);
+        let small = rows(1_000);
+        let r = cap.step("VALUES of 1,000 rows", MB50, || c.execute(&small, &[]).unwrap());
+        assert_eq!(r.rows_affected, 1_000);
+    });
+}
+
+/// COPY at 50 MB: a line past the 64 MiB maximum and endless input (`/dev/zero`) stop
+/// with 54000 within the cap, and 3M ordinary lines load.
+#[test]
+fn copy_under_an_address_space_cap() {
+    in_capped_child("copy_under_an_address_space_cap", |cap| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE t (id BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
+        let long = dir.path().join("long.txt");
+        let mut text = b"1|short\n2|".to_vec();
+        text.resize(text.len() + beedb_sql::MAX_COPY_LINE_BYTES + 10, b'x');
+        text.extend_from_slice(b"\n");
+        std::fs::write(&long, &text).unwrap();
+        drop(text);
+        let e = cap.step("COPY of a line past the maximum", MB50, || {
+            c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", long.display()), &[]).unwrap_err()
+        });
+        assert_eq!(e.sqlstate, "54000", "{e}");
+        let e = cap.step("COPY FROM /dev/zero", MB50, || c.execute("COPY t FROM '/dev/zero'", &[]).unwrap_err());
+        assert_eq!(e.sqlstate, "54000", "{e}");
+        let rows = if std::env::var_os("BEEDB_SLOW_TESTS").is_some() { 30_000_000u64 } else { 3_000_000 };
+        let file = dir.path().join("rows.txt");
+        {
+            use std::io::Write;
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+            for i in 0..rows {
+                writeln!(f, "{i}|row {i}").unwrap();
+            }
+        }
+        let r = cap.step(&format!("COPY of {rows} lines"), MB50, || {
+            c.execute(&format!("COPY t FROM '{}' (DELIMITER '|')", file.display()), &[]).unwrap()
+        });
+        assert_eq!(r.rows_affected, rows);
+    });
+}
+
+/// CREATE INDEX over 9M rows at 50 MB (issue 16: 3M rows took 723 MB): the external
+/// sort stays within the cap. The slow tier.
+#[test]
+fn create_index_of_9m_rows_under_an_address_space_cap() {
+    if !as_cap::is_child() && !slow_tier("create_index_of_9m_rows_under_an_address_space_cap") {
+        return;
+    }
+    in_capped_child("create_index_of_9m_rows_under_an_address_space_cap", |cap| {
+        const ROWS: i64 = 9_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch(&format!(
+            "CREATE TABLE w (i BIGINT, s TEXT); \
+             INSERT INTO w SELECT i, 'row ' || CAST((i * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i); \
+             SET memory_limit = '50MB'"
+        ))
+        .unwrap();
+        cap.step("CREATE INDEX over 9M rows", MB50, || c.execute_batch("CREATE INDEX w_s ON w (s)").unwrap());
+        let r = c.query("SELECT count(*) FROM w WHERE s = 'row 123456'", &[]).unwrap();
+        assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 1);
+    });
+}
+
+/// INSERT … SELECT of 30M rows at 50 MB (issue 16: 10M rows took 2.6 GB) streams
+/// within the cap. The slow tier.
+#[test]
+fn insert_select_of_30m_rows_under_an_address_space_cap() {
+    if !as_cap::is_child() && !slow_tier("insert_select_of_30m_rows_under_an_address_space_cap") {
+        return;
+    }
+    in_capped_child("insert_select_of_30m_rows_under_an_address_space_cap", |cap| {
+        const ROWS: i64 = 30_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch("CREATE TABLE w (i BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
+        let r = cap.step("INSERT … SELECT of 30M rows", MB50, || {
+            c.execute(&format!("INSERT INTO w SELECT i, 'row ' || CAST(i AS text) FROM generate_series(1, {ROWS}) AS g(i)"), &[])
+                .unwrap()
+        });
+        assert_eq!(r.rows_affected, ROWS as u64);
+    });
 }

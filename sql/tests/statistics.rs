@@ -136,3 +136,99 @@ fn one_row_inserts_keep_estimates_close() {
     let recent = estimate(&mut c, "SELECT * FROM h WHERE at >= timestamp '2026-01-01' + interval '3000 seconds'");
     assert!((2000.0..4200.0).contains(&recent), "the later half: {recent} (3,000 rows)");
 }
+
+/// Whether `table` has column statistics (`beedb_stats` names no table, so reading
+/// it runs no deferred ANALYZE).
+fn has_stats(c: &mut Connection, table: &str) -> bool {
+    let r = c.query(&format!("SELECT count(*) FROM beedb_stats WHERE table_name = '{table}'"), &[]).unwrap();
+    r.rows[0].get::<i64>(0).unwrap() > 0
+}
+
+/// An UPDATE of every row counts as changes: the next statement that plans over the
+/// table analyzes it (before, only inserts and deletes counted, and the estimate of
+/// the new value stayed at one row).
+#[test]
+fn an_update_of_every_row_brings_statistics_up_to_date() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE t (a INTEGER);
+         INSERT INTO t SELECT 1 FROM generate_series(1, 1000);
+         ANALYZE t;",
+    )
+    .unwrap();
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 1"), 1000.0);
+    c.execute("UPDATE t SET a = 2", &[]).unwrap();
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 2"), 1000.0);
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 1"), 1.0);
+}
+
+/// The automatic ANALYZE is not run by the INSERT, UPDATE or DELETE that makes it
+/// due, but deferred to the next statement that reads the table: the writer's
+/// statement ends with the statistics as they were.
+#[test]
+fn writes_leave_the_automatic_analyze_to_the_next_reader() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t SELECT x FROM generate_series(1, 500) g(x);").unwrap();
+    assert!(!has_stats(&mut c, "t"), "the INSERT analyzed t");
+    c.execute("DELETE FROM t WHERE a > 100", &[]).unwrap();
+    assert!(!has_stats(&mut c, "t"));
+    assert_eq!(estimate(&mut c, "SELECT * FROM t"), 100.0);
+    assert!(has_stats(&mut c, "t"));
+    // Changes in a block count when it commits; the next reader analyzes.
+    c.execute_batch("BEGIN; UPDATE t SET a = 7; SELECT count(*) FROM t;").unwrap();
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 7"), 1.0);
+    c.execute("COMMIT", &[]).unwrap();
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 7"), 100.0);
+}
+
+/// A reader never waits for the write lock to store the statistics: while another
+/// connection writes, the table stays due, and a statement after it analyzes it.
+#[test]
+fn the_deferred_analyze_does_not_wait_for_a_writer() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    let mut writer = db.connect();
+    c.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t SELECT 1 FROM generate_series(1, 300);").unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE; CREATE TABLE other (b INTEGER);").unwrap();
+    let start = std::time::Instant::now();
+    c.query("SELECT count(*) FROM t", &[]).unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(2), "the reader waited for the writer");
+    assert!(!has_stats(&mut c, "t"));
+    writer.execute("COMMIT", &[]).unwrap();
+    // Readers leave the table alone for 50 ms after finding the lock taken.
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(estimate(&mut c, "SELECT * FROM t WHERE a = 1"), 300.0);
+    assert!(has_stats(&mut c, "t"));
+}
+
+/// COPY, CREATE TABLE AS and CREATE INDEX gather statistics by themselves, before
+/// any statement reads the table.
+#[test]
+fn bulk_statements_analyze_by_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    // COPY.
+    let file = dir.path().join("rows.csv");
+    let text: String = (0..400).map(|i| format!("{i},{}\n", i % 4)).collect();
+    std::fs::write(&file, text).unwrap();
+    c.execute_batch(&format!(
+        "CREATE TABLE cp (k INTEGER, g INTEGER); COPY cp FROM '{}' WITH (FORMAT csv);",
+        file.display()
+    ))
+    .unwrap();
+    assert!(has_stats(&mut c, "cp"), "COPY left cp without statistics");
+    // CREATE TABLE AS.
+    c.execute("CREATE TABLE ctas AS SELECT k, g FROM cp WHERE g = 1", &[]).unwrap();
+    assert!(has_stats(&mut c, "ctas"), "CREATE TABLE AS left ctas without statistics");
+    // CREATE INDEX: the INSERT leaves the ANALYZE to a later reader; the index
+    // gathers the statistics itself.
+    c.execute_batch("CREATE TABLE ix (k INTEGER); INSERT INTO ix SELECT x FROM generate_series(1, 700) g(x);").unwrap();
+    assert!(!has_stats(&mut c, "ix"));
+    c.execute("CREATE INDEX ix_k ON ix (k)", &[]).unwrap();
+    assert!(has_stats(&mut c, "ix"), "CREATE INDEX left ix without statistics");
+    assert_eq!(estimate(&mut c, "SELECT * FROM cp WHERE g = 1"), 100.0);
+    assert_eq!(estimate(&mut c, "SELECT * FROM ctas"), 100.0);
+}

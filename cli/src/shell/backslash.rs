@@ -147,7 +147,7 @@ impl Shell {
                 .collect()
         } else {
             let Some(columns) = self.query(&format!(
-                "SELECT column_name, data_type, is_nullable, column_default \
+                "SELECT column_name, data_type, is_nullable, column_default, identity_generation \
                  FROM information_schema.columns WHERE table_name = {literal} ORDER BY ordinal_position"
             )) else {
                 return false;
@@ -157,7 +157,12 @@ impl Shell {
                 .iter()
                 .map(|r| {
                     let nullable = if text_at(r, 2) == "NO" { "not null" } else { "" };
-                    vec![text_at(r, 0), text_at(r, 1), String::new(), nullable.to_string(), text_at(r, 3)]
+                    // psql: an identity column's default is its generation.
+                    let default = match text_at(r, 4).as_str() {
+                        "" => text_at(r, 3),
+                        generation => format!("generated {} as identity", generation.to_lowercase()),
+                    };
+                    vec![text_at(r, 0), text_at(r, 1), String::new(), nullable.to_string(), default]
                 })
                 .collect()
         };

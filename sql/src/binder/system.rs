@@ -2,7 +2,12 @@
 //!
 //! - `information_schema.tables (table_schema, table_name, table_type)`
 //! - `information_schema.columns (table_name, column_name, ordinal_position,
-//!   data_type, is_nullable, column_default)`
+//!   data_type, is_nullable, column_default, is_identity, identity_generation)`
+//! - `information_schema.sequences (sequence_catalog, sequence_schema,
+//!   sequence_name, data_type, numeric_precision, numeric_precision_radix,
+//!   numeric_scale, start_value, minimum_value, maximum_value, increment,
+//!   cycle_option)`: every sequence but identity columns' (SERIAL columns' too),
+//!   as PostgreSQL's; the catalog is `beedb`
 //! - `beedb_indexes (index_name, table_name, columns, is_unique, is_primary,
 //!   is_clustered)`: `is_clustered` names the index the last `CLUSTER` used
 //! - `beedb_stats (table_name, column_name, null_frac, n_distinct, avg_width,
@@ -217,8 +222,11 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
         }
         "information_schema.columns" => {
             let mut rows = Vec::new();
+            let null = || Expr::literal(Value::Null, DataType::Text);
             for t in catalog.tables.values() {
                 for (i, c) in t.columns.iter().enumerate() {
+                    // As PostgreSQL: an identity column shows no default.
+                    let identity = catalog.identity(t, &c.name);
                     rows.push(vec![
                         text(t.name.clone()),
                         text(c.name.clone()),
@@ -226,8 +234,14 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                         text(c.ty.to_string()),
                         text(if c.not_null { "NO" } else { "YES" }),
                         match &c.default {
-                            Some(d) => text(d.clone()),
-                            None => Expr::literal(Value::Null, DataType::Text),
+                            Some(d) if identity.is_none() => text(d.clone()),
+                            _ => null(),
+                        },
+                        text(if identity.is_some() { "YES" } else { "NO" }),
+                        match identity {
+                            Some(crate::catalog::Identity::Always) => text("ALWAYS"),
+                            Some(crate::catalog::Identity::ByDefault) => text("BY DEFAULT"),
+                            None => null(),
                         },
                     ]);
                 }
@@ -240,6 +254,55 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                     ("data_type", DataType::Text),
                     ("is_nullable", DataType::Text),
                     ("column_default", DataType::Text),
+                    ("is_identity", DataType::Text),
+                    ("identity_generation", DataType::Text),
+                ],
+                rows,
+            ))
+        }
+        "information_schema.sequences" => {
+            let int = |x: i32| Expr::literal(Value::Integer(x), DataType::Integer);
+            let rows = catalog
+                .sequences
+                .values()
+                // As PostgreSQL's view: not identity columns' sequences.
+                .filter(|q| q.owner.as_ref().is_none_or(|o| o.identity.is_none()))
+                .map(|q| {
+                    let bits = match q.ty {
+                        DataType::SmallInt => 16,
+                        DataType::Integer => 32,
+                        _ => 64,
+                    };
+                    vec![
+                        text("beedb"),
+                        text("public"),
+                        text(q.name.clone()),
+                        text(q.ty.to_string()),
+                        int(bits),
+                        int(2),
+                        int(0),
+                        text(q.start.to_string()),
+                        text(q.min.to_string()),
+                        text(q.max.to_string()),
+                        text(q.increment.to_string()),
+                        text(if q.cycle { "YES" } else { "NO" }),
+                    ]
+                })
+                .collect();
+            Some(values(
+                &[
+                    ("sequence_catalog", DataType::Text),
+                    ("sequence_schema", DataType::Text),
+                    ("sequence_name", DataType::Text),
+                    ("data_type", DataType::Text),
+                    ("numeric_precision", DataType::Integer),
+                    ("numeric_precision_radix", DataType::Integer),
+                    ("numeric_scale", DataType::Integer),
+                    ("start_value", DataType::Text),
+                    ("minimum_value", DataType::Text),
+                    ("maximum_value", DataType::Text),
+                    ("increment", DataType::Text),
+                    ("cycle_option", DataType::Text),
                 ],
                 rows,
             ))

@@ -1,25 +1,28 @@
 //! ANALYZE: a table's row count and its columns' statistics ([`ColumnStats`]), from
 //! a sample of its rows, stored in the catalog; and the automatic ANALYZE that runs
-//! after bulk writes and after enough inserts, so no user has to run it (the lesson of
+//! after bulk writes and after enough changed rows, so no user has to run it (the lesson of
 //! the POSTGRES study: statistics nobody gathers are statistics nobody has).
 //!
-//! The automatic ANALYZE follows the row count the engine keeps (inserts add,
-//! deletes subtract, full scans set it): when it moved by more than
-//! [`AUTO_ANALYZE_ROWS`] + [`AUTO_ANALYZE_FRACTION`] of the count at the last ANALYZE,
-//! the statement that moved it analyzes the table before it returns. UPDATEs do not
-//! move the count and do not trigger it (PostgreSQL's autovacuum counts them too).
+//! The automatic ANALYZE never runs inside an INSERT, UPDATE or DELETE. They count
+//! the rows they change per table ([`super::Ctx::note_changes`]); at commit a
+//! transaction's counts join the database's counts of changes since each table's
+//! last ANALYZE. A table is due when its changes exceed [`AUTO_ANALYZE_ROWS`] +
+//! [`AUTO_ANALYZE_FRACTION`] of its rows at that ANALYZE (PostgreSQL's autovacuum
+//! threshold; [`deferred_sample`]). The next autocommit statement that only reads
+//! and names a due table analyzes it before it plans (`engine::analyze_deferred`):
+//! sampled through a snapshot of its own, with no lock held, the statistics stored by
+//! a short transaction that only tries the write lock (a busy lock leaves the table
+//! due). COPY, CREATE TABLE AS and CREATE INDEX analyze the table themselves when its
+//! row count moved enough ([`analyze_if_stale`]).
 //!
-//! The statement pays for that run, so its cost is bounded by what the statement and
-//! those before it since the last ANALYZE changed: a table that already has statistics
-//! is re-analyzed from a sample of about as many rows as moved its count (at least
+//! A run's cost is bounded by the changes that made it due: a table that already has
+//! statistics is re-analyzed from a sample of about as many rows as changed (at least
 //! [`AUTO_SAMPLE_ROWS_MIN`], at most [`SAMPLE_ROWS`]), drawn uniformly from the whole
 //! table ([`sample_by_pages`]: the live tuples are counted page by page, and only the
-//! sampled tuples are copied and decoded). Amortized, each inserted or deleted row
-//! then pays for about one sampled row, however often the threshold fires; before,
-//! every run sampled the whole table up to [`SAMPLE_ROWS`] rows, so a table growing
-//! one row per statement paid about ten sampled rows per insert (26% of a TP1
-//! transaction). A table without statistics, a bulk write (COPY, INSERT … SELECT of
-//! many rows) and `ANALYZE` itself still sample up to [`SAMPLE_ROWS`] rows, as before.
+//! sampled tuples are copied and decoded). Amortized, each changed row pays for about
+//! one sampled row, however often the threshold fires. A table without statistics, a
+//! bulk write (COPY of many rows) and `ANALYZE` itself sample up to [`SAMPLE_ROWS`]
+//! rows.
 //!
 //! `ANALYZE` makes one pass over the heap that counts the live tuples and keeps a
 //! uniform random sample of [`SAMPLE_ROWS`] of them (reservoir sampling, seeded by the
@@ -123,16 +126,53 @@ pub fn analyze_table(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
 /// [`analyze_table`] from a sample of at most `sample_rows` rows (the whole table
 /// when it holds no more).
 fn analyze_sampled(ctx: &mut Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<()> {
+    let stats = gather(ctx, table, sample_rows)?;
+    ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
+    ctx.bee_cache.note_relation_size(table.id as u64, stats.rows);
+    ctx.txn.stats_mut().insert(table.id, stats);
+    // The table's count of changes starts again when this transaction commits.
+    ctx.txn.changed.remove(&table.id);
+    ctx.txn.analyzed.push(table.id);
+    Ok(())
+}
+
+/// `table`'s statistics from a sample of at most `sample_rows` rows, read through
+/// the statement's transaction (a snapshot or the writer); stores nothing.
+fn gather(ctx: &Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<TableStats> {
     let (rows, sample) = if sample_rows >= SAMPLE_ROWS {
         self::sample_rows(ctx, table)?
     } else {
         sample_by_pages(ctx, table, sample_rows)?
     };
     let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
-    ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
-    ctx.bee_cache.note_relation_size(table.id as u64, rows);
-    ctx.txn.stats_mut().insert(table.id, TableStats { rows, columns });
-    Ok(())
+    Ok(TableStats { rows, columns })
+}
+
+/// Whether `table`, with `changes` rows inserted, updated or deleted since its last
+/// ANALYZE, is due for the automatic one, and if so the rows to sample: a table with
+/// statistics when the changes exceed [`AUTO_ANALYZE_ROWS`] +
+/// [`AUTO_ANALYZE_FRACTION`] of its rows at that ANALYZE (PostgreSQL's
+/// autovacuum threshold), sampling about as many rows as changed (within
+/// [`AUTO_SAMPLE_ROWS_MIN`]..=[`SAMPLE_ROWS`]); a table without column statistics as
+/// soon as it changed, sampling up to [`SAMPLE_ROWS`].
+pub(super) fn deferred_sample(catalog: &crate::catalog::Catalog, table: &TableDef, changes: u64) -> Option<usize> {
+    if changes == 0 {
+        return None;
+    }
+    match catalog.stats.get(&table.id) {
+        Some(s) if !s.columns.is_empty() => {
+            let threshold = AUTO_ANALYZE_ROWS as f64 + AUTO_ANALYZE_FRACTION * s.rows as f64;
+            (changes as f64 > threshold)
+                .then(|| usize::try_from(changes).unwrap_or(usize::MAX).clamp(AUTO_SAMPLE_ROWS_MIN, SAMPLE_ROWS))
+        }
+        _ => Some(SAMPLE_ROWS),
+    }
+}
+
+/// The deferred automatic ANALYZE of one table (`engine::analyze_deferred`): its
+/// statistics from a sample read through `ctx`'s snapshot, with no lock held.
+pub(super) fn gather_deferred(ctx: &Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<TableStats> {
+    gather(ctx, table, sample_rows)
 }
 
 /// A sampled tuple: its ordinal in heap order and its bytes.

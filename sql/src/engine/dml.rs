@@ -191,9 +191,22 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
         }
         v
     };
-    // GENERATED ALWAYS identity columns take only DEFAULT (PostgreSQL's OVERRIDING
-    // SYSTEM VALUE is not parsed by sqlparser 0.63).
-    let always = identity_always(&catalog, &table);
+    // GENERATED ALWAYS identity columns take only DEFAULT, unless OVERRIDING SYSTEM
+    // VALUE; OVERRIDING USER VALUE puts the DEFAULT in every identity column given
+    // a value (`parser::mark_overriding` carries the clause in `settings`).
+    let overriding = match ins.settings.as_deref() {
+        None => None,
+        Some([s]) if s.key.value == "overriding" => Some(s.value.to_string() == "'system'"),
+        Some(_) => return Err(Error::not_supported("INSERT … SETTINGS is not supported")),
+    };
+    let mut always = identity_always(&catalog, &table);
+    let user_value: Vec<usize> = match overriding {
+        Some(false) => (0..table.columns.len()).filter(|&c| catalog.identity(&table, &table.columns[c].name).is_some()).collect(),
+        _ => Vec::new(),
+    };
+    if overriding.is_some() {
+        always.clear();
+    }
     let refuse_always = |c: usize| {
         Error::semantic("428C9", format!("cannot insert a non-DEFAULT value into column \"{}\"", table.columns[c].name))
     };
@@ -227,7 +240,7 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
                         if always.contains(&c) && !is_default_keyword(e) {
                             return Err(refuse_always(c));
                         }
-                        row[c] = Some(if is_default_keyword(e) {
+                        row[c] = Some(if is_default_keyword(e) || user_value.contains(&c) {
                             default_expr(&mut binder, &table, c)?
                         } else {
                             binder.bind_assignment(Scope::default(), e, &col.name, col.ty)?
@@ -252,6 +265,9 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
                 let items = select_items(q);
                 let mut exprs: Vec<Option<Expr>> = vec![None; table.columns.len()];
                 for (k, &c) in targets.iter().enumerate().take(src.schema.len()) {
+                    if user_value.contains(&c) {
+                        continue;
+                    }
                     let col = &table.columns[c];
                     let b = Expr::column(k, src.schema[k].ty);
                     // A bare NULL or string literal in the SELECT list is of unknown type
@@ -497,10 +513,9 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     }
     drop(put);
     foreign_keys.finish(ctx)?;
+    // Counted toward the automatic ANALYZE, which runs deferred, off this
+    // statement's path (`analyze.rs`).
     ctx.note_inserts(&table, inserted);
-    // Enough inserts since the last ANALYZE: gather statistics again now, as
-    // PostgreSQL's autovacuum would in the background.
-    super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = returned_columns.map(|c| (c, returned.rows));
     Ok(written(format!("INSERT 0 {count}"), count, returned))
 }
@@ -1048,6 +1063,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     })?;
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
+    ctx.note_changes(&table, count);
     let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
 }
@@ -1106,21 +1122,26 @@ fn update_plan(
         None => &[],
         Some(ast::UpdateTableFromKind::AfterSet(f) | ast::UpdateTableFromKind::BeforeSet(f)) => f,
     };
-    let (scan, scope) = target_scan(binder, table, alias, u.selection.as_ref(), from)?;
+    let (scan, mut scope) = target_scan(binder, table, alias, u.selection.as_ref(), from)?;
     let n = table.columns.len();
     // RETURNING sees the new values (the update's first n columns) and the FROM
     // items' columns, which the update passes on after the old values.
-    let mut returning_scope = scope.clone();
-    for c in returning_scope.columns.iter_mut().skip(n) {
-        c.expr = crate::binder::query_util::shift_columns(&c.expr, n);
-    }
     let returning = match &u.returning {
-        Some(items) => Some(binder.bind_returning(returning_scope, items)?),
+        Some(items) => {
+            let mut returning_scope = scope.clone();
+            for c in returning_scope.columns.iter_mut().skip(n) {
+                c.expr = crate::binder::query_util::shift_columns(&c.expr, n);
+            }
+            Some(binder.bind_returning(returning_scope, items)?)
+        }
         None => None,
     };
     // New values: assignments over the old row; then the tuple id and the old row.
+    // (The last assignment takes the scope itself: one copy fewer of a wide table's
+    // columns per statement.)
     let mut new: Vec<Option<Expr>> = vec![None; n];
-    for a in &u.assignments {
+    let last = u.assignments.len().saturating_sub(1);
+    for (k, a) in u.assignments.iter().enumerate() {
         let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
             return Err(Error::not_supported("tuple assignment in UPDATE"));
         };
@@ -1148,7 +1169,8 @@ fn update_plan(
         new[c] = Some(if is_default_keyword(&a.value) {
             default_expr(binder, table, c)?
         } else {
-            binder.bind_assignment(scope.clone(), &a.value, &col.name, col.ty)?
+            let over = if k == last { std::mem::take(&mut scope) } else { scope.clone() };
+            binder.bind_assignment(over, &a.value, &col.name, col.ty)?
         });
     }
     let mut exprs: Vec<Expr> = new
@@ -1228,7 +1250,6 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     ctx.note_deletes(&table, count);
-    super::analyze::analyze_if_stale(ctx, &table)?;
     let returned = d.returning.as_ref().map(|_| (bq.plan.schema[n + 1..].to_vec(), returned));
     Ok(written(format!("DELETE {count}"), count, returned))
 }

@@ -98,6 +98,13 @@ pub struct Txn {
     ran_query: bool,
     /// When it started: what `now()` and `current_timestamp` return in it.
     started: crate::types::Timestamp,
+    /// Rows this transaction inserted, updated or deleted, by table id: added to the
+    /// database's counts of changes since the last ANALYZE when it commits
+    /// (`analyze.rs`, the automatic ANALYZE).
+    changed: rustc_hash::FxHashMap<u32, u64>,
+    /// Tables this transaction analyzed: their counts of changes start again from
+    /// zero when it commits.
+    analyzed: Vec<u32>,
 }
 
 /// The clock now, as a `timestamp` (UTC, microseconds since 2000-01-01).
@@ -183,6 +190,8 @@ impl Txn {
             mode: TxnMode::default(),
             ran_query: false,
             started: clock_now(),
+            changed: Default::default(),
+            analyzed: Vec::new(),
         }
     }
 
@@ -199,6 +208,8 @@ impl Txn {
             mode: TxnMode::default(),
             ran_query: false,
             started: clock_now(),
+            changed: Default::default(),
+            analyzed: Vec::new(),
         })
     }
 
@@ -374,6 +385,15 @@ impl Txn {
         if let Some(changes) = sequences_written {
             shared.sequences.written(changes);
         }
+        if !self.changed.is_empty() || !self.analyzed.is_empty() {
+            let mut counts = shared.changes.lock();
+            for id in &self.analyzed {
+                counts.remove(id);
+            }
+            for (&id, &n) in &self.changed {
+                *counts.entry(id).or_insert(0) += n;
+            }
+        }
         Ok(())
     }
 }
@@ -459,6 +479,16 @@ impl Ctx<'_> {
     pub fn note_inserts(&mut self, table: &crate::catalog::TableDef, rows: usize) {
         self.txn.remember_relation_size(table.id as u64, self.bee_cache);
         self.bee_cache.note_inserts(table.id as u64, rows as u64);
+        self.note_changes(table, rows);
+    }
+
+    /// Counts `rows` inserted, updated or deleted in `table` toward its changes since
+    /// the last ANALYZE (added to the database's counts when the transaction
+    /// commits; `analyze.rs`).
+    pub fn note_changes(&mut self, table: &crate::catalog::TableDef, rows: usize) {
+        if rows > 0 {
+            *self.txn.changed.entry(table.id).or_insert(0) += rows as u64;
+        }
     }
 
     /// Counts `rows` deleted from `table` off its size (when its size is known).
@@ -469,6 +499,7 @@ impl Ctx<'_> {
         if size > 0 {
             self.bee_cache.note_relation_size(id, size.saturating_sub(rows as u64).max(1));
         }
+        self.note_changes(table, rows);
     }
 
     /// Stores `table`'s size as the bee cache knows it in the catalog's statistics
@@ -684,7 +715,11 @@ pub fn execute(
             r
         }
         TxnState::Idle => {
-            let mut txn = if writes(ast) {
+            let writes = writes(ast);
+            if !writes {
+                analyze_deferred(&shared, ast, &env);
+            }
+            let mut txn = if writes {
                 Txn {
                     read: None,
                     write: None,
@@ -694,6 +729,8 @@ pub fn execute(
                     mode: conn.default_mode,
                     ran_query: false,
                     started: clock_now(),
+                    changed: Default::default(),
+                    analyzed: Vec::new(),
                 }
             } else {
                 let mut t = Txn::begin_read(&shared);
@@ -705,6 +742,123 @@ pub fn execute(
             Ok(r)
         }
     }
+}
+
+/// The deferred automatic ANALYZE (`analyze.rs`): before an autocommit statement
+/// that only reads plans, each table it names whose rows changed enough since its
+/// last ANALYZE ([`analyze::deferred_sample`]) is analyzed — sampled through a
+/// snapshot of its own, without the write lock, then its statistics stored by a
+/// short transaction of their own. The write lock is only tried, never waited for:
+/// when a writer (or a checkpoint) holds it, the table stays due and a later
+/// statement analyzes it. So no INSERT, UPDATE or DELETE pays for the ANALYZE its
+/// rows make due, and no writer waits for one. Best effort: an error leaves the
+/// table due and the statement runs as without it.
+fn analyze_deferred(shared: &Shared, ast: &Statement, env: &Env<'_>) {
+    let due: Vec<(Arc<crate::catalog::TableDef>, u64, usize)> = {
+        let counts = shared.changes.lock();
+        if counts.is_empty() {
+            return;
+        }
+        let catalog = shared.catalog.lock().clone();
+        let retry = shared.analyze_retry.lock();
+        let now = std::time::Instant::now();
+        let mut due = Vec::new();
+        let _ = ast::visit_relations(ast, |name| {
+            if let Ok(name) = crate::binder::object_name(name)
+                && let Some(t) = catalog.table(&name)
+                && retry.get(&t.id).is_none_or(|&at| now >= at)
+                && !due.iter().any(|(d, ..): &(Arc<crate::catalog::TableDef>, u64, usize)| d.id == t.id)
+                && let Some(&changes) = counts.get(&t.id)
+                && let Some(sample) = analyze::deferred_sample(&catalog, t, changes)
+            {
+                due.push((t.clone(), changes, sample));
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        due
+    };
+    for (table, changes, sample) in due {
+        let mut retry = shared.analyze_retry.lock();
+        retry.remove(&table.id);
+        drop(retry);
+        if analyze_one_deferred(shared, env, &table, changes, sample).is_err() {
+            // Busy (or failed): readers do not sample the table again at once, each to
+            // find the write lock taken.
+            shared.analyze_retry.lock().insert(table.id, std::time::Instant::now() + ANALYZE_RETRY_AFTER);
+        }
+    }
+}
+
+/// How long after a deferred ANALYZE could not store its statistics (the write lock
+/// was taken) readers leave the table alone.
+const ANALYZE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// [`analyze_deferred`] of one table, `changes` being its count of changes when
+/// it was found due.
+fn analyze_one_deferred(
+    shared: &Shared,
+    env: &Env<'_>,
+    table: &crate::catalog::TableDef,
+    changes: u64,
+    sample: usize,
+) -> Result<()> {
+    let mut read = Txn::begin_read(shared);
+    let schema_gen = read.catalog.schema_gen;
+    let snapshot = read.read.as_ref().map(|r| r.snapshot());
+    let stats = {
+        let ctx = Ctx {
+            txn: &mut read,
+            sql: "",
+            params: &[],
+            memory_limit: env.memory_limit,
+            bees: env.bees,
+            optimizer: env.optimizer,
+            point_path: env.point_path,
+            bee_cache: &shared.bees,
+            statement_bees: None,
+            plan_cache: None,
+            interrupt: env.interrupt.clone(),
+            functions: env.functions,
+            sequence_values: &shared.sequences,
+            session_sequences: &env.session_sequences,
+        };
+        analyze::gather_deferred(&ctx, table, sample)?
+    };
+    drop(read);
+    let w = shared.store.begin_write_timeout(std::time::Duration::ZERO)?;
+    let current = snapshot == Some(w.base());
+    let mut txn = Txn {
+        read: None,
+        write: Some(w),
+        catalog: committed_catalog(shared),
+        catalog_changed: false,
+        savepoints: Vec::new(),
+        mode: TxnMode::default(),
+        ran_query: false,
+        started: clock_now(),
+        changed: Default::default(),
+        analyzed: Vec::new(),
+    };
+    // A schema change since the snapshot (the table altered, dropped or made
+    // again) makes the sample the wrong table's: it stays due.
+    if txn.catalog.schema_gen != schema_gen || !txn.catalog.tables.values().any(|t| t.id == table.id) {
+        return Err(Error::internal("the schema changed under the deferred ANALYZE"));
+    }
+    let rows = stats.rows;
+    txn.stats_mut().insert(table.id, stats);
+    txn.commit(shared)?;
+    // The row count is the snapshot's: the relation size when no commit came since.
+    if current {
+        shared.bees.note_relation_size(table.id as u64, rows);
+    }
+    let mut counts = shared.changes.lock();
+    if let Some(c) = counts.get_mut(&table.id) {
+        *c = c.saturating_sub(changes);
+        if *c == 0 {
+            counts.remove(&table.id);
+        }
+    }
+    Ok(())
 }
 
 /// Opens a transaction block with characteristics `mode`: a snapshot, or

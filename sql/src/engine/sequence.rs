@@ -610,6 +610,16 @@ pub fn alter_sequence(ctx: &mut Ctx<'_>, name: &ast::ObjectName, if_exists: bool
             if !table.columns.iter().any(|c| c.name == column) {
                 return Err(Error::semantic("42703", format!("column \"{column}\" of relation \"{name}\" does not exist")));
             }
+            match rest.first() {
+                Some((word, Some(ast::Expr::Value(v)))) if word == "add_identity" => {
+                    let kind = identity_kind(&v.value);
+                    return add_identity(ctx, &table, &column, kind, &rest[1..]);
+                }
+                Some((word, Some(ast::Expr::Value(v)))) if word == "drop_identity" => {
+                    return drop_identity(ctx, &table, &column, v.value == ast::Value::Boolean(true));
+                }
+                _ => {}
+            }
             let Some(q) = ctx
                 .catalog()
                 .owned_sequences(table.id)
@@ -672,6 +682,12 @@ pub fn alter_sequence(ctx: &mut Ctx<'_>, name: &ast::ObjectName, if_exists: bool
                 }
             }
             "cycle" => q.cycle = matches!(value, Some(ast::Expr::Value(v)) if v.value == ast::Value::Boolean(true)),
+            // `ALTER COLUMN c SET GENERATED {ALWAYS | BY DEFAULT}`.
+            "generated" => {
+                if let (Some(ast::Expr::Value(v)), Some(owner)) = (value, q.owner.as_mut()) {
+                    owner.identity = Some(identity_kind(&v.value));
+                }
+            }
             _ => {}
         }
     }
@@ -723,4 +739,84 @@ pub fn alter_sequence(ctx: &mut Ctx<'_>, name: &ast::ObjectName, if_exists: bool
     }
     install(ctx, &old, q, restart);
     Ok(QueryResult::command(tag))
+}
+
+/// The identity kind a carried `'always'` / `'by default'` names.
+fn identity_kind(v: &ast::Value) -> crate::catalog::Identity {
+    match v {
+        ast::Value::SingleQuotedString(s) if s == "always" => crate::catalog::Identity::Always,
+        _ => crate::catalog::Identity::ByDefault,
+    }
+}
+
+/// `ALTER TABLE t ALTER COLUMN c ADD GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY
+/// [(options)]`: the column gets its own sequence (named as CREATE TABLE names it)
+/// and `nextval` as its DEFAULT. As PostgreSQL (and in its order): the column
+/// must be a smallint, integer or bigint (22023), NOT NULL, not yet an identity
+/// column and without a default (55000). Existing
+/// rows keep their values; the sequence starts at its START.
+fn add_identity(
+    ctx: &mut Ctx<'_>,
+    table: &crate::catalog::TableDef,
+    column: &str,
+    kind: crate::catalog::Identity,
+    options: &[(String, Option<&ast::Expr>)],
+) -> Result<QueryResult> {
+    let Some(k) = table.column_index(column) else {
+        return Err(Error::semantic("42703", format!("column \"{column}\" of relation \"{}\" does not exist", table.name)));
+    };
+    let col = &table.columns[k];
+    if !matches!(col.ty, DataType::SmallInt | DataType::Integer | DataType::BigInt) {
+        return Err(Error::semantic("22023", "identity column type must be smallint, integer, or bigint"));
+    }
+    if !col.not_null {
+        return Err(Error::semantic(
+            "55000",
+            format!("column \"{column}\" of relation \"{}\" must be declared NOT NULL before identity can be added", table.name),
+        ));
+    }
+    let owned = ctx.catalog().owned_sequences(table.id).any(|q| q.owner.as_ref().is_some_and(|o| o.column == column && o.identity.is_some()));
+    if owned {
+        return Err(Error::semantic(
+            "55000",
+            format!("column \"{column}\" of relation \"{}\" is already an identity column", table.name),
+        ));
+    }
+    if col.default.is_some() {
+        return Err(Error::semantic(
+            "55000",
+            format!("column \"{column}\" of relation \"{}\" already has a default value", table.name),
+        ));
+    }
+    let options: Vec<ast::SequenceOptions> =
+        options.iter().filter_map(|(w, v)| crate::parser::sequence_option_of(w, *v)).collect();
+    let q = for_column(ctx, &table.name, table.id, column, col.ty, Some(kind), &options, &[])?;
+    let mut t2 = table.clone();
+    t2.columns[k].default = Some(nextval_default(&q.name));
+    add(ctx, q)?;
+    ctx.txn.catalog_mut().tables.insert(t2.name.clone(), std::sync::Arc::new(t2));
+    Ok(QueryResult::command("ALTER TABLE"))
+}
+
+/// `ALTER TABLE t ALTER COLUMN c DROP IDENTITY [IF EXISTS]`: the column's sequence
+/// goes and the column has no DEFAULT (it stays NOT NULL), as in PostgreSQL; 55000
+/// for a column that is not an identity column (nothing with IF EXISTS).
+fn drop_identity(ctx: &mut Ctx<'_>, table: &crate::catalog::TableDef, column: &str, if_exists: bool) -> Result<QueryResult> {
+    let identity = ctx.catalog().owned_sequences(table.id).any(|q| q.owner.as_ref().is_some_and(|o| o.column == column && o.identity.is_some()));
+    if !identity {
+        if if_exists {
+            return Ok(QueryResult::command("ALTER TABLE"));
+        }
+        return Err(Error::semantic(
+            "55000",
+            format!("column \"{column}\" of relation \"{}\" is not an identity column", table.name),
+        ));
+    }
+    drop_owned(ctx, table.id, Some(column));
+    let mut t2 = table.clone();
+    if let Some(k) = t2.column_index(column) {
+        t2.columns[k].default = None;
+    }
+    ctx.txn.catalog_mut().tables.insert(t2.name.clone(), std::sync::Arc::new(t2));
+    Ok(QueryResult::command("ALTER TABLE"))
 }
