@@ -31,7 +31,8 @@ fn setup() -> Connection {
         "CREATE TABLE o (id INTEGER, k INTEGER, x INTEGER);
          CREATE TABLE i (k INTEGER, y INTEGER, z INTEGER);
          CREATE TABLE i2 (k INTEGER, z INTEGER);
-         CREATE TABLE e (k INTEGER, y INTEGER);",
+         CREATE TABLE e (k INTEGER, y INTEGER);
+         CREATE TABLE u (uid INTEGER, k INTEGER, y INTEGER);",
     )
     .expect("schema");
     let mut rng = Lcg(42);
@@ -52,6 +53,9 @@ fn setup() -> Connection {
     insert("o", 300, &[(0, 1), (30, 10), (50, 8)], &mut conn);
     insert("i", 400, &[(20, 12), (50, 10), (40, 1_000_000)], &mut conn);
     insert("i2", 100, &[(25, 10), (40, 1_000_000)], &mut conn);
+    // u.uid is unique (the row number, 0..200): a scalar subquery on it has one row
+    // or none per outer row.
+    insert("u", 200, &[(0, 1), (30, 10), (50, 8)], &mut conn);
     conn
 }
 
@@ -84,8 +88,23 @@ const QUERIES: &[(&str, bool)] = &[
     ("SELECT id, (SELECT coalesce(max(y), -1) FROM i WHERE i.k = o.k) FROM o", true),
     ("SELECT id, (SELECT sum(y) FROM e WHERE e.k = o.k) FROM o", true),
     ("SELECT k, (SELECT min(y) FROM i WHERE i.k = o.k) FROM o GROUP BY k", true),
-    ("SELECT id, (SELECT y FROM i WHERE i.k = o.k AND i.z = o.id) FROM o", false),
-    ("SELECT id, (SELECT y FROM i WHERE i.k = o.k) FROM o", false),
+    // Scalar subqueries without an aggregate: a left join with the rows grouped by
+    // the correlation keys; more than one row for an evaluated outer row is still
+    // the error (i.k repeats, so the second query fails both ways).
+    ("SELECT id, (SELECT y FROM u WHERE u.uid = o.id) FROM o", true),
+    ("SELECT id, (SELECT y FROM u WHERE u.uid = o.id AND u.k = o.k) FROM o", true),
+    ("SELECT id, (SELECT y FROM u WHERE u.uid = o.id AND u.y > 20) FROM o", true),
+    ("SELECT id FROM o WHERE x = (SELECT y FROM u WHERE u.uid = o.id)", true),
+    ("SELECT id FROM o WHERE (SELECT y FROM u WHERE u.uid = o.id) IS NULL", true),
+    ("SELECT id, (SELECT y > 10 FROM u WHERE u.uid = o.id), (SELECT 'v' || y FROM u WHERE u.uid = o.id) FROM o", true),
+    ("SELECT id, (SELECT u.y + i2.z FROM u JOIN i2 ON i2.k = u.k AND i2.z = 7 WHERE u.uid = o.id) FROM o", true),
+    ("SELECT id, (SELECT y FROM e WHERE e.k = o.k) FROM o", true),
+    ("SELECT id, (SELECT DISTINCT k FROM i WHERE i.k = o.k) FROM o", true),
+    ("SELECT id, (SELECT y FROM i WHERE i.k = o.k) FROM o", true),
+    ("SELECT id, (SELECT y FROM i WHERE i.z = o.x + 1000000) FROM o", true),
+    ("SELECT id, CASE WHEN o.k > 100 THEN (SELECT y FROM i WHERE i.k = o.k) END FROM o", true),
+    ("SELECT id, (SELECT y FROM i WHERE i.k = o.k ORDER BY y LIMIT 1) FROM o", false),
+    ("SELECT id, (SELECT y FROM i WHERE i.z > o.id AND i.k = o.k) FROM o", false),
     ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k GROUP BY z)", false),
     ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k HAVING count(*) > 10)", false),
     (

@@ -203,3 +203,65 @@ fn explain_analyze_profiles_subplans_apart_from_the_outer_plan() {
     let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
     assert!(sub.lines().skip(1).all(|l| l.trim().is_empty() || l.contains("never executed") || l.starts_with("Execution Time")), "{p}");
 }
+
+/// EXPLAIN (FORMAT JSON): one row holding a valid JSON document with PostgreSQL's
+/// layout and key names, the same tree as the text layout, and under ANALYZE the
+/// same counters.
+#[test]
+fn explain_format_json_is_the_text_plan_as_a_json_document() {
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch(
+        "CREATE TABLE o (a INTEGER PRIMARY KEY, b TEXT);
+         CREATE TABLE i (x INTEGER, y INTEGER);
+         INSERT INTO o SELECT g, 'b\"' || (g % 3) FROM generate_series(1, 50) g;
+         INSERT INTO i SELECT g % 7, g FROM generate_series(1, 40) g;
+         ANALYZE;
+         SET bees = off; SET threads = 1;",
+    )
+    .unwrap();
+    let sql = "SELECT b, count(*) FROM o JOIN i ON o.a = i.x WHERE a < (SELECT max(y) FROM i) GROUP BY b ORDER BY b";
+    let text = plan(&mut c, &format!("EXPLAIN {sql}"));
+    let json_rows = rows(&mut c, &format!("EXPLAIN (FORMAT JSON) {sql}"));
+    assert_eq!(json_rows.len(), 1, "one row, as PostgreSQL gives");
+    let doc: serde_json::Value = serde_json::from_str(&json_rows[0][0].to_string()).expect("valid JSON");
+    let top = &doc[0];
+    // Every node of the text plan is in the JSON tree, in the same pre-order.
+    fn node_types(n: &serde_json::Value, out: &mut Vec<String>) {
+        out.push(n["Node Type"].as_str().expect("Node Type").to_string());
+        for p in n["Plans"].as_array().into_iter().flatten() {
+            node_types(p, out);
+        }
+    }
+    let mut types = Vec::new();
+    node_types(&top["Plan"], &mut types);
+    let main_text: Vec<&str> = text.split("\nSubPlan 1").next().unwrap().lines().collect();
+    assert_eq!(types.len(), main_text.len(), "{text}\n{doc:#}");
+    for (t, line) in types.iter().zip(&main_text) {
+        assert!(line.contains(t.as_str()), "{t} vs {line}");
+    }
+    assert!(top["Plan"]["Plan Rows"].as_u64().is_some() && top["Plan"]["Total Cost"].as_f64().is_some(), "{doc:#}");
+    // Keys are arrays, as in PostgreSQL; the uncorrelated subquery is listed.
+    let s = doc.to_string();
+    assert!(s.contains(r#""Sort Key":["b"]"#), "{s}");
+    assert_eq!(top["Subplans"][0]["Subplan Name"], "SubPlan 1", "{doc:#}");
+    assert_eq!(top["Subplans"][0]["Correlated"], false);
+    // COSTS OFF leaves the estimates out; ANALYZE adds the counters and the time.
+    let r = rows(&mut c, &format!("EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) {sql}"));
+    let doc: serde_json::Value = serde_json::from_str(&r[0][0].to_string()).unwrap();
+    let root = &doc[0]["Plan"];
+    assert!(root.get("Total Cost").is_none(), "{doc:#}");
+    assert_eq!(root["Actual Rows"], 3, "{doc:#}");
+    assert_eq!(root["Actual Loops"], 1);
+    assert!(doc[0]["Execution Time"].as_f64().is_some());
+    assert!(doc[0]["Subplans"][0]["Plan"]["Actual Rows"].as_u64() == Some(1), "{doc:#}");
+    // A string with quotes and backslashes stays valid JSON.
+    let r = rows(&mut c, r#"EXPLAIN (FORMAT JSON) SELECT * FROM o WHERE b = 'q"\'"#);
+    let doc: serde_json::Value = serde_json::from_str(&r[0][0].to_string()).expect("escaped");
+    assert!(doc.to_string().contains(r#"(b = 'q\"\\')"#), "{doc}");
+    // Other formats are refused clearly; TEXT is the default.
+    let e = c.query("EXPLAIN (FORMAT YAML) SELECT 1", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "0A000", "{e}");
+    let e = c.query("EXPLAIN (FORMAT XSLT) SELECT 1", &[]).unwrap_err();
+    assert_eq!(e.sqlstate, "22023", "{e}");
+}

@@ -217,6 +217,9 @@ pub struct ExplainOptions {
     pub analyze: bool,
     /// `VERBOSE`: also says whether the statement runs on the point path.
     pub verbose: bool,
+    /// `FORMAT JSON`: one row holding the plan as a JSON document, PostgreSQL's
+    /// layout (`[{"Plan": {...}, ...}]`); otherwise one row per plan line.
+    pub json: bool,
     pub text: explain::Options,
 }
 
@@ -224,7 +227,7 @@ impl ExplainOptions {
     /// The options of an EXPLAIN statement: the keyword form's `analyze`, then the
     /// parenthesized list (boolean options take `on`/`off`/`true`/`false`/`1`/`0`).
     pub fn parse(analyze: bool, options: Option<&[ast::UtilityOption]>) -> Result<ExplainOptions> {
-        let mut o = ExplainOptions { analyze, verbose: false, text: explain::Options::default() };
+        let mut o = ExplainOptions { analyze, verbose: false, json: false, text: explain::Options::default() };
         for opt in options.unwrap_or(&[]) {
             let name = opt.name.value.to_ascii_lowercase();
             let arg = opt.arg.as_ref().map(|a| a.to_string().trim_matches('\'').to_ascii_lowercase());
@@ -247,8 +250,9 @@ impl ExplainOptions {
                     flag()?;
                 }
                 "format" => match arg.as_deref() {
-                    Some("text") => {}
-                    Some(f @ ("json" | "xml" | "yaml")) => {
+                    Some("text") => o.json = false,
+                    Some("json") => o.json = true,
+                    Some(f @ ("xml" | "yaml")) => {
                         return Err(Error::not_supported(format!("EXPLAIN format {f} is not supported")));
                     }
                     _ => {
@@ -273,38 +277,74 @@ pub fn explain(ctx: &mut Ctx<'_>, stmt: &Statement, options: &ExplainOptions) ->
         return Err(Error::not_supported("EXPLAIN of statements other than queries"));
     };
     let (bq, params) = plan_query(ctx, q)?;
-    let mut lines = Vec::new();
-    if analyze {
+    // The plan and each subplan as shown (under ANALYZE each with its own profile;
+    // a subplan that never ran gets an empty one, so that each of its nodes says so).
+    let mut elapsed = None;
+    let (main, subplans) = if analyze {
         let profile = Profile::default();
         let start = std::time::Instant::now();
         run(ctx, &bq, &params, Some(&profile))?;
-        let elapsed = start.elapsed();
-        lines.extend(explain::explain_with(&bq.plan, Some(&profile), &options.text));
-        // Each subplan with its own profile (one that never ran: an empty one, so
-        // that each of its nodes says so).
+        elapsed = Some(start.elapsed());
         let never = Profile::default();
-        for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(subplan_title(i, s));
-            let sub = profile.subplan(i);
-            let sub = sub.as_deref().unwrap_or(&never);
-            lines.extend(explain::explain_with(&s.plan, Some(sub), &options.text).into_iter().map(|l| format!("  {l}")));
-        }
-        lines.push(format!("Execution Time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
+        let subplans: Vec<_> = bq
+            .subqueries
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let sub = profile.subplan(i);
+                explain::shown(&s.plan, Some(sub.as_deref().unwrap_or(&never)))
+            })
+            .collect();
+        (explain::shown(&bq.plan, Some(&profile)), subplans)
     } else {
-        lines.extend(explain::explain_with(&bq.plan, None, &options.text));
-        for (i, s) in bq.subqueries.iter().enumerate() {
-            lines.push(subplan_title(i, s));
-            lines.extend(explain::explain_with(&s.plan, None, &options.text).into_iter().map(|l| format!("  {l}")));
-        }
-    }
+        (explain::shown(&bq.plan, None), bq.subqueries.iter().map(|s| explain::shown(&s.plan, None)).collect())
+    };
     // The point path is how the statement runs, not a plan node: VERBOSE says so
     // (EXPLAIN ANALYZE always runs the operator tree, to count its rows).
-    if options.verbose && !analyze {
-        lines.push(match exec::point::point_description(&bq.plan) {
-            Some(how) if ctx.point_path => format!("Point Path: {how}"),
-            Some(_) => "Point Path: off (point_path = off)".to_string(),
-            None => "Point Path: no (not an index lookup of a few rows)".to_string(),
-        });
+    let point_path = (options.verbose && !analyze).then(|| match exec::point::point_description(&bq.plan) {
+        Some(how) if ctx.point_path => how,
+        Some(_) => "off (point_path = off)".to_string(),
+        None => "no (not an index lookup of a few rows)".to_string(),
+    });
+    let mut lines = Vec::new();
+    if options.json {
+        use explain::Json;
+        let mut doc = vec![("Plan".to_string(), explain::json(&main, &options.text))];
+        if !subplans.is_empty() {
+            let subs = bq
+                .subqueries
+                .iter()
+                .zip(&subplans)
+                .enumerate()
+                .map(|(i, (s, shown))| {
+                    Json::Object(vec![
+                        ("Subplan Name".into(), Json::Str(format!("SubPlan {}", i + 1))),
+                        ("Correlated".into(), Json::Bool(s.correlated)),
+                        ("Plan".into(), explain::json(shown, &options.text)),
+                    ])
+                })
+                .collect();
+            doc.push(("Subplans".into(), Json::Array(subs)));
+        }
+        if let Some(how) = point_path {
+            doc.push(("Point Path".into(), Json::Str(how)));
+        }
+        if let Some(t) = elapsed {
+            doc.push(("Execution Time".into(), Json::fixed(t.as_secs_f64() * 1e3, 3)));
+        }
+        lines.push(Json::Array(vec![Json::Object(doc)]).pretty());
+    } else {
+        lines.extend(explain::text(&main, &options.text));
+        for (i, (s, shown)) in bq.subqueries.iter().zip(&subplans).enumerate() {
+            lines.push(subplan_title(i, s));
+            lines.extend(explain::text(shown, &options.text).into_iter().map(|l| format!("  {l}")));
+        }
+        if let Some(t) = elapsed {
+            lines.push(format!("Execution Time: {:.3} ms", t.as_secs_f64() * 1e3));
+        }
+        if let Some(how) = point_path {
+            lines.push(format!("Point Path: {how}"));
+        }
     }
     let n = lines.len() as u64;
     Ok(QueryResult {

@@ -76,6 +76,13 @@ pub enum Func {
     Now,
     /// `current_date`: the date of [`Func::Now`].
     CurrentDate,
+    // the optimizer's own (no SQL name resolves to it)
+    /// `single_row(rows, value)`: `value`, or error 21000 ("more than one row
+    /// returned by a subquery used as an expression") where `rows` > 1. What a
+    /// scalar subquery without an aggregate becomes when decorrelation turns it
+    /// into a join (`optimizer/decorrelate.rs`); never folded (its operands are
+    /// columns) and kept even when unread ([`crate::expr::Expr::has_side_effects`]).
+    SingleRow,
 }
 
 impl Func {
@@ -125,6 +132,7 @@ impl Func {
             Func::SetVal => "setval",
             Func::Now => "now",
             Func::CurrentDate => "CURRENT_DATE",
+            Func::SingleRow => "single_row",
         }
     }
 

@@ -646,6 +646,9 @@ fn pow_dec(x: Decimal, y: Decimal) -> Result<Decimal> {
 
 /// Calls `func` on evaluated arguments.
 pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -> Result<Col<'a>> {
+    if func == Func::SingleRow {
+        return single_row(args, n);
+    }
     // Functions read decimals as `Decimal`s.
     let args: Vec<Col<'_>> = args.into_iter().map(Col::wide_dec).collect();
     let konst = args.iter().all(|c| c.is_const());
@@ -913,7 +916,7 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             }
             data
         }
-        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::Now | Func::CurrentDate => {
+        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::Now | Func::CurrentDate | Func::SingleRow => {
             return Err(internal("unreachable function"));
         }
     };
@@ -923,6 +926,23 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
         return Err(internal(&format!("{func:?} result is not of type {ty}")));
     };
     Ok(Col::make(Vector::from_data(ty, data, nulls), konst))
+}
+
+/// [`Func::SingleRow`]`(rows, value)`: `value`, unless a row counted more than one
+/// row — then the error a scalar subquery gives when it returns several.
+fn single_row<'a>(mut args: Vec<Col<'_>>, n: usize) -> Result<Col<'a>> {
+    if args.len() != 2 {
+        return Err(internal("single_row called without (rows, value)"));
+    }
+    let rows = &args[0];
+    let Data::I64(counts) = &rows.v().data else {
+        return Err(internal("single_row's row count is not a bigint"));
+    };
+    let m = if rows.is_const() { 1 } else { n };
+    if (0..m).any(|i| !rows.null_at(i) && counts[rows.idx(i)] > 1) {
+        return Err(Error::data("21000", "more than one row returned by a subquery used as an expression"));
+    }
+    Ok(args.pop().expect("two arguments").into_static())
 }
 
 /// `gcd(a, b)` (or `lcm` when `lcm`) of two integers as a magnitude; the caller

@@ -309,7 +309,7 @@ impl Expr {
     pub fn has_side_effects(&self) -> bool {
         match &self.kind {
             ExprKind::Udf { .. } | ExprKind::Subquery(_) => true,
-            ExprKind::Func { func, .. } if func.is_sequence() => true,
+            ExprKind::Func { func, .. } if func.is_sequence() || *func == Func::SingleRow => true,
             _ => self.children().into_iter().any(|c| crate::stack::guarded(|| c.has_side_effects())),
         }
     }

@@ -28,13 +28,18 @@
 //!   on an empty input (`count` gives 0, the other aggregates NULL), so COUNT over an
 //!   empty group still gives 0. Grouping by the correlation keys makes one row per key,
 //!   so the "more than one row" error cannot arise.
+//! - a correlated scalar subquery without an aggregate (`(SELECT name FROM c WHERE
+//!   c.id = o.cid)`) whose correlation is equalities → a left join with its rows
+//!   grouped by the correlation keys (each group's row count and value), the value
+//!   read through `single_row(rows, value)`, which raises the "more than one row"
+//!   error for an evaluated outer row whose group has several ([`unnest_single_row`]).
 //!
 //! The correlation is found by pulling the conjuncts that use the subquery's
 //! parameters up through its filters, inner joins, projections (which then also
 //! output the columns those conjuncts read), DISTINCT and ORDER BY. Where that is
-//! impossible — a parameter under an aggregate other than the scalar form above, under
-//! LIMIT/OFFSET, in an outer join's condition, in a select list, in a nested
-//! subquery's correlation (correlation skipping a level), non-equality correlation of
+//! impossible — a parameter under an aggregate other than the scalar forms above
+//! (GROUP BY or HAVING inside a scalar subquery), under LIMIT/OFFSET, in an outer
+//! join's condition, in a select list, in a nested subquery's correlation (correlation skipping a level), non-equality correlation of
 //! an aggregate — the subquery stays and is re-executed per distinct outer value;
 //! EXPLAIN marks such subplans "correlated: re-executed per outer row".
 //!
@@ -745,7 +750,9 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         Node::Project { input, exprs } => (Some(exprs), *input),
         node => (None, Plan::new(node, subplan.plan.schema.clone())),
     };
-    let Node::Aggregate { input, groups, sets, aggs, .. } = agg.node else { return None };
+    let Node::Aggregate { input, groups, sets, aggs, .. } = agg.node else {
+        return unnest_single_row(s, ty, cur, subplan);
+    };
     // An application aggregate's value over no rows is unknown here.
     if !groups.is_empty() || !sets.is_empty() || aggs.iter().any(|a| a.udf.is_some() || a.args().any(|x| uses_params(x, base))) {
         return None;
@@ -759,30 +766,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         return None;
     }
     let pulled = pull_up(*input, base)?;
-    // Every correlation conjunct must be `inner = outer`.
-    let mut keys = Vec::new();
-    let mut outer = Vec::new();
-    for p in &pulled.preds {
-        let ExprKind::Compare { op: crate::expr::CmpOp::Eq, left, right } = &p.kind else { return None };
-        let inner_side = |e: &Expr| !uses_params(e, base) && !has_subquery(e);
-        let outer_side = |e: &Expr| {
-            let mut c = Vec::new();
-            e.columns_used(&mut c);
-            c.is_empty() && !has_subquery(e)
-        };
-        if inner_side(left) && outer_side(right) {
-            keys.push((**left).clone());
-            outer.push((**right).clone());
-        } else if inner_side(right) && outer_side(left) {
-            keys.push((**right).clone());
-            outer.push((**left).clone());
-        } else {
-            return None;
-        }
-    }
-    if keys.is_empty() {
-        return None;
-    }
+    let (keys, outer) = equality_keys(&pulled.preds, base)?;
     let nkeys = keys.len();
     let mut agg_schema: Vec<OutputColumn> =
         keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
@@ -806,29 +790,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     }
     let right = Plan::new(Node::Project { input: Box::new(aggregate), exprs }, schema);
     let nleft = cur.schema.len();
-    let on: Vec<Expr> = outer
-        .into_iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let o = to_join(&o, 0, base, &s.correlated);
-            let k = Expr::column(nleft + 1 + i, right.schema[1 + i].ty);
-            Expr::new(ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(o), right: Box::new(k) }, DataType::Boolean)
-        })
-        .collect();
-    let mut jschema = cur.schema.clone();
-    jschema.extend(right.schema.iter().cloned());
-    let join = Plan::new(
-        Node::Join {
-            left: Box::new(cur.clone()),
-            right: Box::new(right),
-            kind: JoinKind::Left,
-            on: and_all(on),
-            left_keys: vec![],
-            right_keys: vec![],
-            method: JoinMethod::NestedLoop,
-        },
-        jschema,
-    );
+    let join = left_join_on_keys(cur, right, outer, base, s);
     let col = Expr::column(nleft, ty);
     let result = if matches!(empty_value.kind, ExprKind::Literal(Value::Null)) {
         col
@@ -841,6 +803,132 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         Expr::new(ExprKind::Case { whens: vec![(unmatched, empty_value)], else_: Some(Box::new(col)) }, ty)
     };
     Some((join, result))
+}
+
+/// A correlated scalar subquery without an aggregate (`(SELECT name FROM c WHERE
+/// c.id = o.cid)`), whose correlation is equalities: `cur` left-joined with the
+/// subquery's rows grouped by the correlation keys — each group's row count and its
+/// value (`min` over the group: the value itself when the group has one row) — and
+/// the expression [`Func::SingleRow`](crate::expr::Func::SingleRow) over the join:
+/// the value, NULL for an outer row without a group, and PostgreSQL's error 21000
+/// for an outer row whose group has more than one row — raised, as when the subquery
+/// runs per row, only for outer rows that are evaluated. (DuckDB's "single join" does
+/// the same with a join kind of its own.) Grouping gives one row per key, so the
+/// join keeps the outer rows one for one.
+fn unnest_single_row(s: &SubqueryExpr, ty: DataType, cur: &Plan, subplan: &Subplan) -> Option<(Plan, Expr)> {
+    let base = subplan.param_base;
+    let plan = subplan.plan.clone();
+    // Per outer row, a volatile expression would be evaluated anew; here once per
+    // inner row.
+    if plan.schema.len() != 1 || plan.schema[0].ty != ty || plan_is_volatile(&plan) {
+        return None;
+    }
+    let mut nested = false;
+    for_each_expr(&plan, &mut |e| nested |= has_subquery(e));
+    if nested {
+        return None;
+    }
+    let value_ty = ty;
+    let pulled = pull_up(plan, base)?;
+    let (keys, outer) = equality_keys(&pulled.preds, base)?;
+    let nkeys = keys.len();
+    // [value, key…] → grouped by the keys: [key…, count(*), min(value)].
+    let mut exprs = vec![Expr::column(0, value_ty)];
+    let mut schema = vec![OutputColumn { name: "value".into(), ty: value_ty }];
+    for (i, k) in keys.iter().enumerate() {
+        exprs.push(k.clone());
+        schema.push(OutputColumn { name: format!("key{i}"), ty: k.ty });
+    }
+    let keyed = Plan::new(Node::Project { input: Box::new(pulled.plan), exprs }, schema);
+    let call = |func, arg: Option<Expr>, ty| crate::plan::AggCall {
+        func,
+        arg,
+        arg2: None,
+        distinct: false,
+        order: Vec::new(),
+        ty,
+        udf: None,
+    };
+    let aggs = vec![call(AggFunc::CountStar, None, DataType::BigInt), call(AggFunc::Min, Some(Expr::column(0, value_ty)), value_ty)];
+    let mut agg_schema: Vec<OutputColumn> =
+        keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
+    agg_schema.push(OutputColumn { name: "rows".into(), ty: DataType::BigInt });
+    agg_schema.push(OutputColumn { name: "value".into(), ty: value_ty });
+    let groups = (0..nkeys).map(|i| Expr::column(1 + i, keys[i].ty)).collect();
+    let aggregate = Plan::new(Node::Aggregate { input: Box::new(keyed), groups, sets: Vec::new(), aggs, bee: None }, agg_schema);
+    // → [value, key…, rows], the layout `left_join_on_keys` expects.
+    let mut exprs = vec![Expr::column(nkeys + 1, value_ty)];
+    let mut schema = vec![OutputColumn { name: "value".into(), ty: value_ty }];
+    for i in 0..nkeys {
+        exprs.push(Expr::column(i, keys[i].ty));
+        schema.push(aggregate.schema[i].clone());
+    }
+    exprs.push(Expr::column(nkeys, DataType::BigInt));
+    schema.push(OutputColumn { name: "rows".into(), ty: DataType::BigInt });
+    let right = Plan::new(Node::Project { input: Box::new(aggregate), exprs }, schema);
+    let nleft = cur.schema.len();
+    let join = left_join_on_keys(cur, right, outer, base, s);
+    let rows = Expr::column(nleft + 1 + nkeys, DataType::BigInt);
+    let value = Expr::column(nleft, value_ty);
+    let single = Expr::new(ExprKind::Func { func: crate::expr::Func::SingleRow, args: vec![rows, value] }, value_ty);
+    Some((join, single))
+}
+
+/// The correlation conjuncts `preds` as `inner = outer` pairs: the inner sides (over
+/// the subquery's columns) and the outer ones (parameters and constants only).
+/// `None` when a conjunct is anything else, or there is none.
+fn equality_keys(preds: &[Expr], base: usize) -> Option<(Vec<Expr>, Vec<Expr>)> {
+    let mut keys = Vec::new();
+    let mut outer = Vec::new();
+    for p in preds {
+        let ExprKind::Compare { op: crate::expr::CmpOp::Eq, left, right } = &p.kind else { return None };
+        let inner_side = |e: &Expr| !uses_params(e, base) && !has_subquery(e);
+        let outer_side = |e: &Expr| {
+            let mut c = Vec::new();
+            e.columns_used(&mut c);
+            c.is_empty() && !has_subquery(e)
+        };
+        if inner_side(left) && outer_side(right) {
+            keys.push((**left).clone());
+            outer.push((**right).clone());
+        } else if inner_side(right) && outer_side(left) {
+            keys.push((**right).clone());
+            outer.push((**left).clone());
+        } else {
+            return None;
+        }
+    }
+    (!keys.is_empty()).then_some((keys, outer))
+}
+
+/// `cur` left-joined with `right` (whose columns are `[value, key…, …]`) on each
+/// outer expression (over the subquery's parameters, rewritten over `cur`) equal to
+/// its key.
+fn left_join_on_keys(cur: &Plan, right: Plan, outer: Vec<Expr>, base: usize, s: &SubqueryExpr) -> Plan {
+    let nleft = cur.schema.len();
+    let on: Vec<Expr> = outer
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let o = to_join(&o, 0, base, &s.correlated);
+            let k = Expr::column(nleft + 1 + i, right.schema[1 + i].ty);
+            Expr::new(ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(o), right: Box::new(k) }, DataType::Boolean)
+        })
+        .collect();
+    let mut jschema = cur.schema.clone();
+    jschema.extend(right.schema.iter().cloned());
+    Plan::new(
+        Node::Join {
+            left: Box::new(cur.clone()),
+            right: Box::new(right),
+            kind: JoinKind::Left,
+            on: and_all(on),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        jschema,
+    )
 }
 
 /// `e` with column `i` replaced by `values[i]`.

@@ -15,7 +15,9 @@
 //!   `max(x)` without GROUP BY over such a chain: the aggregate stays, over `Limit 1`
 //!   over a scan in x's order whose filter gains `x IS NOT NULL` (which the index
 //!   range applies: no NULL key is read). An empty input still gives NULL, because
-//!   the aggregate is still there to say so.
+//!   the aggregate is still there to say so. Several of them (`min(k), max(k)`)
+//!   each get their own ordered `Limit 1`, their one-row aggregates joined side by
+//!   side, when the reads together cost less than the one scan they replace.
 //!
 //! The executor passes a Limit's row count down to the scan (`Exec::node`'s `top_n`),
 //! which then reads its first run of index entries that small.
@@ -48,12 +50,18 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
         }
         Node::Sort { input, keys, .. } => match ordered(*input, &keys, limit, stats) {
             // The chain down to the scan holds no other sort to look at.
-            Ok(ordered) => return ordered,
+            Ok((ordered, _)) => return ordered,
             Err(input) => Node::Sort { input: Box::new(deep(|| rewrite(input, None, stats))), keys, bee: None },
         },
         Node::Aggregate { input, groups, sets, aggs, bee } if groups.is_empty() && aggs.len() == 1 => {
             match min_max(&input, &aggs[0].func, aggs[0].arg.as_ref(), aggs[0].udf.is_some(), stats) {
-                Some(limited) => Node::Aggregate { input: Box::new(limited), groups, sets, aggs, bee },
+                Some((limited, _)) => Node::Aggregate { input: Box::new(limited), groups, sets, aggs, bee },
+                None => Node::Aggregate { input: Box::new(deep(|| rewrite(*input, None, stats))), groups, sets, aggs, bee },
+            }
+        }
+        Node::Aggregate { input, groups, sets, aggs, bee } if groups.is_empty() && sets.is_empty() && aggs.len() > 1 => {
+            match min_maxes(&input, &aggs, &schema, stats) {
+                Some(joined) => return Plan { schema, est, ..joined },
                 None => Node::Aggregate { input: Box::new(deep(|| rewrite(*input, None, stats))), groups, sets, aggs, bee },
             }
         }
@@ -62,10 +70,36 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
     Plan { node, schema, est, workers: 1 }
 }
 
+/// Several MIN/MAX without GROUP BY (`SELECT min(k), max(k) FROM t`), as PostgreSQL's
+/// `planagg` does with one InitPlan per aggregate: each aggregate over its own
+/// `Limit 1` of an index read in its order, and the one-row results joined side by
+/// side in the aggregates' order (the Aggregate's output columns). `None` unless
+/// every aggregate can read an index and doing so is estimated cheaper than the
+/// one scan they would share.
+fn min_maxes(input: &Plan, aggs: &[crate::plan::AggCall], schema: &[crate::plan::OutputColumn], stats: &dyn Stats) -> Option<Plan> {
+    let mut cost = 0.0;
+    let mut shared_scan = 0.0;
+    let mut joined: Option<Plan> = None;
+    for (agg, column) in aggs.iter().zip(schema) {
+        let (limited, costs) = min_max(input, &agg.func, agg.arg.as_ref(), agg.udf.is_some(), stats)?;
+        cost += costs.index;
+        shared_scan = costs.replaced;
+        let one = Plan::new(
+            Node::Aggregate { input: Box::new(limited), groups: vec![], sets: vec![], aggs: vec![agg.clone()], bee: None },
+            vec![column.clone()],
+        );
+        joined = Some(match joined {
+            None => one,
+            Some(left) => Plan::cross_join(left, one),
+        });
+    }
+    (cost < shared_scan).then_some(joined?)
+}
+
 /// `x IS NOT NULL` added to the filter of a `min(x)`/`max(x)` input's scan, that
 /// scan reading x's index in order, under `Limit 1` — or `None` when no index
 /// provides x's order or reading it is not estimated cheaper.
-fn min_max(input: &Plan, func: &AggFunc, arg: Option<&Expr>, udf: bool, stats: &dyn Stats) -> Option<Plan> {
+fn min_max(input: &Plan, func: &AggFunc, arg: Option<&Expr>, udf: bool, stats: &dyn Stats) -> Option<(Plan, Costs)> {
     let desc = match func {
         AggFunc::Min => false,
         AggFunc::Max => true,
@@ -87,9 +121,9 @@ fn min_max(input: &Plan, func: &AggFunc, arg: Option<&Expr>, udf: bool, stats: &
     parts.push(not_null);
     *filter = and_all(parts);
     let key = SortKey { expr: arg.clone(), desc, nulls_first: desc };
-    let ordered = ordered(candidate, &[key], Some(1.0), stats).ok()?;
+    let (ordered, costs) = ordered(candidate, &[key], Some(1.0), stats).ok()?;
     let schema = ordered.schema.clone();
-    Some(Plan::new(Node::Limit { input: Box::new(ordered), limit: Some(1), offset: 0 }, schema))
+    Some((Plan::new(Node::Limit { input: Box::new(ordered), limit: Some(1), offset: 0 }, schema), costs))
 }
 
 /// Follows output column `col` of `plan` down a chain of projections (which must
@@ -122,7 +156,14 @@ fn scan_mut(plan: &mut Plan) -> Option<&mut Plan> {
 /// `input` with its scan reading an index in the order of `keys` (over `input`'s
 /// output), so no sort is needed — or `input` unchanged when no index provides
 /// that order or reading it is not estimated cheaper than sorting.
-fn ordered(mut input: Plan, keys: &[SortKey], limit: Option<f64>, stats: &dyn Stats) -> Result<Plan, Plan> {
+/// The estimated costs of an ordered index read and of the scan and sort it replaces.
+#[derive(Clone, Copy)]
+struct Costs {
+    index: f64,
+    replaced: f64,
+}
+
+fn ordered(mut input: Plan, keys: &[SortKey], limit: Option<f64>, stats: &dyn Stats) -> Result<(Plan, Costs), Plan> {
     let Some(first) = keys.first() else { return Err(input) };
     let desc = first.desc;
     if keys.iter().any(|k| k.desc != desc || k.nulls_first != desc) {
@@ -148,9 +189,9 @@ fn ordered(mut input: Plan, keys: &[SortKey], limit: Option<f64>, stats: &dyn St
         return Err(input);
     };
     if let Node::TableScan { access, .. } = &mut scan.node {
-        *access = choice;
+        *access = choice.1;
     }
-    Ok(input)
+    Ok((input, choice.0))
 }
 
 /// The index access of `scan` that yields its rows ordered by the scan output
@@ -163,7 +204,7 @@ fn best_ordered_index(
     limit: Option<f64>,
     sort_cost: f64,
     stats: &dyn Stats,
-) -> Option<crate::plan::Access> {
+) -> Option<(Costs, crate::plan::Access)> {
     let Node::TableScan { table, columns, filter, with_tid: false, .. } = &scan.node else {
         return None;
     };
@@ -197,5 +238,5 @@ fn best_ordered_index(
             best = Some((cost, bounds.into_access(ix, desc)));
         }
     }
-    best.map(|b| b.1)
+    best.map(|(index, access)| (Costs { index, replaced: current }, access))
 }

@@ -1,5 +1,11 @@
 //! EXPLAIN: a plan as an indented, PostgreSQL-like tree of lines, with the
-//! executor's counters under EXPLAIN ANALYZE.
+//! executor's counters under EXPLAIN ANALYZE — or the same tree as JSON
+//! (`EXPLAIN (FORMAT JSON)`), for tools.
+//!
+//! Both layouts render one [`Shown`] tree: [`describe`] says what each node is (a
+//! title and labelled details), [`shown`] adds the estimates and counters and
+//! decides where a materialized CTE's plan appears; [`text_lines`] and [`json`] only
+//! lay it out, so the two formats can never disagree about a plan.
 
 use super::{Access, AggFunc, FrameBound, FrameUnits, JoinKind, Node, Plan, SetOpKind, WindowFunc};
 use crate::exec::Profile;
@@ -29,18 +35,76 @@ impl Default for Options {
 
 /// [`explain`] with `options`.
 pub fn explain_with(plan: &Plan, profile: Option<&Profile>, options: &Options) -> Vec<String> {
+    text(&shown(plan, profile), options)
+}
+
+/// The text lines of a [`Shown`] tree.
+pub fn text(node: &Shown, options: &Options) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut id = 0;
-    // Under EXPLAIN ANALYZE a CTE's plan is shown under the reader that ran it
-    // (with its counters), else under its first reader.
+    text_lines(node, options, 0, &mut lines);
+    lines
+}
+
+/// One node as EXPLAIN shows it, with its inputs.
+pub struct Shown {
+    pub described: Described,
+    /// The optimizer's estimates: rows, cost.
+    pub est: Option<(f64, f64)>,
+    /// Under EXPLAIN ANALYZE: the node's counters, `None` when it never ran.
+    pub actual: Option<Option<crate::exec::NodeProfile>>,
+    pub inputs: Vec<Shown>,
+}
+
+/// What a node is: the text layout's head (`Seq Scan on t`, `Hash Join (inner)`),
+/// the fields JSON gives beside its "Node Type", and its details in order.
+pub struct Described {
+    pub title: String,
+    pub node_type: &'static str,
+    pub fields: Vec<(&'static str, Json)>,
+    pub details: Vec<Detail>,
+}
+
+/// A detail of a node: `label: text` in the text layout (only `text` when it has no
+/// label), `"key": json` in JSON.
+pub struct Detail {
+    pub label: Option<&'static str>,
+    pub key: &'static str,
+    pub text: String,
+    pub json: Json,
+}
+
+impl Detail {
+    fn new(label: &'static str, key: &'static str, text: String) -> Detail {
+        Detail { label: Some(label), key, json: Json::Str(text.clone()), text }
+    }
+
+    fn bare(key: &'static str, text: String) -> Detail {
+        Detail { label: None, key, json: Json::Str(text.clone()), text }
+    }
+
+    /// A list: joined by `, ` in text, a JSON array.
+    fn list(label: Option<&'static str>, key: &'static str, items: Vec<String>) -> Detail {
+        Detail { label, key, text: items.join(", "), json: Json::Array(items.into_iter().map(Json::Str).collect()) }
+    }
+
+    fn number(label: &'static str, key: &'static str, n: u64) -> Detail {
+        Detail { label: Some(label), key, text: n.to_string(), json: Json::Int(n) }
+    }
+}
+
+/// The plan as [`Shown`] nodes. Node ids are pre-order indexes, as the executor's
+/// [`Profile`] keys them. Under EXPLAIN ANALYZE a materialized CTE's plan is shown
+/// under the reader that ran it (with its counters), else under its first reader;
+/// the other readers read its rows.
+pub fn shown(plan: &Plan, profile: Option<&Profile>) -> Shown {
     let mut runners = Vec::new();
     if let Some(p) = profile {
         let mut next = 0;
         cte_runners(plan, p, &mut next, &mut runners);
     }
+    let mut id = 0;
     let mut ctes_shown = Vec::new();
-    walk(plan, profile, options, 0, &mut id, &mut lines, &mut ctes_shown, &runners);
-    lines
+    build(plan, profile, &mut id, &mut ctes_shown, &runners)
 }
 
 /// The materialized CTEs whose plan ran under one of their readers, with that
@@ -59,57 +123,21 @@ fn cte_runners(plan: &Plan, profile: &Profile, id: &mut usize, out: &mut Vec<(su
     }
 }
 
-/// Appends the lines of `plan`'s subtree. A materialized CTE's plan is shown under
-/// one reader only (`ctes_shown`: the reader that ran it, from `runners`, else the
-/// first); the other readers read its rows.
-#[allow(clippy::too_many_arguments)]
-fn walk(
+fn build(
     plan: &Plan,
     profile: Option<&Profile>,
-    options: &Options,
-    depth: usize,
     id: &mut usize,
-    lines: &mut Vec<String>,
     ctes_shown: &mut Vec<(super::CteId, usize)>,
     runners: &[(super::CteId, usize)],
-) {
+) -> Shown {
     let my_id = *id;
     *id += 1;
-    let mut line = String::new();
-    if depth > 0 {
-        line.push_str(&" ".repeat(2 + 6 * (depth - 1)));
-        line.push_str("->  ");
-    }
-    line.push_str(&describe(plan));
-    if options.costs
-        && let Some(est) = plan.est
-    {
-        line.push_str(&format!("  (rows={:.0} cost={:.2})", est.rows.max(1.0), est.cost));
-    }
-    if let Some(p) = profile {
-        match p.node(my_id) {
-            Some(n) => {
-                line.push_str(&format!(
-                    "  (actual rows={} loops={} time={:.3} ms)",
-                    n.rows,
-                    n.loops,
-                    n.time.as_secs_f64() * 1000.0
-                ));
-                if n.key_filtered > 0 {
-                    line.push_str(&format!("  (removed by key filter: {})", n.key_filtered));
-                }
-                if n.spilled_rows > 0 {
-                    line.push_str(&format!(
-                        "  (spilled: {} rows, {} kB)",
-                        n.spilled_rows,
-                        n.spilled_bytes.div_ceil(1024)
-                    ));
-                }
-            }
-            None => line.push_str("  (never executed)"),
-        }
-    }
-    lines.push(line);
+    let mut node = Shown {
+        described: describe(plan),
+        est: plan.est.map(|e| (e.rows.max(1.0), e.cost)),
+        actual: profile.map(|p| p.node(my_id)),
+        inputs: Vec::new(),
+    };
     if let Node::CteScan { cte, plan: inner, .. } = &plan.node {
         let here = match runners.iter().find(|(c, _)| c == cte) {
             Some(&(_, runner)) => runner == my_id,
@@ -117,16 +145,183 @@ fn walk(
         };
         if !here {
             *id += crate::exec::node_count(inner);
-            return;
+            return node;
         }
         ctes_shown.push((*cte, my_id));
     }
     for c in plan.children() {
         // Deep plans (long UNION chains) recurse on fresh stack segments.
-        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || {
-            walk(c, profile, options, depth + 1, id, lines, ctes_shown, runners)
-        });
+        let input = stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || build(c, profile, id, ctes_shown, runners));
+        node.inputs.push(input);
     }
+    node
+}
+
+/// Appends the text lines of `node`'s subtree, `depth` levels in.
+fn text_lines(node: &Shown, options: &Options, depth: usize, lines: &mut Vec<String>) {
+    let mut line = String::new();
+    if depth > 0 {
+        line.push_str(&" ".repeat(2 + 6 * (depth - 1)));
+        line.push_str("->  ");
+    }
+    line.push_str(&node.described.title);
+    for d in &node.described.details {
+        line.push_str("  ");
+        if let Some(label) = d.label {
+            line.push_str(label);
+            line.push_str(": ");
+        }
+        line.push_str(&d.text);
+    }
+    if options.costs
+        && let Some((rows, cost)) = node.est
+    {
+        line.push_str(&format!("  (rows={rows:.0} cost={cost:.2})"));
+    }
+    match &node.actual {
+        Some(Some(n)) => {
+            line.push_str(&format!(
+                "  (actual rows={} loops={} time={:.3} ms)",
+                n.rows,
+                n.loops,
+                n.time.as_secs_f64() * 1000.0
+            ));
+            if n.key_filtered > 0 {
+                line.push_str(&format!("  (removed by key filter: {})", n.key_filtered));
+            }
+            if n.spilled_rows > 0 {
+                line.push_str(&format!("  (spilled: {} rows, {} kB)", n.spilled_rows, n.spilled_bytes.div_ceil(1024)));
+            }
+        }
+        Some(None) => line.push_str("  (never executed)"),
+        None => {}
+    }
+    lines.push(line);
+    for input in &node.inputs {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || text_lines(input, options, depth + 1, lines));
+    }
+}
+
+/// A JSON value, as EXPLAIN (FORMAT JSON) writes it: objects keep their keys in
+/// the order given (PostgreSQL's order: "Node Type" first, "Plans" last).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    Str(String),
+    Int(u64),
+    /// A number already written with its decimals (`fixed`).
+    Num(String),
+    Bool(bool),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// `x` with `decimals` digits after the point (JSON has no NaN or infinity:
+    /// those are `null`).
+    pub fn fixed(x: f64, decimals: usize) -> Json {
+        if x.is_finite() { Json::Num(format!("{x:.decimals$}")) } else { Json::Num("null".into()) }
+    }
+
+    /// The value pretty-printed with two-space indents, PostgreSQL's layout.
+    pub fn pretty(&self) -> String {
+        let mut out = String::new();
+        self.write(0, &mut out);
+        out
+    }
+
+    fn write(&self, indent: usize, out: &mut String) {
+        match self {
+            Json::Str(s) => write_json_string(s, out),
+            Json::Int(n) => out.push_str(&n.to_string()),
+            Json::Num(x) => out.push_str(x),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    out.push_str(if i == 0 { "\n" } else { ",\n" });
+                    out.push_str(&"  ".repeat(indent + 1));
+                    stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || item.write(indent + 1, out));
+                }
+                if !items.is_empty() {
+                    out.push('\n');
+                    out.push_str(&"  ".repeat(indent));
+                }
+                out.push(']');
+            }
+            Json::Object(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    out.push_str(if i == 0 { "\n" } else { ",\n" });
+                    out.push_str(&"  ".repeat(indent + 1));
+                    write_json_string(k, out);
+                    out.push_str(": ");
+                    stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || v.write(indent + 1, out));
+                }
+                if !fields.is_empty() {
+                    out.push('\n');
+                    out.push_str(&"  ".repeat(indent));
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn write_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `node`'s subtree as a JSON object with PostgreSQL's key names where it has
+/// them ("Node Type", "Relation Name", "Plan Rows", "Total Cost", "Actual Rows",
+/// "Actual Loops", "Actual Total Time", "Plans").
+pub fn json(node: &Shown, options: &Options) -> Json {
+    let d = &node.described;
+    let mut fields = vec![("Node Type".to_string(), Json::Str(d.node_type.to_string()))];
+    fields.extend(d.fields.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    fields.extend(d.details.iter().map(|x| (x.key.to_string(), x.json.clone())));
+    if options.costs
+        && let Some((rows, cost)) = node.est
+    {
+        fields.push(("Plan Rows".into(), Json::Int(rows.round() as u64)));
+        fields.push(("Total Cost".into(), Json::fixed(cost, 2)));
+    }
+    match &node.actual {
+        Some(Some(n)) => {
+            fields.push(("Actual Rows".into(), Json::Int(n.rows)));
+            fields.push(("Actual Loops".into(), Json::Int(n.loops)));
+            fields.push(("Actual Total Time".into(), Json::fixed(n.time.as_secs_f64() * 1000.0, 3)));
+            if n.key_filtered > 0 {
+                fields.push(("Rows Removed by Key Filter".into(), Json::Int(n.key_filtered)));
+            }
+            if n.spilled_rows > 0 {
+                fields.push(("Spilled Rows".into(), Json::Int(n.spilled_rows)));
+                fields.push(("Spilled kB".into(), Json::Int(n.spilled_bytes.div_ceil(1024))));
+            }
+        }
+        Some(None) => fields.push(("Never Executed".into(), Json::Bool(true))),
+        None => {}
+    }
+    if !node.inputs.is_empty() {
+        let plans = node
+            .inputs
+            .iter()
+            .map(|i| stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || json(i, options)))
+            .collect();
+        fields.push(("Plans".into(), Json::Array(plans)));
+    }
+    Json::Object(fields)
 }
 
 fn col_name(plan: &Plan, i: usize) -> String {
@@ -165,7 +360,24 @@ fn input_names(plan: &Plan) -> Vec<String> {
     }
 }
 
-fn describe(plan: &Plan) -> String {
+/// `bee: <kind>, <maker> (<reason>)`.
+fn bee_detail(kind: &str, info: &beedb_bees::BeeInfo) -> Detail {
+    Detail::new("bee", "Bee", format!("{kind}, {} ({})", info.maker, info.reason))
+}
+
+fn sort_key_text(k: &super::SortKey, names: &[String]) -> String {
+    let mut s = fmt_expr(&k.expr, names);
+    if k.desc {
+        s.push_str(" DESC");
+    }
+    if k.nulls_first != k.desc {
+        s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
+    }
+    s
+}
+
+/// What `plan`'s root node is and does (its inputs are not looked at).
+pub fn describe(plan: &Plan) -> Described {
     let names = input_names(plan);
     let e = |x: &Expr| fmt_expr(x, &names);
     let list = |xs: &[Expr], names: &[String]| {
@@ -173,6 +385,12 @@ fn describe(plan: &Plan) -> String {
             .map(|x| fmt_expr(x, names))
             .collect::<Vec<_>>()
             .join(", ")
+    };
+    let plain = |title: &str, node_type: &'static str| Described {
+        title: title.to_string(),
+        node_type,
+        fields: Vec::new(),
+        details: Vec::new(),
     };
     match &plan.node {
         Node::TableScan {
@@ -182,8 +400,13 @@ fn describe(plan: &Plan) -> String {
             bees,
             ..
         } => {
-            let mut s = match access {
-                Access::Heap => format!("Seq Scan on {}", table.name),
+            let mut d = match access {
+                Access::Heap => Described {
+                    title: format!("Seq Scan on {}", table.name),
+                    node_type: "Seq Scan",
+                    fields: vec![("Relation Name", Json::Str(table.name.clone()))],
+                    details: Vec::new(),
+                },
                 Access::Index {
                     index,
                     eq,
@@ -195,7 +418,16 @@ fn describe(plan: &Plan) -> String {
                 } => {
                     let idx = &table.indexes[*index];
                     let dir = if *backward { " Backward" } else { "" };
-                    let mut s = format!("Index Scan{dir} using {} on {}", idx.name, table.name);
+                    let mut d = Described {
+                        title: format!("Index Scan{dir} using {} on {}", idx.name, table.name),
+                        node_type: "Index Scan",
+                        fields: vec![
+                            ("Scan Direction", Json::Str(if *backward { "Backward" } else { "Forward" }.into())),
+                            ("Index Name", Json::Str(idx.name.clone())),
+                            ("Relation Name", Json::Str(table.name.clone())),
+                        ],
+                        details: Vec::new(),
+                    };
                     let mut conds = Vec::new();
                     for (k, x) in eq.iter().enumerate() {
                         conds.push(format!(
@@ -230,9 +462,9 @@ fn describe(plan: &Plan) -> String {
                         }
                     }
                     if !conds.is_empty() {
-                        s.push_str(&format!("  index cond: {}", conds.join(" AND ")));
+                        d.details.push(Detail::new("index cond", "Index Cond", conds.join(" AND ")));
                     }
-                    s
+                    d
                 }
             };
             let mut filter = filter.as_ref();
@@ -242,20 +474,33 @@ fn describe(plan: &Plan) -> String {
                     Some(bee) => ("scan", bee.info()),
                     None => ("deform", p.relation.deform.info()),
                 };
-                s.push_str(&format!("  bee: {kind}, {} ({})", info.maker, info.reason));
+                d.details.push(bee_detail(kind, info));
                 if let Some(x) = &p.pushed {
-                    s.push_str(&format!("  bee filter: {}", e(x)));
+                    d.details.push(Detail::new("bee filter", "Bee Filter", e(x)));
                 }
                 filter = p.residual.as_ref();
             }
             if let Some(f) = filter {
-                s.push_str(&format!("  filter: {}", e(f)));
+                d.details.push(Detail::new("filter", "Filter", e(f)));
             }
-            s
+            d
         }
-        Node::Values { rows } => format!("Values ({} rows)", rows.len()),
-        Node::Filter { predicate, .. } => format!("Filter  filter: {}", e(predicate)),
-        Node::Project { exprs, .. } => format!("Project  {}", list(exprs, &names)),
+        Node::Values { rows } => Described {
+            title: format!("Values ({} rows)", rows.len()),
+            node_type: "Values Scan",
+            fields: vec![("Row Count", Json::Int(rows.len() as u64))],
+            details: Vec::new(),
+        },
+        Node::Filter { predicate, .. } => {
+            let mut d = plain("Filter", "Filter");
+            d.details.push(Detail::new("filter", "Filter", e(predicate)));
+            d
+        }
+        Node::Project { exprs, .. } => {
+            let mut d = plain("Project", "Project");
+            d.details.push(Detail::list(None, "Output", exprs.iter().map(|x| fmt_expr(x, &names)).collect()));
+            d
+        }
         Node::Join {
             left,
             right,
@@ -274,8 +519,14 @@ fn describe(plan: &Plan) -> String {
                 JoinKind::Anti => "anti",
                 JoinKind::Mark => "mark",
             };
-            let mut s = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
-                format!("Nested Loop ({k})")
+            let join_type = |node_type: &'static str| Described {
+                title: format!("{node_type} ({k})"),
+                node_type,
+                fields: vec![("Join Type", Json::Str(format!("{}{}", k[..1].to_ascii_uppercase(), &k[1..])))],
+                details: Vec::new(),
+            };
+            let mut d = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
+                join_type("Nested Loop")
             } else {
                 let ln: Vec<String> = (0..left.schema.len()).map(|i| col_name(left, i)).collect();
                 let rn: Vec<String> = (0..right.schema.len())
@@ -286,14 +537,18 @@ fn describe(plan: &Plan) -> String {
                     .zip(right_keys)
                     .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
                     .collect();
+                let keys = Detail::list(Some("keys"), "Join Keys", keys);
                 match method {
                     super::JoinMethod::IndexNestedLoop { .. } => {
-                        format!("Index Nested Loop ({k})  keys: {}", keys.join(", "))
+                        let mut d = join_type("Index Nested Loop");
+                        d.details.push(keys);
+                        d
                     }
                     super::JoinMethod::Hash { build, key_filter, bee } => {
-                        let mut s = format!("Hash Join ({k})  keys: {}", keys.join(", "));
+                        let mut d = join_type("Hash Join");
+                        d.details.push(keys);
                         if *build == super::JoinSide::Left {
-                            s.push_str("  build: left");
+                            d.details.push(Detail::new("build", "Build Side", "left".into()));
                         }
                         if *key_filter {
                             // The scan columns of the streamed input that test the
@@ -306,30 +561,39 @@ fn describe(plan: &Plan) -> String {
                                 .iter()
                                 .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
                                 .collect();
-                            s.push_str(&format!("  key filter: {}", named.join(", ")));
+                            d.details.push(Detail::new("key filter", "Key Filter", named.join(", ")));
                         }
                         if let Some(b) = bee {
-                            let info = b.0.info();
-                            s.push_str(&format!("  bee: join, {} ({})", info.maker, info.reason));
+                            d.details.push(bee_detail("join", b.0.info()));
                         }
-                        s
+                        d
                     }
-                    super::JoinMethod::NestedLoop => format!("Nested Loop ({k})"),
+                    super::JoinMethod::NestedLoop => join_type("Nested Loop"),
                 }
             };
             if let Some(on) = on {
-                s.push_str(&format!("  on: {}", e(on)));
+                d.details.push(Detail::new("on", "Join Filter", e(on)));
             }
             if plan.workers > 1 {
                 // A join holding its left rows runs its right input on the workers
                 // as the probe, any other hash join as the build.
                 let probe = matches!(method, super::JoinMethod::Hash { build: super::JoinSide::Left, .. });
-                s.push_str(&format!("  {} workers: {}", if probe { "probe" } else { "build" }, plan.workers));
+                d.details.push(if probe {
+                    Detail::number("probe workers", "Probe Workers", plan.workers as u64)
+                } else {
+                    Detail::number("build workers", "Build Workers", plan.workers as u64)
+                });
             }
-            s
+            d
         }
         Node::Aggregate { groups, sets, aggs, bee, .. } => {
-            let mut s = if !sets.is_empty() {
+            let hashed = |node_type| Described {
+                title: node_type,
+                node_type: "Aggregate",
+                fields: vec![("Strategy", Json::Str("Hashed".into()))],
+                details: Vec::new(),
+            };
+            let mut d = if !sets.is_empty() {
                 // One hash table per grouping set, each written as PostgreSQL writes
                 // a set: `(a, b)`, `(a)`, `()`.
                 let sets: Vec<String> = sets
@@ -339,11 +603,20 @@ fn describe(plan: &Plan) -> String {
                         format!("({})", members.join(", "))
                     })
                     .collect();
-                format!("HashAggregate  grouping sets: {}", sets.join(", "))
+                let mut d = hashed("HashAggregate".to_string());
+                d.details.push(Detail::new("grouping sets", "Grouping Sets", sets.join(", ")));
+                d
             } else if groups.is_empty() {
-                "Aggregate".to_string()
+                Described {
+                    title: "Aggregate".into(),
+                    node_type: "Aggregate",
+                    fields: vec![("Strategy", Json::Str("Plain".into()))],
+                    details: Vec::new(),
+                }
             } else {
-                format!("HashAggregate  group: {}", list(groups, &names))
+                let mut d = hashed("HashAggregate".to_string());
+                d.details.push(Detail::list(Some("group"), "Group Key", groups.iter().map(|x| fmt_expr(x, &names)).collect()));
+                d
             };
             let a: Vec<String> = aggs
                 .iter()
@@ -361,73 +634,43 @@ fn describe(plan: &Plan) -> String {
                     let order = if a.order.is_empty() {
                         String::new()
                     } else {
-                        let keys: Vec<String> = a
-                            .order
-                            .iter()
-                            .map(|k| {
-                                let mut s = fmt_expr(&k.expr, &names);
-                                if k.desc {
-                                    s.push_str(" DESC");
-                                }
-                                if k.nulls_first != k.desc {
-                                    s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
-                                }
-                                s
-                            })
-                            .collect();
+                        let keys: Vec<String> = a.order.iter().map(|k| sort_key_text(k, &names)).collect();
                         format!(" ORDER BY {}", keys.join(", "))
                     };
                     format!("{f}({}{arg}{order})", if a.distinct { "DISTINCT " } else { "" })
                 })
                 .collect();
             if !a.is_empty() {
-                s.push_str(&format!("  aggs: {}", a.join(", ")));
+                d.details.push(Detail::list(Some("aggs"), "Aggregates", a));
             }
             if let Some(b) = bee {
-                let info = b.0.info();
-                s.push_str(&format!("  bee: aggregate, {} ({})", info.maker, info.reason));
+                d.details.push(bee_detail("aggregate", b.0.info()));
             }
             if plan.workers > 1 {
-                s.push_str(&format!("  workers: {}", plan.workers));
+                d.details.push(Detail::number("workers", "Workers", plan.workers as u64));
             }
-            s
+            d
         }
         Node::Sort { keys, bee, .. } => {
-            let k: Vec<String> = keys
-                .iter()
-                .map(|k| {
-                    let mut s = e(&k.expr);
-                    if k.desc {
-                        s.push_str(" DESC");
-                    }
-                    if k.nulls_first != k.desc {
-                        s.push_str(if k.nulls_first {
-                            " NULLS FIRST"
-                        } else {
-                            " NULLS LAST"
-                        });
-                    }
-                    s
-                })
-                .collect();
-            let mut s = format!("Sort  key: {}", k.join(", "));
+            let k: Vec<String> = keys.iter().map(|k| sort_key_text(k, &names)).collect();
+            let mut d = plain("Sort", "Sort");
+            d.details.push(Detail::list(Some("key"), "Sort Key", k));
             if let Some(b) = bee {
-                let info = b.0.info();
-                s.push_str(&format!("  bee: sort, {} ({})", info.maker, info.reason));
+                d.details.push(bee_detail("sort", b.0.info()));
             }
-            s
+            d
         }
         Node::Limit { limit, offset, .. } => {
-            let mut s = "Limit".to_string();
+            let mut d = plain("Limit", "Limit");
             if let Some(l) = limit {
-                s.push_str(&format!("  limit: {l}"));
+                d.details.push(Detail::number("limit", "Limit", *l));
             }
             if *offset > 0 {
-                s.push_str(&format!("  offset: {offset}"));
+                d.details.push(Detail::number("offset", "Offset", *offset));
             }
-            s
+            d
         }
-        Node::Distinct { .. } => "HashDistinct".to_string(),
+        Node::Distinct { .. } => plain("HashDistinct", "HashDistinct"),
         Node::Window { specs, calls, .. } => {
             let mut parts = Vec::new();
             for (i, w) in specs.iter().enumerate() {
@@ -468,22 +711,49 @@ fn describe(plan: &Plan) -> String {
                 ));
                 parts.push(s);
             }
-            format!("WindowAgg  {}", parts.join("; "))
+            let mut d = plain("WindowAgg", "WindowAgg");
+            d.details.push(Detail::bare("Windows", parts.join("; ")));
+            d
         }
         Node::SetOp { op, all, .. } => {
-            let o = match op {
-                SetOpKind::Union => "Union",
-                SetOpKind::Intersect => "Intersect",
-                SetOpKind::Except => "Except",
+            let (o, node_type) = match op {
+                SetOpKind::Union => ("Union", "Union"),
+                SetOpKind::Intersect => ("Intersect", "Intersect"),
+                SetOpKind::Except => ("Except", "Except"),
             };
-            format!("{o}{}", if *all { " All" } else { "" })
+            let mut d = plain(&format!("{o}{}", if *all { " All" } else { "" }), node_type);
+            d.fields.push(("All", Json::Bool(*all)));
+            d
         }
-        Node::RecursiveUnion { name, distinct, .. } => {
-            format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" })
-        }
-        Node::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
-        Node::CteScan { cte, name, .. } => format!("CTE Scan on {name}  (materialized CTE {})", cte.0 + 1),
-        Node::Series { .. } => "Function Scan on generate_series".to_string(),
+        Node::RecursiveUnion { name, distinct, .. } => Described {
+            title: format!("Recursive Union{} on {name}", if *distinct { "" } else { " All" }),
+            node_type: "Recursive Union",
+            fields: vec![("CTE Name", Json::Str(name.clone())), ("All", Json::Bool(!*distinct))],
+            details: Vec::new(),
+        },
+        Node::WorkTableScan { name, .. } => Described {
+            title: format!("WorkTable Scan on {name}"),
+            node_type: "WorkTable Scan",
+            fields: vec![("CTE Name", Json::Str(name.clone()))],
+            details: Vec::new(),
+        },
+        Node::CteScan { cte, name, .. } => Described {
+            title: format!("CTE Scan on {name}"),
+            node_type: "CTE Scan",
+            fields: vec![("CTE Name", Json::Str(name.clone()))],
+            details: vec![Detail {
+                label: None,
+                key: "Materialized CTE",
+                text: format!("(materialized CTE {})", cte.0 + 1),
+                json: Json::Int(cte.0 as u64 + 1),
+            }],
+        },
+        Node::Series { .. } => Described {
+            title: "Function Scan on generate_series".into(),
+            node_type: "Function Scan",
+            fields: vec![("Function Name", Json::Str("generate_series".into()))],
+            details: Vec::new(),
+        },
     }
 }
 
