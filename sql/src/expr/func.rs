@@ -53,6 +53,9 @@ pub enum Func {
     /// `date_trunc(unit, timestamp)`: the timestamp truncated to the unit
     /// (microseconds … millennium, week: the Monday).
     DateTrunc,
+    /// `to_char(timestamp, template)`: the timestamp formatted by PostgreSQL's
+    /// template patterns (`types::to_char`).
+    ToChar,
     // comparisons
     NullIf,
     Greatest,
@@ -120,6 +123,7 @@ impl Func {
             Func::Gcd => "gcd",
             Func::Lcm => "lcm",
             Func::DateTrunc => "date_trunc",
+            Func::ToChar => "to_char",
             Func::NullIf => "nullif",
             Func::Greatest => "greatest",
             Func::Least => "least",

@@ -187,6 +187,7 @@ const KNOWN: &[&str] = &[
     "gcd",
     "lcm",
     "date_trunc",
+    "to_char",
 ];
 
 fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
@@ -350,6 +351,10 @@ fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
         }
         // A date is truncated as a timestamp (PostgreSQL converts it to timestamptz
         // and returns one; BeeDB has no time zones).
+        "to_char" => match a {
+            [T::Timestamp | T::Date, f] => Some((Func::ToChar, vec![T::Timestamp, txt(f)?], T::Text)),
+            _ => None,
+        },
         "date_trunc" => match a {
             [u, T::Timestamp | T::Date] => Some((Func::DateTrunc, vec![txt(u)?, T::Timestamp], T::Timestamp)),
             _ => None,
@@ -895,6 +900,21 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             let unit = strs(0)?;
             let t = side!(&args[1], I64);
             Data::I64(out_vec(m, nm, 0, |i| date_trunc(unit.get(i), t.get(i)))?)
+        }
+        Func::ToChar => {
+            arity(2)?;
+            let t = side!(&args[0], I64);
+            let template = strs(1)?;
+            let data = str_out(m, nm, |i, out| {
+                out.push_str(&crate::types::to_char::timestamp(t.get(i), template.get(i)));
+                Ok(())
+            })?;
+            // An empty template gives NULL, as in PostgreSQL.
+            let mask: Vec<bool> = (0..m).map(|i| nm.is_some_and(|n| n[i]) || template.get(i).is_empty()).collect();
+            if mask.iter().any(|&x| x) {
+                return Ok(Col::make(Vector::from_data(ty, data, Some(mask)), konst));
+            }
+            data
         }
         Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::Now | Func::CurrentDate | Func::SingleRow => {
             return Err(internal("unreachable function"));

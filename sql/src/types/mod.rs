@@ -12,6 +12,7 @@ mod error;
 mod interval;
 pub mod number;
 pub mod text;
+pub mod to_char;
 mod value;
 mod wide;
 
