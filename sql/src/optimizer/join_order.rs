@@ -101,6 +101,21 @@ pub fn reorder_joins(plan: Plan, stats: &dyn Stats) -> Plan {
     let mut rels = Vec::new();
     let mut exprs = Vec::new();
     flatten_inner(plan, 0, &mut rels, &mut exprs, stats);
+    // Comparisons shared through equal columns, before the relations are estimated
+    // (`a.x = b.y AND b.y < 10` also filters a: `pushdown::implied_comparisons`).
+    let types: Vec<DataType> = rels.iter().flat_map(|r| r.schema.iter().map(|c| c.ty)).collect();
+    let equal: Vec<(usize, usize)> = exprs
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Compare { op: CmpOp::Eq, left, right } if super::movable(e) => match (&left.kind, &right.kind) {
+                (ExprKind::Column(a), ExprKind::Column(b)) if types.get(*a) == types.get(*b) => Some((*a, *b)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let implied = super::pushdown::implied_comparisons(&exprs, &equal, |_, _| true);
+    exprs.extend(implied);
     if rels.len() > REORDER_LIMIT {
         // Beyond a bitmask's reach: keep the FROM order.
         let tree = left_deep(rels);

@@ -58,6 +58,104 @@ fn keys_only(plan: Plan) -> Plan {
     }
 }
 
+/// Transitive comparisons across a join's keys (see [`implied_comparisons`]). Sides:
+/// an inner join both ways; a semi join both ways (a left row can only match a
+/// right row that passes); an anti or mark join and a left join from the left input
+/// to the right only (the left rows all stay, but right rows that cannot match any of
+/// them are not needed); a right join the mirror; a full join neither.
+fn transfer_across_keys(kind: JoinKind, left_keys: &[Expr], right_keys: &[Expr], nleft: usize, to_left: &mut Vec<Expr>, to_right: &mut Vec<Expr>) {
+    let (left_to_right, right_to_left) = match kind {
+        JoinKind::Inner | JoinKind::Semi => (true, true),
+        JoinKind::Left | JoinKind::Anti | JoinKind::Mark => (true, false),
+        JoinKind::Right => (false, true),
+        JoinKind::Full => (false, false),
+    };
+    // Over the join's columns: the left input's, then the right's.
+    let equal: Vec<(usize, usize)> = left_keys
+        .iter()
+        .zip(right_keys)
+        .filter_map(|(l, r)| match (&l.kind, &r.kind) {
+            (ExprKind::Column(a), ExprKind::Column(b)) if l.ty == r.ty => Some((*a, nleft + *b)),
+            _ => None,
+        })
+        .collect();
+    if equal.is_empty() {
+        return;
+    }
+    let mut preds = to_left.clone();
+    preds.extend(to_right.iter().map(|p| crate::binder::query_util::shift_columns(p, nleft)));
+    let accept = |from: usize, to: usize| {
+        (left_to_right && from < nleft && to >= nleft) || (right_to_left && from >= nleft && to < nleft)
+    };
+    for q in implied_comparisons(&preds, &equal, accept) {
+        match columns_of(&q)[..] {
+            [c] if c < nleft => to_left.push(q),
+            _ => to_right.push(unshift(&q, nleft)),
+        }
+    }
+}
+
+/// Transitive comparisons, as SQLite's "transitive constraints": columns known equal
+/// (`equal`, pairs of plain columns of one type, so equal values compare alike) share
+/// every comparison with a constant that one of them has — `a.x = b.y AND b.y <
+/// 100000` implies `a.x < 100000`, so Wisconsin's join reads both tables through
+/// their index range instead of one of them whole. Returns, for each `c op k` in
+/// `preds` (`k` a deterministic non-NULL constant) and each column `d` equal to `c`
+/// (through any chain of `equal`) with `accept(c, d)`, the conjunct `d op k` when
+/// `preds` does not already hold it. Each derived conjunct restates what the join
+/// already guarantees, so estimates see a smaller input, not a new condition (a
+/// join's estimate clamps distinct counts to its filtered inputs).
+pub(super) fn implied_comparisons(preds: &[Expr], equal: &[(usize, usize)], accept: impl Fn(usize, usize) -> bool) -> Vec<Expr> {
+    // Equivalence classes by repeated merging (a handful of keys per query).
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for &(a, b) in equal {
+        let ia = classes.iter().position(|c| c.contains(&a));
+        let ib = classes.iter().position(|c| c.contains(&b));
+        match (ia, ib) {
+            (Some(i), Some(j)) if i == j => {}
+            (Some(i), Some(j)) => {
+                let moved = classes.remove(i.max(j));
+                classes[i.min(j)].extend(moved);
+            }
+            (Some(i), None) => classes[i].push(b),
+            (None, Some(j)) => classes[j].push(a),
+            (None, None) => classes.push(vec![a, b]),
+        }
+    }
+    let mut derived: Vec<Expr> = Vec::new();
+    for p in preds {
+        let Some((col, column_left)) = column_compared_with_constant(p) else { continue };
+        let Some(class) = classes.iter().find(|c| c.contains(&col)) else { continue };
+        for &other in class {
+            if other == col || !accept(col, other) {
+                continue;
+            }
+            let ExprKind::Compare { op, left, right } = &p.kind else { continue };
+            let q = if column_left {
+                Expr::new(ExprKind::Compare { op: *op, left: Box::new(Expr::column(other, left.ty)), right: right.clone() }, p.ty)
+            } else {
+                Expr::new(ExprKind::Compare { op: *op, left: left.clone(), right: Box::new(Expr::column(other, right.ty)) }, p.ty)
+            };
+            if !preds.contains(&q) && !derived.contains(&q) {
+                derived.push(q);
+            }
+        }
+    }
+    derived
+}
+
+/// `column op constant` (either way round; `op` a comparison): the column, and
+/// whether it is the left operand.
+fn column_compared_with_constant(p: &Expr) -> Option<(usize, bool)> {
+    let ExprKind::Compare { left, right, .. } = &p.kind else { return None };
+    let constant = |e: &Expr| e.is_constant() && pure(e) && !matches!(e.kind, ExprKind::Literal(ref v) if v.is_null());
+    match (&left.kind, &right.kind) {
+        (ExprKind::Column(c), _) if constant(right) => Some((*c, true)),
+        (_, ExprKind::Column(c)) if constant(left) => Some((*c, false)),
+        _ => None,
+    }
+}
+
 /// `p` as a (left key, right key) pair when it is a movable equality between an
 /// expression of the left input and one of the right input.
 fn key_pair(p: &Expr, nleft: usize) -> Option<(Expr, Expr)> {
@@ -198,6 +296,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
                 }
                 residual.push(p);
             }
+            transfer_across_keys(kind, &left_keys, &right_keys, nleft, &mut to_left, &mut to_right);
             let left = deep(|| push_into(*left, to_left));
             let right = deep(|| push_into(*right, to_right));
             let join = Plan::new(
