@@ -683,7 +683,6 @@ fn replay_a_differential_script() {
 /// (here a semi join building on its left input or not), and one of them evaluates an
 /// expression on rows the other never reads: a division by zero on one side only.
 #[test]
-#[ignore = "bug reported with issue 16: bees on and off plan from different table sizes"]
 fn an_emptied_table_has_the_same_estimate_with_bees_on_and_off() {
     let estimate = |bees: &str| -> String {
         let db = Database::open(":memory:").unwrap();
