@@ -515,7 +515,11 @@ fn outcome(conn: &mut Connection, sql: &str, ordered: bool) -> Result<(Vec<Strin
 /// thread counts (the parts that may differ between the paths). `None` when it cannot
 /// be explained.
 fn plan_shape(conn: &mut Connection, sql: &str) -> Option<Vec<String>> {
-    let r = conn.query(&format!("EXPLAIN {sql}"), &[]).ok()?;
+    // EXPLAIN cannot take a statement that begins with a parenthesis (as in PostgreSQL,
+    // it would read as EXPLAIN's options): such a set operation is explained as a
+    // derived table.
+    let explain = if sql.starts_with('(') { format!("EXPLAIN SELECT * FROM ({sql}) AS q") } else { format!("EXPLAIN {sql}") };
+    let r = conn.query(&explain, &[]).ok()?;
     Some(
         r.rows
             .iter()
