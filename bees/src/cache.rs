@@ -259,6 +259,17 @@ impl BeeCache {
         self.sizes.lock().insert(id, tuples.max(1));
     }
 
+    /// Puts back a size read earlier with [`BeeCache::relation_size`] (a rolled-back
+    /// savepoint's): 0 makes the relation "never counted" again.
+    pub fn restore_relation_size(&self, id: u64, size: u64) {
+        let mut sizes = self.sizes.lock();
+        if size == 0 {
+            sizes.remove(&id);
+        } else {
+            sizes.insert(id, size);
+        }
+    }
+
     /// Records `n` more tuples inserted into relation `id`.
     pub fn note_inserts(&self, id: u64, n: u64) {
         *self.sizes.lock().entry(id).or_insert(0) += n;

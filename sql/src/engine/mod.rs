@@ -291,12 +291,12 @@ impl Txn {
         // oldest of them recorded.
         for undone in self.savepoints.drain(index + 1..).rev() {
             for (id, size) in undone.relation_sizes {
-                shared.bees.note_relation_size(id, size);
+                shared.bees.restore_relation_size(id, size);
             }
         }
         let kept = &mut self.savepoints[index];
         for (&id, &size) in &kept.relation_sizes {
-            shared.bees.note_relation_size(id, size);
+            shared.bees.restore_relation_size(id, size);
         }
         kept.relation_sizes.clear();
         self.catalog = kept.catalog.clone();
