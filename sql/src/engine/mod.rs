@@ -842,7 +842,7 @@ fn analyze_one_deferred(
     txn.commit(shared)?;
     // The row count is the snapshot's: the relation size when no commit came since.
     if current {
-        shared.bees.note_relation_size(table.id as u64, rows);
+        shared.bees.note_relation_size(table.id as u64, rows.max(1));
     }
     let mut counts = shared.changes.lock();
     if let Some(c) = counts.get_mut(&table.id) {
