@@ -250,13 +250,13 @@ impl BeeCache {
         self.sizes.lock().get(&id).copied().unwrap_or(0)
     }
 
-    /// Records that a full scan of relation `id` saw `tuples` tuples. An empty
-    /// relation is noted as one tuple: 0 reads as "never counted", and a scan that
-    /// found the relation empty must not make it unknown again (the optimizer would
-    /// then assume a default size, and plans would differ with bees on and off,
-    /// since only bee scans count).
+    /// Records that a full scan of relation `id` saw `tuples` tuples. A caller that
+    /// counted every tuple and found none notes one: 0 reads as "never counted", and
+    /// a relation found empty must not become unknown again (the optimizer would then
+    /// assume a default size, and plans would differ with bees on and off, since only
+    /// bee scans count).
     pub fn note_relation_size(&self, id: u64, tuples: u64) {
-        self.sizes.lock().insert(id, tuples.max(1));
+        self.sizes.lock().insert(id, tuples);
     }
 
     /// Puts back a size read earlier with [`BeeCache::relation_size`] (a rolled-back

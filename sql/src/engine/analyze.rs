@@ -128,7 +128,7 @@ pub fn analyze_table(ctx: &mut Ctx<'_>, table: &TableDef) -> Result<()> {
 fn analyze_sampled(ctx: &mut Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<()> {
     let stats = gather(ctx, table, sample_rows)?;
     ctx.txn.remember_relation_size(table.id as u64, ctx.bee_cache);
-    ctx.bee_cache.note_relation_size(table.id as u64, stats.rows);
+    ctx.bee_cache.note_relation_size(table.id as u64, stats.rows.max(1));
     ctx.txn.stats_mut().insert(table.id, stats);
     // The table's count of changes starts again when this transaction commits.
     ctx.txn.changed.remove(&table.id);

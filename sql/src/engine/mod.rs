@@ -198,8 +198,12 @@ impl Txn {
     /// Write transaction from the start, without a snapshot (BEGIN IMMEDIATE /
     /// EXCLUSIVE): waits for the write lock; every read goes through the writer.
     fn begin_write(shared: &Shared) -> Result<Txn> {
-        let write = shared.store.begin_write()?;
-        Ok(Txn {
+        Ok(Txn::writing(shared.store.begin_write()?, shared))
+    }
+
+    /// A transaction around the write transaction `write`, over the committed catalog.
+    fn writing(write: WriteTxn, shared: &Shared) -> Txn {
+        Txn {
             read: None,
             write: Some(write),
             catalog: committed_catalog(shared),
@@ -210,7 +214,7 @@ impl Txn {
             started: clock_now(),
             changed: Default::default(),
             analyzed: Vec::new(),
-        })
+        }
     }
 
     /// Takes the write lock (once). Fails if the snapshot has become stale.
@@ -827,18 +831,7 @@ fn analyze_one_deferred(
     drop(read);
     let w = shared.store.begin_write_timeout(std::time::Duration::ZERO)?;
     let current = snapshot == Some(w.base());
-    let mut txn = Txn {
-        read: None,
-        write: Some(w),
-        catalog: committed_catalog(shared),
-        catalog_changed: false,
-        savepoints: Vec::new(),
-        mode: TxnMode::default(),
-        ran_query: false,
-        started: clock_now(),
-        changed: Default::default(),
-        analyzed: Vec::new(),
-    };
+    let mut txn = Txn::writing(w, shared);
     // A schema change since the snapshot (the table altered, dropped or made
     // again) makes the sample the wrong table's: it stays due.
     if txn.catalog.schema_gen != schema_gen || !txn.catalog.tables.values().any(|t| t.id == table.id) {
@@ -849,7 +842,7 @@ fn analyze_one_deferred(
     txn.commit(shared)?;
     // The row count is the snapshot's: the relation size when no commit came since.
     if current {
-        shared.bees.note_relation_size(table.id as u64, rows);
+        shared.bees.note_relation_size(table.id as u64, rows.max(1));
     }
     let mut counts = shared.changes.lock();
     if let Some(c) = counts.get_mut(&table.id) {

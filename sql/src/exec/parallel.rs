@@ -273,8 +273,13 @@ pub(super) fn run_pipeline_with<S: Send>(
         }
         results
     });
-    if let Some(b) = bees {
-        b.0.cache.note_relation_size(table.id as u64, morsels.tuples.load(Ordering::Relaxed));
+    // A pipeline stopped early (a semi join's probe, an error) counted only part of
+    // the relation: no count is noted as none at all, not as an empty relation.
+    let counted = morsels.tuples.load(Ordering::Relaxed);
+    if let Some(b) = bees
+        && counted > 0
+    {
+        b.0.cache.note_relation_size(table.id as u64, counted);
     }
     let mut states = results.into_iter().collect::<Result<Vec<S>>>()?;
     // The build rows of right and full joins that no thread matched: one more pass

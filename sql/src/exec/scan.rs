@@ -330,7 +330,9 @@ pub(super) fn table_scan(
             if let Some(bee) = &b.bee {
                 match morsels {
                     Some(m) => m.add_tuples(bee.tuples),
-                    None => bee.plan.cache.note_relation_size(table.id as u64, bee.tuples),
+                    // Here the scan ran to its end (an early stop returned above):
+                    // an empty relation is known to be (nearly) empty.
+                    None => bee.plan.cache.note_relation_size(table.id as u64, bee.tuples.max(1)),
                 }
             }
         }

@@ -520,6 +520,13 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
         }
         Node::Distinct { input } => {
             let inner = pull_up(*input, base)?;
+            // DISTINCT now also runs over the columns the pulled conjuncts read. That
+            // keeps the rows per outer value only when each conjunct is `column =
+            // outer value`: with `created::date = o.day` two timestamps of one day
+            // would stay two rows.
+            if !inner.preds.iter().all(|p| column_equals_outer(p, base)) {
+                return None;
+            }
             let schema = inner.plan.schema.clone();
             Some(Pulled { plan: Plan::new(Node::Distinct { input: Box::new(inner.plan) }, schema), preds: inner.preds })
         }
@@ -533,6 +540,24 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
         }
         _ => None,
     }
+}
+
+/// Whether `p` is `column = e` (either way round) with `e` reading no column.
+fn column_equals_outer(p: &Expr, base: usize) -> bool {
+    let ExprKind::Compare { op: crate::expr::CmpOp::Eq, left, right } = &p.kind else { return false };
+    let outer = |e: &Expr| {
+        let mut c = Vec::new();
+        e.columns_used(&mut c);
+        c.is_empty() && uses_params(e, base)
+    };
+    matches!(left.kind, ExprKind::Column(_)) && outer(right) || matches!(right.kind, ExprKind::Column(_)) && outer(left)
+}
+
+/// Whether an expression anywhere in `plan` (its nodes and their inputs) satisfies `f`.
+fn tree_has(plan: &Plan, f: &dyn Fn(&Expr) -> bool) -> bool {
+    let mut found = false;
+    for_each_expr(plan, &mut |e| found |= f(e));
+    found || plan.children().into_iter().any(|c| crate::stack::guarded(|| tree_has(c, f)))
 }
 
 /// Moves the conjuncts of `e` that use parameters into `preds`; returns the others.
@@ -823,9 +848,11 @@ fn unnest_single_row(s: &SubqueryExpr, ty: DataType, cur: &Plan, subplan: &Subpl
     if plan.schema.len() != 1 || plan.schema[0].ty != ty || plan_is_volatile(&plan) {
         return None;
     }
-    let mut nested = false;
-    for_each_expr(&plan, &mut |e| nested |= has_subquery(e));
-    if nested {
+    // Anything below with an effect besides its value — a subquery, or a nested one
+    // already turned into `single_row` (whose error must only come from the inner rows
+    // the outer value selects) — would run for every inner row once the correlation
+    // is pulled above it.
+    if tree_has(&plan, &|e| e.has_side_effects()) {
         return None;
     }
     let value_ty = ty;
