@@ -1834,7 +1834,7 @@ impl Binder<'_> {
                 let x = Expr::new(ExprKind::Extract { field, expr: Box::new(b) }, DataType::NUMERIC);
                 return Ok(Expr::new(ExprKind::Cast { expr: Box::new(x), explicit: true }, DataType::Double));
             }
-            "nextval" | "currval" | "setval" => return self.bind_sequence_call(&name, &args, clause),
+            "nextval" | "currval" | "setval" | "lastval" => return self.bind_sequence_call(&name, &args, clause),
             "coalesce" => {
                 if args.is_empty() {
                     return Err(Error::syntax("coalesce needs at least one argument"));
@@ -1861,7 +1861,8 @@ impl Binder<'_> {
         self.call_scalar(&name, &args, clause)
     }
 
-    /// `nextval(name)`, `currval(name)`, `setval(name, value [, is_called])`: the
+    /// `nextval(name)`, `currval(name)`, `setval(name, value [, is_called])`,
+    /// `lastval()`: the
     /// name is text (PostgreSQL's `regclass`, looked up when the call runs), the
     /// value `bigint`; the result is `bigint`. Never folded or cached as a constant.
     fn bind_sequence_call(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Result<Expr> {
@@ -1874,6 +1875,7 @@ impl Binder<'_> {
         }
         let arity_ok = match name {
             "setval" => matches!(args.len(), 2 | 3),
+            "lastval" => args.is_empty(),
             _ => args.len() == 1,
         };
         let wanted = [DataType::Text, DataType::BigInt, DataType::Boolean];
@@ -1895,6 +1897,7 @@ impl Binder<'_> {
         let func = match name {
             "nextval" => crate::expr::Func::NextVal,
             "currval" => crate::expr::Func::CurrVal,
+            "lastval" => crate::expr::Func::LastVal,
             _ => crate::expr::Func::SetVal,
         };
         Ok(Expr::new(ExprKind::Func { func, args: cast }, DataType::BigInt))
