@@ -634,7 +634,7 @@ fn create_index_of_9m_rows_under_an_address_space_cap() {
     const ROWS: i64 = 9_000_000;
     let setup = format!(
         "CREATE TABLE w (i BIGINT, s TEXT); \
-         INSERT INTO w SELECT i, 'row ' || CAST((i * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i)"
+         INSERT INTO w SELECT i, 'row ' || CAST((CAST(i AS BIGINT) * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i)"
     );
     capped_on_a_small_cache("create_index_of_9m_rows_under_an_address_space_cap", true, &setup, |cap, c, _| {
         cap.step("CREATE INDEX over 9M rows", MB50, || c.execute_batch("CREATE INDEX w_s ON w (s)").unwrap());
