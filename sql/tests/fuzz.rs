@@ -541,7 +541,8 @@ fn plan_shape(conn: &mut Connection, sql: &str) -> Option<Vec<String>> {
 /// by zero, out of range, too long) where the other answered, and the two plans differ
 /// (not only in bees or threads). Which rows an expression meets is the plan's choice
 /// (a join that finds its build side empty never reads its probe side), as in
-/// PostgreSQL; with the same plan the paths must meet the same rows.
+/// PostgreSQL; with the same plan the paths must meet the same rows. Or both data
+/// exceptions of different codes (see below).
 fn tolerated(
     a: &Result<(Vec<String>, u64), String>,
     b: &Result<(Vec<String>, u64), String>,
@@ -550,8 +551,17 @@ fn tolerated(
     sql: &str,
 ) -> bool {
     let data_exception = |o: &Result<(Vec<String>, u64), String>| matches!(o, Err(s) if s.starts_with("22"));
+    let query = sql.starts_with(['S', 'W', '(']);
+    // A query with two expressions that fail (`x % 0` in one arm of an INTERSECT, an
+    // integer overflow in the other) fails on every path, with the error of whichever
+    // the path evaluates first: SQL leaves that order to the plan and the evaluator (a
+    // compiled bee evaluates a projection's columns in its own order). Seed 20261128,
+    // statement 78 of schema seed 20261188783880: 22012 with bees on, 22003 off.
+    if query && data_exception(a) && data_exception(b) {
+        return true;
+    }
     let one_sided = (data_exception(a) && b.is_ok()) || (data_exception(b) && a.is_ok());
-    one_sided && sql.starts_with(['S', 'W', '(']) && plan_shape(ca, sql) != plan_shape(cb, sql)
+    one_sided && query && plan_shape(ca, sql) != plan_shape(cb, sql)
 }
 
 /// Grammar statements over random schemas (drawn again every 150 statements, tables
@@ -583,6 +593,7 @@ fn generated_statements_agree_across_paths() {
     let (mut compared, mut errors, mut rows, mut plan_differences) = (0usize, 0usize, 0usize, 0usize);
     let mut done = 0;
     let mut epoch = 0u64;
+    let mut diverged_block = false;
     while done < total {
         // Each schema has its own seed, so a failure replays from it alone.
         let schema_seed = seed.wrapping_mul(1_000_003).wrapping_add(epoch);
@@ -605,6 +616,10 @@ fn generated_statements_agree_across_paths() {
                 let other = outcome(c, &stmt.sql, stmt.ordered);
                 if other != base && tolerated(&base, &other, &mut first[0], c, &stmt.sql) {
                     plan_differences += 1;
+                    // Inside a transaction block the error aborted one path's block and
+                    // not the other's: end the block on every path, or the rest of it
+                    // differs by 25P02 (seed 20261128, schema seed 20261188784314).
+                    diverged_block = true;
                     eprintln!("fuzz: {} and {} differ in plan and so in the rows an expression met: {:?} vs {:?}: {:.300}", paths[0].0, paths[p].0, base.as_ref().err(), other.as_ref().err(), stmt.sql);
                 } else if other != base {
                     let show = |o: &Result<(Vec<String>, u64), String>| match o {
@@ -629,6 +644,11 @@ fn generated_statements_agree_across_paths() {
                         show(&other),
                         setup.iter().filter(|s| !s.starts_with("INSERT")).cloned().collect::<Vec<_>>().join(";\n")
                     );
+                }
+            }
+            if std::mem::take(&mut diverged_block) {
+                for c in conns.iter_mut() {
+                    let _ = c.execute("ROLLBACK", &[]);
                 }
             }
             let took = t0.elapsed();
