@@ -11,6 +11,57 @@ use crate::expr::{ArithOp, CmpOp, Expr, ExprKind, Func, SubqueryExpr, SubqueryKi
 use crate::plan::{AggCall, AggFunc};
 use crate::types::{DataType, DateField, Decimal, Interval, Value};
 
+/// The span of an expression, as sqlparser's `Spanned::span` computes it (the union of
+/// its parts' spans, an empty span standing for none), without recursing over the
+/// shapes that chain: a chain of operators is a tree as deep as it is long (thousands
+/// of levels within the parser's limits), and `span()` takes a stack frame per level
+/// on whatever stack the caller has left. Those shapes are walked with a heap stack;
+/// any other node's own `span()` runs on the guarded stack.
+pub(crate) fn expr_span(e: &ast::Expr) -> sqlparser::tokenizer::Span {
+    use sqlparser::ast::Spanned;
+    use sqlparser::tokenizer::Span;
+    let mut span = Span::empty();
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            ast::Expr::BinaryOp { left, right, .. }
+            | ast::Expr::IsDistinctFrom(left, right)
+            | ast::Expr::IsNotDistinctFrom(left, right)
+            | ast::Expr::AnyOp { left, right, .. }
+            | ast::Expr::AllOp { left, right, .. }
+            | ast::Expr::Like { expr: left, pattern: right, .. }
+            | ast::Expr::ILike { expr: left, pattern: right, .. }
+            | ast::Expr::SimilarTo { expr: left, pattern: right, .. }
+            | ast::Expr::AtTimeZone { timestamp: left, time_zone: right } => {
+                todo.push(right);
+                todo.push(left);
+            }
+            ast::Expr::Between { expr, low, high, .. } => {
+                todo.push(high);
+                todo.push(low);
+                todo.push(expr);
+            }
+            ast::Expr::InList { expr, list, .. } => {
+                todo.extend(list.iter().rev());
+                todo.push(expr);
+            }
+            ast::Expr::IsFalse(x)
+            | ast::Expr::IsNotFalse(x)
+            | ast::Expr::IsTrue(x)
+            | ast::Expr::IsNotTrue(x)
+            | ast::Expr::IsNull(x)
+            | ast::Expr::IsNotNull(x)
+            | ast::Expr::IsUnknown(x)
+            | ast::Expr::IsNotUnknown(x)
+            | ast::Expr::Nested(x)
+            | ast::Expr::UnaryOp { expr: x, .. }
+            | ast::Expr::Cast { expr: x, .. } => todo.push(x),
+            other => span = span.union(&crate::stack::guarded(|| other.span())),
+        }
+    }
+    span
+}
+
 /// The aggregation a SELECT is binding its output expressions over.
 pub struct AggState {
     /// Frame depth of the aggregating query.
@@ -123,6 +174,11 @@ pub(super) fn column_refs_of(e: &ast::Expr, out: &mut Vec<(Option<String>, Strin
 
 /// Calls `f` on `e` and its sub-expressions, not descending into subqueries.
 fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
+    // A chain of operators is a tree as deep as it is long.
+    crate::stack::guarded(|| visit_guarded(e, f))
+}
+
+fn visit_guarded(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     f(e);
     use ast::Expr as E;
     match e {
@@ -466,8 +522,19 @@ impl Binder<'_> {
             }
         // Expressions nest as deep as the parser allows: recurse on fresh stack
         // segments rather than overflow the caller's stack.
-        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause))
-            .map_err(|err| err.at(self.pos(e)))
+        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause)).map_err(|err| {
+            // The innermost expression's position wins: take it once, not again at
+            // every level of a chain thousands deep on the way out (each a walk of
+            // the whole subtree).
+            if err.position.is_some() { err } else { err.at(self.pos_expr(e)) }
+        })
+    }
+
+    /// Byte offset of an expression in the statement text: [`Binder::pos`] for
+    /// expressions, through [`expr_span`] (which does not recurse over operator
+    /// chains).
+    fn pos_expr(&self, e: &ast::Expr) -> Option<usize> {
+        crate::parser::span_offset(self.sql, expr_span(e))
     }
 
     /// Above an aggregation: `e` as a reference to a group expression, if it is one.
@@ -923,7 +990,7 @@ impl Binder<'_> {
                     "42803",
                     format!("subquery uses ungrouped column \"{full}\" from outer query"),
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         }
         if let Some(state) = &self.agg
@@ -939,7 +1006,7 @@ impl Binder<'_> {
                     "42803",
                     format!("column \"{full}\" must appear in the GROUP BY clause or be used in an aggregate function"),
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         match table {
             Some(t) if !self.any_level_has_table(t) => {
@@ -1046,7 +1113,7 @@ impl Binder<'_> {
                 "argument of {op} must be type boolean, not type {}",
                 b.ty
             ))
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         Ok(b)
     }
@@ -1111,7 +1178,7 @@ impl Binder<'_> {
                     } else {
                         format!("operator does not exist: {} {op} {}", t, b.ty)
                     };
-                    Error::undefined_function(msg).at(self.pos(*e))
+                    Error::undefined_function(msg).at(self.pos_expr(*e))
                 })?,
             });
         }
@@ -1634,18 +1701,18 @@ impl Binder<'_> {
         clause: &'static str,
     ) -> Result<Expr> {
         if matches!(&f.args, ast::FunctionArguments::List(l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)) {
-            return Err(Error::not_supported("count(DISTINCT t.*)").at(self.pos(e)));
+            return Err(Error::not_supported("count(DISTINCT t.*)").at(self.pos_expr(e)));
         }
         if !call_order(f).is_empty() {
-            return Err(Error::not_supported("ORDER BY in count(t.*)").at(self.pos(e)));
+            return Err(Error::not_supported("ORDER BY in count(t.*)").at(self.pos_expr(e)));
         }
         let level = self.frames.len() - 1;
         let scope = self.from_scope_at(level);
         if !scope.has_table(table) {
             if (0..level).any(|l| self.from_scope_at(l).has_table(table)) {
-                return Err(Error::not_supported("count(t.*) of an outer query's table").at(self.pos(e)));
+                return Err(Error::not_supported("count(t.*) of an outer query's table").at(self.pos_expr(e)));
             }
-            return Err(super::scope::Scope::missing_table(table, std::iter::once(scope)).at(self.pos(e)));
+            return Err(super::scope::Scope::missing_table(table, std::iter::once(scope)).at(self.pos_expr(e)));
         }
         let one = ast::Expr::value(ast::Value::Number("1".into(), false));
         if !scope.nullable.iter().any(|t| t == table) {
@@ -1665,7 +1732,7 @@ impl Binder<'_> {
             return Err(Error::not_supported(format!(
                 "count({table}.*) over the nullable side of an outer join, where \"{table}\" has no NOT NULL column,"
             ))
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         };
         let quoted = |n: &str| ast::Ident::with_quote('"', n);
         let x = ast::Expr::CompoundIdentifier(vec![quoted(table), quoted(&column)]);
@@ -1685,12 +1752,12 @@ impl Binder<'_> {
                 return Err(Error::not_supported(format!(
                     "application-defined aggregate {name} used as a window function"
                 ))
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             return self.bind_window_call(f, &name, e, clause);
         }
         if super::window::window_func(&name).is_some() {
-            return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos(e)));
+            return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos_expr(e)));
         }
         if !f.within_group.is_empty() {
             return Err(Error::not_supported("WITHIN GROUP"));
@@ -1711,7 +1778,7 @@ impl Binder<'_> {
                     return Err(Error::not_supported(format!(
                         "DISTINCT in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 // An application's aggregate may look at NULL inputs, so FILTER cannot
                 // be had by handing it NULLs for the rows filtered out.
@@ -1719,13 +1786,13 @@ impl Binder<'_> {
                     return Err(Error::not_supported(format!(
                         "FILTER in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 if !call_order(f).is_empty() {
                     return Err(Error::not_supported(format!(
                         "ORDER BY in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 let call = crate::plan::UdfAggCall {
                     function: udf.clone(),
@@ -1756,7 +1823,7 @@ impl Binder<'_> {
         if name == "generate_series" {
             return Err(Error::not_supported("set-returning functions outside FROM are not supported")
                 .with_hint("Call generate_series in FROM: SELECT g FROM generate_series(1, 3) AS g.")
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
         }
         if let Some(func) = aggregate_func(&name) {
             // count(*) FILTER (WHERE c) counts the rows c holds for: count(1) filtered.
@@ -1771,7 +1838,7 @@ impl Binder<'_> {
                 "42809",
                 format!("FILTER specified, but {name} is not an aggregate function"),
             )
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         if star {
             return Err(Error::syntax(format!("{name}(*) is only valid for aggregates")));
@@ -1787,7 +1854,7 @@ impl Binder<'_> {
                 "42809",
                 format!("ORDER BY specified, but {name} is not an aggregate function"),
             )
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         match name.as_str() {
             // PostgreSQL's version() names the server; BeeDB names itself.
@@ -2008,13 +2075,13 @@ impl Binder<'_> {
     fn bind_grouping(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         match &self.agg {
             Some(a) if a.level == usize::MAX => {
-                return Err(Error::semantic("42803", "aggregate function calls cannot be nested").at(self.pos(e)));
+                return Err(Error::semantic("42803", "aggregate function calls cannot be nested").at(self.pos_expr(e)));
             }
             Some(_) if !self.in_agg_level() => {
                 return Err(Error::not_supported(
                     "grouping() in a subquery over the enclosing query's grouping columns",
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             Some(_) => {}
             // The output of a level that does not aggregate: the arguments are an
@@ -2023,25 +2090,25 @@ impl Binder<'_> {
                 return Err(Error::not_supported(
                     "grouping() in a subquery over the enclosing query's grouping columns",
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             None => {
                 return Err(Error::semantic("42803", format!("grouping operations are not allowed in {clause}"))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
             }
         }
         let ast::FunctionArguments::List(list) = &f.args else {
-            return Err(Error::syntax("grouping() needs at least one argument").at(self.pos(e)));
+            return Err(Error::syntax("grouping() needs at least one argument").at(self.pos_expr(e)));
         };
         if f.filter.is_some() || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
-            return Err(Error::syntax("grouping() takes only expressions").at(self.pos(e)));
+            return Err(Error::syntax("grouping() takes only expressions").at(self.pos_expr(e)));
         }
         let args = plain_args(f);
         if args.is_empty() || args.len() != list.args.len() {
-            return Err(Error::syntax("grouping() takes one or more expressions").at(self.pos(e)));
+            return Err(Error::syntax("grouping() takes one or more expressions").at(self.pos_expr(e)));
         }
         if args.len() >= 32 {
-            return Err(Error::semantic("54023", "GROUPING must have fewer than 32 arguments").at(self.pos(e)));
+            return Err(Error::semantic("54023", "GROUPING must have fewer than 32 arguments").at(self.pos_expr(e)));
         }
         let mut members = Vec::with_capacity(args.len());
         for a in &args {
@@ -2052,7 +2119,7 @@ impl Binder<'_> {
                         "42803",
                         "arguments to GROUPING must be grouping expressions of the associated query level",
                     )
-                    .at(self.pos(*a)));
+                    .at(self.pos_expr(*a)));
                 }
             }
         }
@@ -2122,7 +2189,7 @@ impl Binder<'_> {
             } else {
                 format!("aggregate functions are not allowed in {clause}")
             };
-            return Err(Error::semantic("42803", msg).at(self.pos(e)));
+            return Err(Error::semantic("42803", msg).at(self.pos_expr(e)));
         }
         self.bind_aggregate_here(func, udf, name, args, distinct, star, filter, e)
     }
@@ -2153,7 +2220,7 @@ impl Binder<'_> {
             if matches!(clause, "SELECT" | "ORDER BY") {
                 self.outer_agg_request = Some(level);
             }
-            return Err(Error::semantic("42803", format!("aggregate functions are not allowed in {clause}")).at(self.pos(e)));
+            return Err(Error::semantic("42803", format!("aggregate functions are not allowed in {clause}")).at(self.pos_expr(e)));
         };
         let state = self.outer_aggs[slot].take();
         let inner_frames = self.frames.split_off(level + 1);
@@ -2187,7 +2254,7 @@ impl Binder<'_> {
                     "function {name}({}) does not exist",
                     if star { "*".to_string() } else { format!("{} arguments", args.len()) }
                 ))
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         };
         let mut bound = Vec::with_capacity(args.len());
@@ -2213,7 +2280,7 @@ impl Binder<'_> {
                 .iter()
                 .map(|o| {
                     let b = self.bind_expr(&o.expr, "aggregate")?;
-                    super::query::sort_key(b, &o.options).map_err(|err| err.at(self.pos(&o.expr)))
+                    super::query::sort_key(b, &o.options).map_err(|err| err.at(self.pos_expr(&o.expr)))
                 })
                 .collect::<Result<Vec<_>>>();
             self.set_scope(saved);
@@ -2229,7 +2296,7 @@ impl Binder<'_> {
                         "42P10",
                         "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
                     )
-                    .at(self.pos(&o.expr)));
+                    .at(self.pos_expr(&o.expr)));
                 }
                 order.push(k);
             }
@@ -2255,7 +2322,7 @@ impl Binder<'_> {
                 .function
                 .function
                 .return_type(&types)
-                .map_err(|err| err.at(self.pos(e)))?;
+                .map_err(|err| err.at(self.pos_expr(e)))?;
             udf.args = bound;
             // Such a function can be replaced between two executions: plan it each time.
             self.reads_at_bind = true;
@@ -2282,7 +2349,7 @@ impl Binder<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            return Err(Error::undefined_function(format!("function {name}({list}) does not exist")).at(self.pos(e)));
+            return Err(Error::undefined_function(format!("function {name}({list}) does not exist")).at(self.pos_expr(e)));
         };
         let mut cast_args = Vec::with_capacity(bound.len());
         for ((b, t), a) in bound.into_iter().zip(casts).zip(args) {
@@ -2339,7 +2406,7 @@ impl Binder<'_> {
         let ty = udf
             .function
             .return_type(&types)
-            .map_err(|err| err.at(self.pos(e)))?;
+            .map_err(|err| err.at(self.pos_expr(e)))?;
         // Such a function can be replaced between two executions: plan it each time.
         self.reads_at_bind = true;
         Ok(Expr::new(ExprKind::Udf { udf, args: bound }, ty))
