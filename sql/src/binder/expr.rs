@@ -406,6 +406,33 @@ fn float_literal(e: &ast::Expr, ty: &DataType) -> Option<f64> {
     Some(if negative { -f } else { f })
 }
 
+/// A numeric literal that BeeDB's numeric cannot hold (more than 38 digits, or digits
+/// it would round away), as a double. PostgreSQL's numeric holds it exactly, and where
+/// the literal meets a float type (a cast, a float column it is stored in or compared
+/// with, arithmetic with a float) it becomes that float: there BeeDB binds it as
+/// float8 directly, the same answer. Anywhere else it stays an error (22003), never a
+/// silent double. `None` for any other expression and for literals numeric holds.
+pub(super) fn wide_literal(e: &ast::Expr) -> Option<f64> {
+    let text = match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            _ => return None,
+        },
+        ast::Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match &**expr {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => format!("-{n}"),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if number_literal(&text).is_ok() {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
 /// `sign (a ^ b ^ …)` as sqlparser parsed `- a ^ b ^ …` (without parentheses),
 /// rewritten to PostgreSQL's reading `((sign a) ^ b) ^ …`: the sign goes onto the
 /// leftmost operand of the chain of `^` (which associates to the left).
@@ -1149,6 +1176,33 @@ impl Binder<'_> {
         Ok((l, r))
     }
 
+    /// Binds the operands of one operator (or the items of a list whose types unify).
+    /// A numeric literal numeric cannot hold ([`wide_literal`]) binds as float8 when
+    /// another operand is of a float type (`1e300 * 2.0::float8`, `f < 1e300` over a
+    /// float column), as PostgreSQL casts it there; otherwise it is its 22003 error.
+    fn bind_operands(&mut self, items: &[&ast::Expr], clause: &'static str) -> Result<Vec<Expr>> {
+        let mut bound = Vec::with_capacity(items.len());
+        let mut wide = None;
+        for e in items {
+            match wide_literal(e) {
+                Some(f) => {
+                    wide = wide.or(Some(*e));
+                    bound.push(Expr::literal(Value::Double(f), DataType::Double));
+                }
+                None => bound.push(self.bind_expr(e, clause)?),
+            }
+        }
+        if let Some(e) = wide {
+            let float = |ty: &DataType| matches!(ty, DataType::Double | DataType::Real);
+            let meets_float = bound.iter().zip(items).any(|(b, e)| wide_literal(e).is_none() && float(&b.ty));
+            if !meets_float {
+                // The literal's own error (22003, with its position).
+                self.bind_expr(e, clause)?;
+            }
+        }
+        Ok(bound)
+    }
+
     /// Binds expressions and casts them all to one type (untyped literals adopt the
     /// type of the others; all untyped → text).
     pub fn bind_unified(
@@ -1157,10 +1211,7 @@ impl Binder<'_> {
         clause: &'static str,
         op: &str,
     ) -> Result<Vec<Expr>> {
-        let bound: Vec<Expr> = items
-            .iter()
-            .map(|e| self.bind_expr(e, clause))
-            .collect::<Result<_>>()?;
+        let bound = self.bind_operands(items, clause)?;
         let mut target: Option<DataType> = None;
         for (b, e) in bound.iter().zip(items) {
             if is_unknown(e) {
@@ -1281,8 +1332,9 @@ impl Binder<'_> {
         right: &ast::Expr,
         clause: &'static str,
     ) -> Result<Expr> {
-        let mut l = self.bind_expr(left, clause)?;
-        let mut r = self.bind_expr(right, clause)?;
+        let mut bound = self.bind_operands(&[left, right], clause)?;
+        let mut r = bound.pop().expect("two");
+        let mut l = bound.pop().expect("two");
         let (lu, ru) = (is_unknown(left), is_unknown(right));
         // Untyped literals take the other side's type (or a sensible one for dates).
         let guess = |this: &Expr, other: &DataType| -> DataType {
