@@ -2,6 +2,8 @@
 //! in a loop, each with its own literal as the lab sends them, for timing and for
 //! counting instructions under callgrind:
 //! `cargo run --release -p beedb-sql --example wisconsin_loop -- DB QUERY N [bees on|off] [ROWS]`
+//! (with `STATEMENT_SHAPES=off` in the environment, each statement is parsed and
+//! planned on its own: `engine/shape.rs`)
 //! where DB is a Wisconsin database with indexes on `tenk1 (unique1)` and
 //! `tenk1 (unique2)` (`beedb bench wisconsin` leaves one in its `--out` folder: copy
 //! it, the loop changes it), QUERY one of q7, q29, q30, q31, q32, and ROWS the rows of
@@ -22,6 +24,10 @@ fn main() -> beedb_sql::Result<()> {
     let mut conn = db.connect();
     conn.set("synchronous", "normal")?;
     conn.set("bees", bees)?;
+    // `STATEMENT_SHAPES=off` times the statements parsed and planned one by one.
+    if let Ok(v) = std::env::var("STATEMENT_SHAPES") {
+        conn.set("statement_shapes", &v)?;
+    }
     let rows: u64 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {

@@ -105,6 +105,9 @@ pub struct Binder<'a> {
     pub param_count: usize,
     /// Types the statement's parameters were inferred to have (`None`: unknown).
     pub param_types: Vec<Option<DataType>>,
+    /// The parameters stand for literals (a statement shape, `engine/shape.rs`): an
+    /// implicit cast retypes one, as it folds a literal (see `cast`).
+    pub literal_params: bool,
     subqueries: Vec<Subplan>,
     frames: Vec<Frame>,
     ctes: Vec<HashMap<String, CteDef>>,
@@ -147,6 +150,7 @@ impl<'a> Binder<'a> {
             sql,
             param_count,
             param_types: vec![None; param_count],
+            literal_params: false,
             reads_at_bind: false,
             subqueries: Vec::new(),
             frames: vec![Frame {
@@ -421,6 +425,19 @@ impl<'a> Binder<'a> {
                 self.param_types[i] = Some(ty);
                 return Ok(Expr::new(ExprKind::Param(i), ty));
             }
+        // A statement shape's parameter stands for a literal, which an implicit
+        // cast folds into a literal of the type: the parameter takes the type, and
+        // its value is cast when the statement runs (`PlanCache::cast_params`, with
+        // the cast a literal gets; a value that does not cast declines the shape, so
+        // that the literal statement reports the error as it would).
+        if let ExprKind::Param(i) = b.kind
+            && self.literal_params
+            && !explicit
+            && i < self.param_count
+        {
+            self.param_types[i] = Some(ty);
+            return Ok(Expr::new(ExprKind::Param(i), ty));
+        }
         if let ExprKind::Literal(v) = &b.kind {
             let folded = if explicit { v.cast(&ty) } else { v.cast_for_assignment(&ty) };
             return match folded {

@@ -170,6 +170,7 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
     let catalog = ctx.txn.catalog.clone();
     let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
     binder.functions = Some(ctx.functions);
+    binder.literal_params = ctx.plan_cache.is_some_and(|c| c.is_shaped());
     let table = binder.table(name)?;
     // Target columns.
     let targets: Vec<usize> = if ins.columns.is_empty() {
@@ -308,7 +309,7 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
         None => None,
     };
     // The parameters must cast (an error here is the statement's, as before).
-    cast_params(ctx.params, &binder.param_types)?;
+    cast_with(ctx, &binder.param_types)?;
     let subqueries = binder.take_subqueries();
     let conflict_update = match conflict.as_ref().and_then(|c| c.update.clone()) {
         Some(plan) => Some(optimize(plan, subqueries.clone(), &ctx.optimizer, &crate::optimizer::NoStats)),
@@ -337,9 +338,18 @@ fn bind_insert(ctx: &mut Ctx<'_>, ins: &ast::Insert) -> Result<Arc<InsertPlan>> 
             insert: Some(plan.clone()),
             checks: None,
         };
-        cache.put(ctx, &binder, cached);
+        cache.put(ctx, &binder, cached)?;
     }
     Ok(plan)
+}
+
+/// The statement's parameters cast to `types`, through its plan cache when it has
+/// one (which declines a statement shape whose values do not cast).
+fn cast_with(ctx: &Ctx<'_>, types: &[Option<crate::types::DataType>]) -> Result<Vec<Value>> {
+    match ctx.plan_cache {
+        Some(cache) => cache.cast_params(ctx.params, types),
+        None => cast_params(ctx.params, types),
+    }
 }
 
 /// The expressions of `source` when it is one VALUES row without subqueries (with
@@ -396,7 +406,7 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     let InsertPlan { table, returned_columns, conflict, conflict_update, reads_target, .. } = plan;
     let (table, returned_columns, conflict, conflict_update) = (table.clone(), returned_columns.clone(), conflict, conflict_update);
     let n = table.columns.len();
-    let params = cast_params(ctx.params, &plan.param_types)?;
+    let params = cast_with(ctx, &plan.param_types)?;
     let checks = &plan.checks;
     let mut foreign_keys = super::fk::Tracker::of(ctx.catalog(), &table)?;
     // Made once the statement proves to write many rows (see FORM_BEE_MIN_ROWS).
@@ -1020,6 +1030,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             binder.functions = Some(ctx.functions);
+            binder.literal_params = ctx.plan_cache.is_some_and(|c| c.is_shaped());
             let table = binder.table(name)?;
             let always = identity_always(&catalog, &table);
             let plan = update_plan(&mut binder, &table, alias, u, &always)?;
@@ -1094,7 +1105,7 @@ fn plan_write(
     plan: Plan,
     checks: Option<Arc<super::check::RowChecks>>,
 ) -> Result<WritePlan> {
-    let params = cast_params(ctx.params, &binder.param_types)?;
+    let params = cast_with(ctx, &binder.param_types)?;
     let generic = Arc::new(optimize_generic(ctx, plan, binder.take_subqueries()));
     if let Some(cache) = ctx.plan_cache {
         let cached = CachedPlan {
@@ -1104,7 +1115,7 @@ fn plan_write(
             insert: None,
             checks: checks.clone(),
         };
-        cache.put(ctx, &binder, cached);
+        cache.put(ctx, &binder, cached)?;
     }
     let bq = with_bees(ctx, generic, &params)?;
     Ok((table, bq, params, checks))
@@ -1216,6 +1227,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
             let catalog = ctx.txn.catalog.clone();
             let mut binder = Binder::new(&catalog, ctx.sql, ctx.params.len());
             binder.functions = Some(ctx.functions);
+            binder.literal_params = ctx.plan_cache.is_some_and(|c| c.is_shaped());
             let table = binder.table(name)?;
             let using = d.using.as_deref().unwrap_or(&[]);
             let (scan, scope) = target_scan(&mut binder, &table, alias, d.selection.as_ref(), using)?;

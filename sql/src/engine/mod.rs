@@ -29,6 +29,7 @@ mod fk;
 mod ddl;
 mod dml;
 mod plan_cache;
+pub(crate) mod shape;
 mod truncate;
 mod query;
 pub(crate) mod sequence;
@@ -711,7 +712,9 @@ pub fn execute(
         TxnState::Active(txn) => {
             txn.ran_query = true;
             let r = run_in(txn, &shared, sql, ast, params, &env);
-            if r.is_err()
+            // A declined statement shape did nothing yet: the session runs the
+            // statement with its literals next (`shape.rs`).
+            if r.as_ref().is_err_and(|e| shape::declined(e).is_none())
                 && let TxnState::Active(txn) = std::mem::take(&mut conn.txn)
             {
                 conn.txn = failed(txn);

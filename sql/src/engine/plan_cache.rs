@@ -55,6 +55,9 @@ pub struct PlanCache {
     attached: Mutex<Option<Attached>>,
     /// Plans kept so far (for tests: how often the statement was planned again).
     kept: std::sync::atomic::AtomicUsize,
+    /// The statement is a shape (`shape.rs`): its parameters stand for literals, and
+    /// a plan is kept (and run) only when their values could not have changed it.
+    shaped: bool,
 }
 
 /// A cached plan with what it was made under.
@@ -89,6 +92,47 @@ fn bees_are_parameter_free(bq: &BoundQuery) -> bool {
             && b.0.scan.is_some()
         {
             return false;
+        }
+        todo.extend(p.children());
+    }
+    true
+}
+
+/// Whether no literal's value could have changed `bq`, the plan of a statement
+/// shape: it reads no table, or one table (no subplans) by an index lookup with
+/// equalities only, on a unique index's every column, or on an index whose leading
+/// column has no statistics (a literal and a parameter are then estimated alike) or
+/// has no common values and nearly as many distinct values as rows. For such a
+/// column a literal is estimated at one row in ndv — as a parameter is — or, outside
+/// the values seen, at one row: never more rows than the lookup the generic plan
+/// chose, so the literal would have chosen it too. Anything else — a range, an IN
+/// list, a join, a column with common values whose literal could be estimated at
+/// many rows — could plan differently for some value, so the shape is not used.
+fn value_insensitive(ctx: &Ctx<'_>, bq: &BoundQuery) -> bool {
+    use crate::plan::{Access, Node};
+    if !bq.subqueries.is_empty() {
+        return false;
+    }
+    let mut scans = 0;
+    let mut todo: Vec<&crate::plan::Plan> = vec![&bq.plan];
+    while let Some(p) = todo.pop() {
+        if let Node::TableScan { table, access, .. } = &p.node {
+            scans += 1;
+            let Access::Index { index, eq, lower, upper, any, .. } = access else { return false };
+            if scans > 1 || !any.is_empty() || lower.is_some() || upper.is_some() || eq.is_empty() {
+                return false;
+            }
+            if !crate::exec::point::is_unique_lookup(table, access) {
+                let Some(&column) = table.indexes.get(*index).and_then(|i| i.columns.first()) else { return false };
+                if let Some(stats) = ctx.catalog().stats.get(&table.id)
+                    && let Some(cs) = stats.columns.get(column)
+                {
+                    let rows = stats.rows as f64;
+                    if !cs.mcv.is_empty() || cs.distinct_in(rows) < 0.9 * rows {
+                        return false;
+                    }
+                }
+            }
         }
         todo.extend(p.children());
     }
@@ -205,9 +249,30 @@ impl PlanCache {
         Some(slot.plan.clone())
     }
 
+    /// The plan cache of a statement shape ([`super::shape`]).
+    pub fn shaped() -> PlanCache {
+        PlanCache { shaped: true, ..Default::default() }
+    }
+
+    /// Whether this is a statement shape's cache.
+    pub fn is_shaped(&self) -> bool {
+        self.shaped
+    }
+
+    /// [`query::cast_params`]; for a shape, a value that does not cast declines the
+    /// shape for this execution (the statement with its literals reports the error).
+    pub fn cast_params(&self, params: &[Value], types: &[Option<DataType>]) -> Result<Vec<Value>> {
+        query::cast_params(params, types).map_err(|e| if self.shaped { super::shape::declined_values() } else { e })
+    }
+
     /// Keeps `plan`, made under the transaction's catalog, unless its binder read
-    /// something at bind time that the next execution must read again.
-    pub fn put(&self, ctx: &Ctx<'_>, binder: &Binder<'_>, plan: CachedPlan) {
+    /// something at bind time that the next execution must read again. A shape's
+    /// plan that its literals' values could have changed ([`value_insensitive`]) is
+    /// refused before it runs: the shape is declined.
+    pub fn put(&self, ctx: &Ctx<'_>, binder: &Binder<'_>, plan: CachedPlan) -> Result<()> {
+        if self.shaped && !value_insensitive(ctx, &plan.query) {
+            return Err(super::shape::declined_shape());
+        }
         if !binder.reads_at_bind {
             let sizes = scanned_tables(&plan.query)
                 .into_iter()
@@ -222,6 +287,7 @@ impl PlanCache {
                 plan,
             });
         }
+        Ok(())
     }
 
     /// The plan of `q` for this execution, with its bees, and the parameter values
@@ -229,13 +295,14 @@ impl PlanCache {
     /// the transaction's catalog, else a new one (cached when it may be reused).
     pub fn plan_query(&self, ctx: &Ctx<'_>, q: &ast::Query) -> Result<(Arc<BoundQuery>, Vec<Value>)> {
         let (generic, params) = match self.get(ctx) {
-            Some(plan) => (plan.query, query::cast_params(ctx.params, &plan.param_types)?),
+            Some(plan) => (plan.query, self.cast_params(ctx.params, &plan.param_types)?),
             None => {
                 let mut binder = Binder::new(ctx.catalog(), ctx.sql, ctx.params.len());
                 binder.bees = Some(ctx.bee_cache);
                 binder.functions = Some(ctx.functions);
+                binder.literal_params = self.shaped;
                 let plan = binder.bind_query(q)?;
-                let params = query::cast_params(ctx.params, &binder.param_types)?;
+                let params = self.cast_params(ctx.params, &binder.param_types)?;
                 let param_types: Arc<[Option<DataType>]> = binder.param_types.as_slice().into();
                 let subqueries = binder.take_subqueries();
                 let bq = Arc::new(query::optimize_generic(ctx, plan, subqueries));
@@ -246,7 +313,7 @@ impl PlanCache {
                     insert: None,
                     checks: None,
                 };
-                self.put(ctx, &binder, cached);
+                self.put(ctx, &binder, cached)?;
                 (bq, params)
             }
         };

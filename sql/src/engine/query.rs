@@ -81,9 +81,19 @@ pub fn optimize_with(ctx: &Ctx<'_>, plan: Plan, subqueries: Vec<Subplan>, params
 }
 
 /// `generic` (a plan without bees) with the bees the session's settings allow: the
-/// plan itself when they allow none, else a copy with them attached.
+/// plan itself when they allow none or it is a point plan (which the point path
+/// runs without bees), else a copy with them attached.
 pub fn with_bees(ctx: &Ctx<'_>, generic: Arc<BoundQuery>, params: &[Value]) -> Result<Arc<BoundQuery>> {
     if !ctx.bees.scan() && !ctx.bees.deform() && !ctx.bees.sort() && !ctx.bees.join() {
+        return Ok(generic);
+    }
+    // A point plan runs on the point path, which decodes its few tuples with the
+    // generic decoder: no bee would be used, so neither copy the plan nor look bees
+    // up (Wisconsin q32 spent 20k of its 281k instructions here). Only a lookup by a
+    // non-unique key that finds more than `POINT_MAX_ROWS` entries then runs through
+    // the operator tree, without bees: a plan expected to give at most 128 rows, which
+    // would get no scan bee anyway (fewer than 256 tuples expected), only deform bees.
+    if ctx.point_path && generic.subqueries.is_empty() && exec::point::is_point_plan(&generic.plan) {
         return Ok(generic);
     }
     let mut bq = (*generic).clone();

@@ -114,6 +114,14 @@ fn point_plan(plan: &Plan) -> Option<PointPlan<'_>> {
     })
 }
 
+/// Whether `plan` is a point plan (an index lookup expected to give a few rows): the
+/// point path runs it with the generic decoder, so bees attached to it are used only
+/// when a lookup by a non-unique key finds more than [`POINT_MAX_ROWS`] entries and
+/// the operator tree runs it instead.
+pub fn is_point_plan(plan: &Plan) -> bool {
+    point_plan(plan).is_some()
+}
+
 /// How the point path runs `plan`, when it is a point plan (EXPLAIN VERBOSE shows
 /// it): `one lookup in t_pkey`, or for a lookup that may find several rows `lookup in
 /// t_a_idx (up to 32 rows, else the operator tree)`.

@@ -139,6 +139,8 @@ impl Database {
             settings: Settings::default(),
             txn: engine::TxnState::default(),
             statements: StatementCache::default(),
+            shapes: ShapeCache::default(),
+            parses: 0,
             interrupt: InterruptHandle::default(),
             functions: Arc::new(Functions::default()),
             sequences: Default::default(),
@@ -172,6 +174,10 @@ pub struct Connection {
     /// Statements run by [`Connection::execute`], by SQL text, so a repeated text is
     /// not parsed again.
     statements: StatementCache,
+    /// Statement shapes run by [`Connection::execute`] (`engine/shape.rs`).
+    shapes: ShapeCache,
+    /// Statements parsed so far (for tests: whether a statement was parsed again).
+    parses: u64,
     pub(crate) interrupt: InterruptHandle,
     /// Functions and aggregates the application registered on this connection
     /// (shared with running statements; replaced, never changed in place).
@@ -207,8 +213,84 @@ impl Connection {
     /// The parsed statement is kept in the connection's statement cache (the last
     /// [`STATEMENT_CACHE_SIZE`] distinct texts), so running the same text again skips
     /// parsing. Its query bees stay one-off (shared through the bee cache's LRU).
+    ///
+    /// A statement without parameters whose literals stand where a parameter binds
+    /// as they do (`WHERE k = 42`, `VALUES (1, 'x')`, `SET v = 7`) runs as the
+    /// prepared statement of its shape, the literals as its parameters, when its
+    /// plan cannot depend on their values (setting `statement_shapes`; see
+    /// `engine/shape.rs`): statements that differ only in their literals are parsed
+    /// and planned once.
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
+        if params.is_empty()
+            && self.settings.statement_shapes
+            && let Some(r) = self.execute_shaped(sql)
+        {
+            return r;
+        }
         self.cached_statement(sql)?.execute(self, params)
+    }
+
+    /// Runs `sql` as its shape's statement, or `None` when it has no shape, its shape
+    /// is declined (its plan could depend on the literals' values), or these values
+    /// do not cast to the shape's parameter types: the caller then runs the text
+    /// itself, which gives the result and errors the literals give.
+    fn execute_shaped(&mut self, sql: &str) -> Option<Result<QueryResult>> {
+        let shape = engine::shape::shape(sql)?;
+        let stmt = match self.shapes.get(&shape.text) {
+            Some(None) => return None,
+            Some(Some(stmt)) => stmt,
+            None => {
+                if shape.text.len() > STATEMENT_CACHE_TEXT_BYTES_MAX
+                    || parser::check_parse_size(&shape.text, self.settings.memory_limit).is_err()
+                {
+                    return None;
+                }
+                self.parses += 1;
+                let parsed = guarded(self, |_| parser::parse(&shape.text));
+                let ast = match parsed {
+                    Ok(mut statements) if statements.len() == 1 => statements.remove(0),
+                    // The literal text reports its own error.
+                    _ => {
+                        self.shapes.insert(shape.text.clone(), None);
+                        return None;
+                    }
+                };
+                let stmt = Arc::new(Statement {
+                    param_count: parser::count_params(&shape.text),
+                    sql: shape.text.clone(),
+                    ast,
+                    bees: None,
+                    plan: Arc::new(engine::PlanCache::shaped()),
+                });
+                if stmt.param_count != shape.values.len() {
+                    self.shapes.insert(shape.text.clone(), None);
+                    return None;
+                }
+                self.shapes.insert(shape.text.clone(), Some(stmt.clone()));
+                stmt
+            }
+        };
+        match stmt.execute(self, &shape.values) {
+            Err(e) => match engine::shape::declined(&e) {
+                Some(for_good) => {
+                    if for_good {
+                        self.shapes.insert(shape.text, None);
+                    }
+                    None
+                }
+                None => Some(Err(Error {
+                    position: e.position.map(|p| shape.original_position(p)),
+                    ..e
+                })),
+            },
+            ok => Some(ok),
+        }
+    }
+
+    /// How many statements this connection has parsed (for tests and tools: a
+    /// statement found in the statement cache or run as a known shape is not).
+    pub fn statements_parsed(&self) -> u64 {
+        self.parses
     }
 
     /// The parsed statement of `sql`: from the connection's statement cache, or parsed
@@ -283,6 +365,7 @@ impl Connection {
     /// Parses one statement. A text that does not parse aborts an open transaction
     /// block, as any failed statement in it does (PostgreSQL parses inside the block).
     fn parse_one(&mut self, sql: &str, keep_bees: bool) -> Result<Statement> {
+        self.parses += 1;
         let parsed = parser::check_parse_size(sql, self.settings.memory_limit)
             .and_then(|()| guarded(self, |_| parser::parse(sql)));
         let mut statements = parsed.inspect_err(|_| engine::abort_block(self))?;
@@ -414,6 +497,33 @@ impl StatementCache {
             self.entries.pop();
         }
         self.entries.insert(0, stmt);
+    }
+}
+
+/// Distinct statement shapes a connection keeps (`engine/shape.rs`).
+pub const SHAPE_CACHE_SIZE: usize = 64;
+
+/// The statements of the last [`SHAPE_CACHE_SIZE`] distinct shapes, most recently
+/// used first; `None` for a shape declined (its plan could depend on its literals).
+#[derive(Default)]
+struct ShapeCache {
+    entries: Vec<(String, Option<Arc<Statement>>)>,
+}
+
+impl ShapeCache {
+    fn get(&mut self, text: &str) -> Option<Option<Arc<Statement>>> {
+        let at = self.entries.iter().position(|(t, _)| t == text)?;
+        self.entries[..=at].rotate_right(1);
+        Some(self.entries[0].1.clone())
+    }
+
+    fn insert(&mut self, text: String, stmt: Option<Arc<Statement>>) {
+        if let Some(at) = self.entries.iter().position(|(t, _)| *t == text) {
+            self.entries.remove(at);
+        } else if self.entries.len() >= SHAPE_CACHE_SIZE {
+            self.entries.pop();
+        }
+        self.entries.insert(0, (text, stmt));
     }
 }
 

@@ -33,6 +33,7 @@
 //! | `enable_hashjoin` | `on`, `off`: off, equi-joins are index nested loops where an index fits, else nested loops | `on` |
 //! | `enable_nestloop` | `on`, `off`: off, no index nested-loop joins (joins without keys stay nested loops) | `on` |
 //! | `point_path` | `on`, `off`: off, point statements run through the operator tree too | `on` |
+//! | `statement_shapes` | `on`, `off`: a statement run by text whose literals stand where a parameter binds as they do runs as the prepared statement of its shape, literals as parameters (`engine/shape.rs`); off, every distinct text is parsed and planned | `on` |
 //! | `threads` | 1–64: threads one statement's aggregation pipeline may use | the machine's cores |
 //! | `parallel_min_rows` | rows: heap scans estimated shorter run on one thread | `100000` |
 //!
@@ -68,6 +69,9 @@ pub struct Settings {
     /// Point statements (one tuple by a unique key) run on the point path
     /// (`exec/point.rs`); off, through the operator tree like any plan.
     pub point_path: bool,
+    /// Statements run by text share the parse and plan of their shape, literals
+    /// as parameters (`engine/shape.rs`).
+    pub statement_shapes: bool,
 }
 
 impl Default for Settings {
@@ -78,6 +82,7 @@ impl Default for Settings {
             statement_timeout: None,
             optimizer: crate::optimizer::Rules::default(),
             point_path: true,
+            statement_shapes: true,
         }
     }
 }
@@ -132,6 +137,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "enable_hashjoin",
     "enable_nestloop",
     "point_path",
+    "statement_shapes",
     "threads",
     "parallel_min_rows",
 ];
@@ -244,6 +250,7 @@ impl Settings {
             "enable_hashjoin" => self.optimizer.methods.hashjoin = parse_switch(name, value)?,
             "enable_nestloop" => self.optimizer.methods.nestloop = parse_switch(name, value)?,
             "point_path" => self.point_path = parse_switch(name, value)?,
+            "statement_shapes" => self.statement_shapes = parse_switch(name, value)?,
             "threads" => {
                 let n = value.trim().parse::<usize>().ok().filter(|n| (1..=crate::optimizer::MAX_THREADS).contains(n));
                 self.optimizer.threads = n.ok_or_else(|| invalid(name, value))?;
@@ -269,7 +276,7 @@ impl Settings {
             | "optimizer_column_pruning" => "on",
             "optimizer_decorrelate" | "optimizer_magic_set" | "optimizer_semi_pushdown" | "optimizer_simplify" | "optimizer_join_filter" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
-            "point_path" => "on",
+            "point_path" | "statement_shapes" => "on",
             "threads" => {
                 self.optimizer.threads = crate::optimizer::default_threads();
                 return Ok(());
@@ -327,6 +334,7 @@ impl Settings {
             "enable_hashjoin" => show_switch(self.optimizer.methods.hashjoin),
             "enable_nestloop" => show_switch(self.optimizer.methods.nestloop),
             "point_path" => show_switch(self.point_path),
+            "statement_shapes" => show_switch(self.statement_shapes),
             "threads" => self.optimizer.threads.to_string(),
             "parallel_min_rows" => self.optimizer.parallel_min_rows.to_string(),
             _ => return Err(unknown(name)),
