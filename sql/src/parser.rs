@@ -303,6 +303,88 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     Ok(statements)
 }
 
+/// Takes a statement's syntax tree apart so that dropping it recurses no deeper than
+/// the nesting [`MAX_NESTING`] bounds. A chain of operators (`x = 1 OR x = 1 OR …`,
+/// 2,000 of them at each of 200 levels of parentheses) is a tree as deep as it is
+/// long, and the tree's drop glue takes stack frames per level on whatever stack the
+/// caller has: a 50,000-term chain overflowed a 2 MiB thread when the statement was
+/// dropped. Chains are moved out of the tree and dropped one node at a time. Only
+/// texts longer than [`DEEP_TEXT_BYTES`] can hold chains that deep; a caller may skip
+/// shorter ones.
+pub fn dismantle(statement: &mut Statement) {
+    use sqlparser::ast::{Expr, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    struct Flatten;
+    impl VisitorMut for Flatten {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            flatten(e);
+            ControlFlow::Continue(())
+        }
+    }
+    fn flatten(e: &mut Expr) {
+        if !is_chain(e) {
+            return;
+        }
+        let mut todo = vec![std::mem::replace(e, Expr::value(sqlparser::ast::Value::Null))];
+        while let Some(x) = todo.pop() {
+            match x {
+                Expr::BinaryOp { left, right, .. }
+                | Expr::IsDistinctFrom(left, right)
+                | Expr::IsNotDistinctFrom(left, right)
+                | Expr::AnyOp { left, right, .. }
+                | Expr::AllOp { left, right, .. } => {
+                    todo.push(*left);
+                    todo.push(*right);
+                }
+                Expr::IsFalse(x)
+                | Expr::IsNotFalse(x)
+                | Expr::IsTrue(x)
+                | Expr::IsNotTrue(x)
+                | Expr::IsNull(x)
+                | Expr::IsNotNull(x)
+                | Expr::IsUnknown(x)
+                | Expr::IsNotUnknown(x)
+                | Expr::Nested(x)
+                | Expr::UnaryOp { expr: x, .. } => todo.push(*x),
+                // Anything else may hold chains of its own (a function's arguments, a
+                // CASE, a subquery): one level of nesting, on the guarded stack.
+                mut other => crate::stack::guarded(|| {
+                    let _ = other.visit(&mut Flatten);
+                    drop(other);
+                }),
+            }
+        }
+    }
+    fn is_chain(e: &Expr) -> bool {
+        matches!(
+            e,
+            Expr::BinaryOp { .. }
+                | Expr::IsDistinctFrom(..)
+                | Expr::IsNotDistinctFrom(..)
+                | Expr::AnyOp { .. }
+                | Expr::AllOp { .. }
+                | Expr::IsFalse(_)
+                | Expr::IsNotFalse(_)
+                | Expr::IsTrue(_)
+                | Expr::IsNotTrue(_)
+                | Expr::IsNull(_)
+                | Expr::IsNotNull(_)
+                | Expr::IsUnknown(_)
+                | Expr::IsNotUnknown(_)
+                | Expr::Nested(_)
+                | Expr::UnaryOp { .. }
+        )
+    }
+    crate::stack::guarded(|| {
+        let _ = statement.visit(&mut Flatten);
+    });
+}
+
+/// Statement texts up to this long make trees shallow enough to drop as they are (see
+/// [`dismantle`]): each level of a tree takes at least one byte of text.
+pub const DEEP_TEXT_BYTES: usize = 4096;
+
 /// PostgreSQL's reserved key words (those that may not name a table, not even a
 /// function or type), lower case.
 const RESERVED: &[&str] = &[

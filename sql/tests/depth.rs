@@ -282,36 +282,82 @@ fn from_lists_of_7500_tables_under_an_address_space_cap() {
     });
 }
 
-/// Found by the fuzz tier (`tests/fuzz.rs`, seed 20261121, statement 210,687, after
-/// a mutated statement had re-created `t1` without its column `a`): an OR chain of
-/// 800 or more terms naming a column that does not exist overflows a 2 MiB thread's
-/// stack and aborts the process ("thread … has overflowed its stack"), where the same
-/// chain over an existing column answers and 700 terms give 42703. The error path
-/// recurses over the expression outside the guarded stack. An application's threads
-/// have 2 MiB stacks by default (the shell's 8 MiB main thread survives). Reported
-/// with issue 16, not fixed here (binder/session); run with `--ignored` — it runs the
-/// statement in a child process, so the abort fails this test only.
-#[test]
-#[ignore = "bug reported with issue 16: stack overflow on the error path of a long OR chain"]
-fn an_unknown_column_in_a_long_or_chain_is_an_error_on_a_2_mib_stack() {
+/// Runs `body` on a thread with a 2 MiB stack (an application thread's default) in a
+/// child process (the test binary again, with `--exact test`), so that a stack overflow
+/// fails this test only, not the whole harness.
+fn on_a_2_mib_thread_in_a_child(test: &str, body: impl FnOnce() + Send + 'static) {
     if std::env::var_os("BEEDB_DEPTH_CHILD").is_none() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "an_unknown_column_in_a_long_or_chain_is_an_error_on_a_2_mib_stack", "--include-ignored", "--nocapture"])
+            .args(["--exact", test, "--include-ignored", "--nocapture"])
             .env("BEEDB_DEPTH_CHILD", "1")
             .output()
             .unwrap();
-        assert!(out.status.success(), "the child died ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "the child died ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         return;
     }
-    let e = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(|| {
-            let (_db, mut c) = db();
-            let sql = format!("SELECT a FROM t WHERE {}", vec!["a = 1"; 999].join(" OR "));
-            c.query(&sql, &[]).unwrap_err()
-        })
-        .unwrap()
-        .join()
-        .unwrap();
-    assert_eq!(e.sqlstate, "42703", "{e}");
+    std::thread::Builder::new().stack_size(2 << 20).spawn(body).unwrap().join().unwrap();
+}
+
+/// Found by the fuzz tier (`tests/fuzz.rs`, seed 20261121, statement 210,687, after
+/// a mutated statement had re-created `t1` without its column `a`): an OR chain of
+/// 800 or more terms naming a column that does not exist overflowed a 2 MiB thread's
+/// stack and aborted the process ("thread … has overflowed its stack"), where the same
+/// chain over an existing column answered and 700 terms gave 42703. The binder's error
+/// path took the position of the failing expression at every level on the way out,
+/// each time computing sqlparser's span of the whole subtree (recursive, one frame per
+/// operator, on whatever stack was left: and quadratic). It now takes a position once,
+/// for the innermost expression, and computes spans without recursing over operator
+/// chains (`binder::expr_span`).
+#[test]
+fn an_unknown_column_in_a_long_or_chain_is_an_error_on_a_2_mib_stack() {
+    on_a_2_mib_thread_in_a_child("an_unknown_column_in_a_long_or_chain_is_an_error_on_a_2_mib_stack", || {
+        let (_db, mut c) = db();
+        let sql = format!("SELECT a FROM t WHERE {}", vec!["a = 1"; 999].join(" OR "));
+        let e = c.query(&sql, &[]).unwrap_err();
+        assert_eq!(e.sqlstate, "42703", "{e}");
+    });
+}
+
+/// A WHERE clause of `n` comparisons joined by OR and AND (every third one AND), the
+/// comparison at `bad` (if any) naming a column that does not exist. The parser takes
+/// at most 2,000 operators in one chain, so every 900 terms the clause so far goes in
+/// parentheses: `((… OR x = 1) OR x = 1 …) OR x = 1 …`, a tree `n` levels deep.
+fn and_or_chain(n: usize, bad: Option<usize>) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        if i > 0 {
+            if i % 900 == 0 {
+                s = format!("({s})");
+            }
+            s.push_str(if i % 3 == 0 { " AND " } else { " OR " });
+        }
+        s.push_str(if Some(i) == bad { "nosuch = 1" } else { "x = 1" });
+    }
+    format!("SELECT count(*) FROM t WHERE {s}")
+}
+
+/// OR/AND chains of 800, 5,000 and 50,000 terms on a 2 MiB stack: over an existing
+/// column each answers; with an unknown column at the start, in the middle or at the
+/// end each is 42703 at that column's position.
+#[test]
+fn and_or_chains_of_800_to_50000_terms_with_an_unknown_column_on_a_2_mib_stack() {
+    on_a_2_mib_thread_in_a_child("and_or_chains_of_800_to_50000_terms_with_an_unknown_column_on_a_2_mib_stack", || {
+        let (_db, mut c) = db();
+        for n in [800, 5000, 50_000] {
+            assert_eq!(count(&mut c, &and_or_chain(n, None)), 1, "{n} terms");
+            for bad in [0, n / 2, n - 1] {
+                let sql = and_or_chain(n, Some(bad));
+                let e = c.query(&sql, &[]).unwrap_err();
+                assert_eq!(e.sqlstate, "42703", "{n} terms, unknown column at {bad}: {e}");
+                assert!(e.message.contains("nosuch"), "{e}");
+                assert_eq!(e.position, sql.find("nosuch"), "{n} terms, at {bad}: {e}");
+            }
+        }
+    });
 }

@@ -541,7 +541,8 @@ fn plan_shape(conn: &mut Connection, sql: &str) -> Option<Vec<String>> {
 /// by zero, out of range, too long) where the other answered, and the two plans differ
 /// (not only in bees or threads). Which rows an expression meets is the plan's choice
 /// (a join that finds its build side empty never reads its probe side), as in
-/// PostgreSQL; with the same plan the paths must meet the same rows.
+/// PostgreSQL; with the same plan the paths must meet the same rows. Or both data
+/// exceptions of different codes (see below).
 fn tolerated(
     a: &Result<(Vec<String>, u64), String>,
     b: &Result<(Vec<String>, u64), String>,
@@ -550,8 +551,17 @@ fn tolerated(
     sql: &str,
 ) -> bool {
     let data_exception = |o: &Result<(Vec<String>, u64), String>| matches!(o, Err(s) if s.starts_with("22"));
+    let query = sql.starts_with(['S', 'W', '(']);
+    // A query with two expressions that fail (`x % 0` in one arm of an INTERSECT, an
+    // integer overflow in the other) fails on every path, with the error of whichever
+    // the path evaluates first: SQL leaves that order to the plan and the evaluator (a
+    // compiled bee evaluates a projection's columns in its own order). Seed 20261128,
+    // statement 78 of schema seed 20261188783880: 22012 with bees on, 22003 off.
+    if query && data_exception(a) && data_exception(b) {
+        return true;
+    }
     let one_sided = (data_exception(a) && b.is_ok()) || (data_exception(b) && a.is_ok());
-    one_sided && sql.starts_with(['S', 'W', '(']) && plan_shape(ca, sql) != plan_shape(cb, sql)
+    one_sided && query && plan_shape(ca, sql) != plan_shape(cb, sql)
 }
 
 /// Grammar statements over random schemas (drawn again every 150 statements, tables

@@ -17,6 +17,29 @@ fn slow_tier(test: &str) -> bool {
     on
 }
 
+/// The opening the capped tests over a file database share: unless `slow_only` and
+/// the slow tier is off, runs `body` in a capped child (`tests/support/as_cap.rs`)
+/// with a small-cache database in a temporary directory (also given to `body`, for
+/// its files), after `setup` and then `SET memory_limit = '50MB'`.
+fn capped_on_a_small_cache(
+    test: &str,
+    slow_only: bool,
+    setup: &str,
+    body: impl FnOnce(&mut as_cap::Cap, &mut Connection, &std::path::Path),
+) {
+    if slow_only && !as_cap::is_child() && !slow_tier(test) {
+        return;
+    }
+    in_capped_child(test, |cap| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = small_cache_database(dir.path());
+        let mut c = db.connect();
+        c.execute_batch(setup).unwrap();
+        c.execute_batch("SET memory_limit = '50MB'").unwrap();
+        body(cap, &mut c, dir.path());
+    });
+}
+
 /// A table of `10^digits` rows of 100-byte strings.
 fn wide_table(c: &mut Connection, digits: u32) {
     c.execute_batch(
@@ -575,12 +598,8 @@ fn values_of_3m_rows_under_an_address_space_cap() {
 /// with 54000 within the cap, and 3M ordinary lines load.
 #[test]
 fn copy_under_an_address_space_cap() {
-    in_capped_child("copy_under_an_address_space_cap", |cap| {
-        let dir = tempfile::tempdir().unwrap();
-        let db = small_cache_database(dir.path());
-        let mut c = db.connect();
-        c.execute_batch("CREATE TABLE t (id BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
-        let long = dir.path().join("long.txt");
+    capped_on_a_small_cache("copy_under_an_address_space_cap", false, "CREATE TABLE t (id BIGINT, s TEXT)", |cap, c, dir| {
+        let long = dir.join("long.txt");
         let mut text = b"1|short\n2|".to_vec();
         text.resize(text.len() + beedb_sql::MAX_COPY_LINE_BYTES + 10, b'x');
         text.extend_from_slice(b"\n");
@@ -593,7 +612,7 @@ fn copy_under_an_address_space_cap() {
         let e = cap.step("COPY FROM /dev/zero", MB50, || c.execute("COPY t FROM '/dev/zero'", &[]).unwrap_err());
         assert_eq!(e.sqlstate, "54000", "{e}");
         let rows = if std::env::var_os("BEEDB_SLOW_TESTS").is_some() { 30_000_000u64 } else { 3_000_000 };
-        let file = dir.path().join("rows.txt");
+        let file = dir.join("rows.txt");
         {
             use std::io::Write;
             let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
@@ -612,20 +631,12 @@ fn copy_under_an_address_space_cap() {
 /// sort stays within the cap. The slow tier.
 #[test]
 fn create_index_of_9m_rows_under_an_address_space_cap() {
-    if !as_cap::is_child() && !slow_tier("create_index_of_9m_rows_under_an_address_space_cap") {
-        return;
-    }
-    in_capped_child("create_index_of_9m_rows_under_an_address_space_cap", |cap| {
-        const ROWS: i64 = 9_000_000;
-        let dir = tempfile::tempdir().unwrap();
-        let db = small_cache_database(dir.path());
-        let mut c = db.connect();
-        c.execute_batch(&format!(
-            "CREATE TABLE w (i BIGINT, s TEXT); \
-             INSERT INTO w SELECT i, 'row ' || CAST((i * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i); \
-             SET memory_limit = '50MB'"
-        ))
-        .unwrap();
+    const ROWS: i64 = 9_000_000;
+    let setup = format!(
+        "CREATE TABLE w (i BIGINT, s TEXT); \
+         INSERT INTO w SELECT i, 'row ' || CAST((CAST(i AS BIGINT) * 7919) % {ROWS} AS text) FROM generate_series(1, {ROWS}) AS g(i)"
+    );
+    capped_on_a_small_cache("create_index_of_9m_rows_under_an_address_space_cap", true, &setup, |cap, c, _| {
         cap.step("CREATE INDEX over 9M rows", MB50, || c.execute_batch("CREATE INDEX w_s ON w (s)").unwrap());
         let r = c.query("SELECT count(*) FROM w WHERE s = 'row 123456'", &[]).unwrap();
         assert_eq!(r.rows[0].get::<i64>(0).unwrap(), 1);
@@ -636,15 +647,8 @@ fn create_index_of_9m_rows_under_an_address_space_cap() {
 /// within the cap. The slow tier.
 #[test]
 fn insert_select_of_30m_rows_under_an_address_space_cap() {
-    if !as_cap::is_child() && !slow_tier("insert_select_of_30m_rows_under_an_address_space_cap") {
-        return;
-    }
-    in_capped_child("insert_select_of_30m_rows_under_an_address_space_cap", |cap| {
-        const ROWS: i64 = 30_000_000;
-        let dir = tempfile::tempdir().unwrap();
-        let db = small_cache_database(dir.path());
-        let mut c = db.connect();
-        c.execute_batch("CREATE TABLE w (i BIGINT, s TEXT); SET memory_limit = '50MB'").unwrap();
+    const ROWS: i64 = 30_000_000;
+    capped_on_a_small_cache("insert_select_of_30m_rows_under_an_address_space_cap", true, "CREATE TABLE w (i BIGINT, s TEXT)", |cap, c, _| {
         let r = cap.step("INSERT … SELECT of 30M rows", MB50, || {
             c.execute(&format!("INSERT INTO w SELECT i, 'row ' || CAST(i AS text) FROM generate_series(1, {ROWS}) AS g(i)"), &[])
                 .unwrap()

@@ -11,6 +11,57 @@ use crate::expr::{ArithOp, CmpOp, Expr, ExprKind, Func, SubqueryExpr, SubqueryKi
 use crate::plan::{AggCall, AggFunc};
 use crate::types::{DataType, DateField, Decimal, Interval, Value};
 
+/// The span of an expression, as sqlparser's `Spanned::span` computes it (the union of
+/// its parts' spans, an empty span standing for none), without recursing over the
+/// shapes that chain: a chain of operators is a tree as deep as it is long (thousands
+/// of levels within the parser's limits), and `span()` takes a stack frame per level
+/// on whatever stack the caller has left. Those shapes are walked with a heap stack;
+/// any other node's own `span()` runs on the guarded stack.
+pub(crate) fn expr_span(e: &ast::Expr) -> sqlparser::tokenizer::Span {
+    use sqlparser::ast::Spanned;
+    use sqlparser::tokenizer::Span;
+    let mut span = Span::empty();
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            ast::Expr::BinaryOp { left, right, .. }
+            | ast::Expr::IsDistinctFrom(left, right)
+            | ast::Expr::IsNotDistinctFrom(left, right)
+            | ast::Expr::AnyOp { left, right, .. }
+            | ast::Expr::AllOp { left, right, .. }
+            | ast::Expr::Like { expr: left, pattern: right, .. }
+            | ast::Expr::ILike { expr: left, pattern: right, .. }
+            | ast::Expr::SimilarTo { expr: left, pattern: right, .. }
+            | ast::Expr::AtTimeZone { timestamp: left, time_zone: right } => {
+                todo.push(right);
+                todo.push(left);
+            }
+            ast::Expr::Between { expr, low, high, .. } => {
+                todo.push(high);
+                todo.push(low);
+                todo.push(expr);
+            }
+            ast::Expr::InList { expr, list, .. } => {
+                todo.extend(list.iter().rev());
+                todo.push(expr);
+            }
+            ast::Expr::IsFalse(x)
+            | ast::Expr::IsNotFalse(x)
+            | ast::Expr::IsTrue(x)
+            | ast::Expr::IsNotTrue(x)
+            | ast::Expr::IsNull(x)
+            | ast::Expr::IsNotNull(x)
+            | ast::Expr::IsUnknown(x)
+            | ast::Expr::IsNotUnknown(x)
+            | ast::Expr::Nested(x)
+            | ast::Expr::UnaryOp { expr: x, .. }
+            | ast::Expr::Cast { expr: x, .. } => todo.push(x),
+            other => span = span.union(&crate::stack::guarded(|| other.span())),
+        }
+    }
+    span
+}
+
 /// The aggregation a SELECT is binding its output expressions over.
 pub struct AggState {
     /// Frame depth of the aggregating query.
@@ -123,6 +174,11 @@ pub(super) fn column_refs_of(e: &ast::Expr, out: &mut Vec<(Option<String>, Strin
 
 /// Calls `f` on `e` and its sub-expressions, not descending into subqueries.
 fn visit(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
+    // A chain of operators is a tree as deep as it is long.
+    crate::stack::guarded(|| visit_guarded(e, f))
+}
+
+fn visit_guarded(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     f(e);
     use ast::Expr as E;
     match e {
@@ -350,6 +406,33 @@ fn float_literal(e: &ast::Expr, ty: &DataType) -> Option<f64> {
     Some(if negative { -f } else { f })
 }
 
+/// A numeric literal that BeeDB's numeric cannot hold (more than 38 digits, or digits
+/// it would round away), as a double. PostgreSQL's numeric holds it exactly, and where
+/// the literal meets a float type (a cast, a float column it is stored in or compared
+/// with, arithmetic with a float) it becomes that float: there BeeDB binds it as
+/// float8 directly, the same answer. Anywhere else it stays an error (22003), never a
+/// silent double. `None` for any other expression and for literals numeric holds.
+pub(super) fn wide_literal(e: &ast::Expr) -> Option<f64> {
+    let text = match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            _ => return None,
+        },
+        ast::Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match &**expr {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => format!("-{n}"),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if number_literal(&text).is_ok() {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
 /// `sign (a ^ b ^ …)` as sqlparser parsed `- a ^ b ^ …` (without parentheses),
 /// rewritten to PostgreSQL's reading `((sign a) ^ b) ^ …`: the sign goes onto the
 /// leftmost operand of the chain of `^` (which associates to the left).
@@ -466,8 +549,19 @@ impl Binder<'_> {
             }
         // Expressions nest as deep as the parser allows: recurse on fresh stack
         // segments rather than overflow the caller's stack.
-        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause))
-            .map_err(|err| err.at(self.pos(e)))
+        stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || self.bind_expr_inner(e, clause)).map_err(|err| {
+            // The innermost expression's position wins: take it once, not again at
+            // every level of a chain thousands deep on the way out (each a walk of
+            // the whole subtree).
+            if err.position.is_some() { err } else { err.at(self.pos_expr(e)) }
+        })
+    }
+
+    /// Byte offset of an expression in the statement text: [`Binder::pos`] for
+    /// expressions, through [`expr_span`] (which does not recurse over operator
+    /// chains).
+    fn pos_expr(&self, e: &ast::Expr) -> Option<usize> {
+        crate::parser::span_offset(self.sql, expr_span(e))
     }
 
     /// Above an aggregation: `e` as a reference to a group expression, if it is one.
@@ -923,7 +1017,7 @@ impl Binder<'_> {
                     "42803",
                     format!("subquery uses ungrouped column \"{full}\" from outer query"),
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         }
         if let Some(state) = &self.agg
@@ -939,7 +1033,7 @@ impl Binder<'_> {
                     "42803",
                     format!("column \"{full}\" must appear in the GROUP BY clause or be used in an aggregate function"),
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         match table {
             Some(t) if !self.any_level_has_table(t) => {
@@ -1046,7 +1140,7 @@ impl Binder<'_> {
                 "argument of {op} must be type boolean, not type {}",
                 b.ty
             ))
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         Ok(b)
     }
@@ -1082,6 +1176,33 @@ impl Binder<'_> {
         Ok((l, r))
     }
 
+    /// Binds the operands of one operator (or the items of a list whose types unify).
+    /// A numeric literal numeric cannot hold ([`wide_literal`]) binds as float8 when
+    /// another operand is of a float type (`1e300 * 2.0::float8`, `f < 1e300` over a
+    /// float column), as PostgreSQL casts it there; otherwise it is its 22003 error.
+    fn bind_operands(&mut self, items: &[&ast::Expr], clause: &'static str) -> Result<Vec<Expr>> {
+        let mut bound = Vec::with_capacity(items.len());
+        let mut wide = None;
+        for e in items {
+            match wide_literal(e) {
+                Some(f) => {
+                    wide = wide.or(Some(*e));
+                    bound.push(Expr::literal(Value::Double(f), DataType::Double));
+                }
+                None => bound.push(self.bind_expr(e, clause)?),
+            }
+        }
+        if let Some(e) = wide {
+            let float = |ty: &DataType| matches!(ty, DataType::Double | DataType::Real);
+            let meets_float = bound.iter().zip(items).any(|(b, e)| wide_literal(e).is_none() && float(&b.ty));
+            if !meets_float {
+                // The literal's own error (22003, with its position).
+                self.bind_expr(e, clause)?;
+            }
+        }
+        Ok(bound)
+    }
+
     /// Binds expressions and casts them all to one type (untyped literals adopt the
     /// type of the others; all untyped → text).
     pub fn bind_unified(
@@ -1090,10 +1211,7 @@ impl Binder<'_> {
         clause: &'static str,
         op: &str,
     ) -> Result<Vec<Expr>> {
-        let bound: Vec<Expr> = items
-            .iter()
-            .map(|e| self.bind_expr(e, clause))
-            .collect::<Result<_>>()?;
+        let bound = self.bind_operands(items, clause)?;
         let mut target: Option<DataType> = None;
         for (b, e) in bound.iter().zip(items) {
             if is_unknown(e) {
@@ -1111,7 +1229,7 @@ impl Binder<'_> {
                     } else {
                         format!("operator does not exist: {} {op} {}", t, b.ty)
                     };
-                    Error::undefined_function(msg).at(self.pos(*e))
+                    Error::undefined_function(msg).at(self.pos_expr(*e))
                 })?,
             });
         }
@@ -1214,8 +1332,9 @@ impl Binder<'_> {
         right: &ast::Expr,
         clause: &'static str,
     ) -> Result<Expr> {
-        let mut l = self.bind_expr(left, clause)?;
-        let mut r = self.bind_expr(right, clause)?;
+        let mut bound = self.bind_operands(&[left, right], clause)?;
+        let mut r = bound.pop().expect("two");
+        let mut l = bound.pop().expect("two");
         let (lu, ru) = (is_unknown(left), is_unknown(right));
         // Untyped literals take the other side's type (or a sensible one for dates).
         let guess = |this: &Expr, other: &DataType| -> DataType {
@@ -1634,18 +1753,18 @@ impl Binder<'_> {
         clause: &'static str,
     ) -> Result<Expr> {
         if matches!(&f.args, ast::FunctionArguments::List(l) if l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)) {
-            return Err(Error::not_supported("count(DISTINCT t.*)").at(self.pos(e)));
+            return Err(Error::not_supported("count(DISTINCT t.*)").at(self.pos_expr(e)));
         }
         if !call_order(f).is_empty() {
-            return Err(Error::not_supported("ORDER BY in count(t.*)").at(self.pos(e)));
+            return Err(Error::not_supported("ORDER BY in count(t.*)").at(self.pos_expr(e)));
         }
         let level = self.frames.len() - 1;
         let scope = self.from_scope_at(level);
         if !scope.has_table(table) {
             if (0..level).any(|l| self.from_scope_at(l).has_table(table)) {
-                return Err(Error::not_supported("count(t.*) of an outer query's table").at(self.pos(e)));
+                return Err(Error::not_supported("count(t.*) of an outer query's table").at(self.pos_expr(e)));
             }
-            return Err(super::scope::Scope::missing_table(table, std::iter::once(scope)).at(self.pos(e)));
+            return Err(super::scope::Scope::missing_table(table, std::iter::once(scope)).at(self.pos_expr(e)));
         }
         let one = ast::Expr::value(ast::Value::Number("1".into(), false));
         if !scope.nullable.iter().any(|t| t == table) {
@@ -1665,7 +1784,7 @@ impl Binder<'_> {
             return Err(Error::not_supported(format!(
                 "count({table}.*) over the nullable side of an outer join, where \"{table}\" has no NOT NULL column,"
             ))
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         };
         let quoted = |n: &str| ast::Ident::with_quote('"', n);
         let x = ast::Expr::CompoundIdentifier(vec![quoted(table), quoted(&column)]);
@@ -1685,12 +1804,12 @@ impl Binder<'_> {
                 return Err(Error::not_supported(format!(
                     "application-defined aggregate {name} used as a window function"
                 ))
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             return self.bind_window_call(f, &name, e, clause);
         }
         if super::window::window_func(&name).is_some() {
-            return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos(e)));
+            return Err(Error::semantic("42809", format!("window function {name} requires an OVER clause")).at(self.pos_expr(e)));
         }
         if !f.within_group.is_empty() {
             return Err(Error::not_supported("WITHIN GROUP"));
@@ -1711,7 +1830,7 @@ impl Binder<'_> {
                     return Err(Error::not_supported(format!(
                         "DISTINCT in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 // An application's aggregate may look at NULL inputs, so FILTER cannot
                 // be had by handing it NULLs for the rows filtered out.
@@ -1719,13 +1838,13 @@ impl Binder<'_> {
                     return Err(Error::not_supported(format!(
                         "FILTER in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 if !call_order(f).is_empty() {
                     return Err(Error::not_supported(format!(
                         "ORDER BY in a call of the application's aggregate {name}"
                     ))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
                 }
                 let call = crate::plan::UdfAggCall {
                     function: udf.clone(),
@@ -1756,7 +1875,7 @@ impl Binder<'_> {
         if name == "generate_series" {
             return Err(Error::not_supported("set-returning functions outside FROM are not supported")
                 .with_hint("Call generate_series in FROM: SELECT g FROM generate_series(1, 3) AS g.")
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
         }
         if let Some(func) = aggregate_func(&name) {
             // count(*) FILTER (WHERE c) counts the rows c holds for: count(1) filtered.
@@ -1771,7 +1890,7 @@ impl Binder<'_> {
                 "42809",
                 format!("FILTER specified, but {name} is not an aggregate function"),
             )
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         if star {
             return Err(Error::syntax(format!("{name}(*) is only valid for aggregates")));
@@ -1787,7 +1906,7 @@ impl Binder<'_> {
                 "42809",
                 format!("ORDER BY specified, but {name} is not an aggregate function"),
             )
-            .at(self.pos(e)));
+            .at(self.pos_expr(e)));
         }
         match name.as_str() {
             // PostgreSQL's version() names the server; BeeDB names itself.
@@ -1834,7 +1953,7 @@ impl Binder<'_> {
                 let x = Expr::new(ExprKind::Extract { field, expr: Box::new(b) }, DataType::NUMERIC);
                 return Ok(Expr::new(ExprKind::Cast { expr: Box::new(x), explicit: true }, DataType::Double));
             }
-            "nextval" | "currval" | "setval" => return self.bind_sequence_call(&name, &args, clause),
+            "nextval" | "currval" | "setval" | "lastval" => return self.bind_sequence_call(&name, &args, clause),
             "coalesce" => {
                 if args.is_empty() {
                     return Err(Error::syntax("coalesce needs at least one argument"));
@@ -1861,7 +1980,8 @@ impl Binder<'_> {
         self.call_scalar(&name, &args, clause)
     }
 
-    /// `nextval(name)`, `currval(name)`, `setval(name, value [, is_called])`: the
+    /// `nextval(name)`, `currval(name)`, `setval(name, value [, is_called])`,
+    /// `lastval()`: the
     /// name is text (PostgreSQL's `regclass`, looked up when the call runs), the
     /// value `bigint`; the result is `bigint`. Never folded or cached as a constant.
     fn bind_sequence_call(&mut self, name: &str, args: &[&ast::Expr], clause: &'static str) -> Result<Expr> {
@@ -1874,6 +1994,7 @@ impl Binder<'_> {
         }
         let arity_ok = match name {
             "setval" => matches!(args.len(), 2 | 3),
+            "lastval" => args.is_empty(),
             _ => args.len() == 1,
         };
         let wanted = [DataType::Text, DataType::BigInt, DataType::Boolean];
@@ -1895,6 +2016,7 @@ impl Binder<'_> {
         let func = match name {
             "nextval" => crate::expr::Func::NextVal,
             "currval" => crate::expr::Func::CurrVal,
+            "lastval" => crate::expr::Func::LastVal,
             _ => crate::expr::Func::SetVal,
         };
         Ok(Expr::new(ExprKind::Func { func, args: cast }, DataType::BigInt))
@@ -2005,13 +2127,13 @@ impl Binder<'_> {
     fn bind_grouping(&mut self, f: &ast::Function, e: &ast::Expr, clause: &'static str) -> Result<Expr> {
         match &self.agg {
             Some(a) if a.level == usize::MAX => {
-                return Err(Error::semantic("42803", "aggregate function calls cannot be nested").at(self.pos(e)));
+                return Err(Error::semantic("42803", "aggregate function calls cannot be nested").at(self.pos_expr(e)));
             }
             Some(_) if !self.in_agg_level() => {
                 return Err(Error::not_supported(
                     "grouping() in a subquery over the enclosing query's grouping columns",
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             Some(_) => {}
             // The output of a level that does not aggregate: the arguments are an
@@ -2020,25 +2142,25 @@ impl Binder<'_> {
                 return Err(Error::not_supported(
                     "grouping() in a subquery over the enclosing query's grouping columns",
                 )
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
             None => {
                 return Err(Error::semantic("42803", format!("grouping operations are not allowed in {clause}"))
-                    .at(self.pos(e)));
+                    .at(self.pos_expr(e)));
             }
         }
         let ast::FunctionArguments::List(list) = &f.args else {
-            return Err(Error::syntax("grouping() needs at least one argument").at(self.pos(e)));
+            return Err(Error::syntax("grouping() needs at least one argument").at(self.pos_expr(e)));
         };
         if f.filter.is_some() || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
-            return Err(Error::syntax("grouping() takes only expressions").at(self.pos(e)));
+            return Err(Error::syntax("grouping() takes only expressions").at(self.pos_expr(e)));
         }
         let args = plain_args(f);
         if args.is_empty() || args.len() != list.args.len() {
-            return Err(Error::syntax("grouping() takes one or more expressions").at(self.pos(e)));
+            return Err(Error::syntax("grouping() takes one or more expressions").at(self.pos_expr(e)));
         }
         if args.len() >= 32 {
-            return Err(Error::semantic("54023", "GROUPING must have fewer than 32 arguments").at(self.pos(e)));
+            return Err(Error::semantic("54023", "GROUPING must have fewer than 32 arguments").at(self.pos_expr(e)));
         }
         let mut members = Vec::with_capacity(args.len());
         for a in &args {
@@ -2049,7 +2171,7 @@ impl Binder<'_> {
                         "42803",
                         "arguments to GROUPING must be grouping expressions of the associated query level",
                     )
-                    .at(self.pos(*a)));
+                    .at(self.pos_expr(*a)));
                 }
             }
         }
@@ -2119,7 +2241,7 @@ impl Binder<'_> {
             } else {
                 format!("aggregate functions are not allowed in {clause}")
             };
-            return Err(Error::semantic("42803", msg).at(self.pos(e)));
+            return Err(Error::semantic("42803", msg).at(self.pos_expr(e)));
         }
         self.bind_aggregate_here(func, udf, name, args, distinct, star, filter, e)
     }
@@ -2150,7 +2272,7 @@ impl Binder<'_> {
             if matches!(clause, "SELECT" | "ORDER BY") {
                 self.outer_agg_request = Some(level);
             }
-            return Err(Error::semantic("42803", format!("aggregate functions are not allowed in {clause}")).at(self.pos(e)));
+            return Err(Error::semantic("42803", format!("aggregate functions are not allowed in {clause}")).at(self.pos_expr(e)));
         };
         let state = self.outer_aggs[slot].take();
         let inner_frames = self.frames.split_off(level + 1);
@@ -2184,7 +2306,7 @@ impl Binder<'_> {
                     "function {name}({}) does not exist",
                     if star { "*".to_string() } else { format!("{} arguments", args.len()) }
                 ))
-                .at(self.pos(e)));
+                .at(self.pos_expr(e)));
             }
         };
         let mut bound = Vec::with_capacity(args.len());
@@ -2210,7 +2332,7 @@ impl Binder<'_> {
                 .iter()
                 .map(|o| {
                     let b = self.bind_expr(&o.expr, "aggregate")?;
-                    super::query::sort_key(b, &o.options).map_err(|err| err.at(self.pos(&o.expr)))
+                    super::query::sort_key(b, &o.options).map_err(|err| err.at(self.pos_expr(&o.expr)))
                 })
                 .collect::<Result<Vec<_>>>();
             self.set_scope(saved);
@@ -2226,7 +2348,7 @@ impl Binder<'_> {
                         "42P10",
                         "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
                     )
-                    .at(self.pos(&o.expr)));
+                    .at(self.pos_expr(&o.expr)));
                 }
                 order.push(k);
             }
@@ -2252,7 +2374,7 @@ impl Binder<'_> {
                 .function
                 .function
                 .return_type(&types)
-                .map_err(|err| err.at(self.pos(e)))?;
+                .map_err(|err| err.at(self.pos_expr(e)))?;
             udf.args = bound;
             // Such a function can be replaced between two executions: plan it each time.
             self.reads_at_bind = true;
@@ -2279,7 +2401,7 @@ impl Binder<'_> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            return Err(Error::undefined_function(format!("function {name}({list}) does not exist")).at(self.pos(e)));
+            return Err(Error::undefined_function(format!("function {name}({list}) does not exist")).at(self.pos_expr(e)));
         };
         let mut cast_args = Vec::with_capacity(bound.len());
         for ((b, t), a) in bound.into_iter().zip(casts).zip(args) {
@@ -2336,7 +2458,7 @@ impl Binder<'_> {
         let ty = udf
             .function
             .return_type(&types)
-            .map_err(|err| err.at(self.pos(e)))?;
+            .map_err(|err| err.at(self.pos_expr(e)))?;
         // Such a function can be replaced between two executions: plan it each time.
         self.reads_at_bind = true;
         Ok(Expr::new(ExprKind::Udf { udf, args: bound }, ty))

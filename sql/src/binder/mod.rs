@@ -373,7 +373,15 @@ impl<'a> Binder<'a> {
         ty: DataType,
     ) -> Result<Expr> {
         let saved = self.set_scope(scope);
-        let r = self.bind_expr(e, "VALUES").and_then(|b| self.assign_cast(b, e, column, ty));
+        // A numeric literal numeric cannot hold, stored in a float column, is that
+        // float (PostgreSQL casts its exact numeric there); elsewhere it stays 22003.
+        let r = match expr::wide_literal(e) {
+            Some(f) if matches!(ty, DataType::Double | DataType::Real) => {
+                Ok(Expr::literal(crate::types::Value::Double(f), DataType::Double))
+            }
+            _ => self.bind_expr(e, "VALUES"),
+        }
+        .and_then(|b| self.assign_cast(b, e, column, ty));
         self.set_scope(saved);
         r
     }

@@ -1032,6 +1032,7 @@ impl Binder<'_> {
         if alias.is_none() {
             return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
         }
+        let snapshot = self.snapshot();
         let saved = self.set_scope(ls.clone());
         let r = self.bind_subquery(subquery, "FROM");
         self.set_scope(saved);
@@ -1047,6 +1048,10 @@ impl Binder<'_> {
         let Some((right, mut conds, top)) =
             crate::optimizer::decorrelate::lateral_join_parts(rp, nleft, self.param_count, &correlated, inner)
         else {
+            self.restore(snapshot);
+            if let Some(bound) = self.lateral_single_row(lp, &ls, subquery, &rs, right_schema, kind, on)? {
+                return Ok(bound);
+            }
             return Err(Error::not_supported(
                 "LATERAL subquery is not supported here: it reads the FROM items before it elsewhere than in its WHERE and JOIN … ON conditions (outside nested subqueries, not under an aggregate, LIMIT, DISTINCT, a window, a set operation or an outer join) or, except in LEFT JOIN LATERAL, its select list",
             )
@@ -1089,6 +1094,160 @@ impl Binder<'_> {
             p = Plan::new(Node::Filter { input: Box::new(p), predicate: c }, schema);
         }
         Ok((p, scope))
+    }
+
+    /// A LATERAL subquery that `lateral_join_parts` cannot pull up but that returns
+    /// exactly one row (aggregates without GROUP BY, HAVING or LIMIT) or at most one
+    /// (LIMIT 1 / FETCH FIRST ROW ONLY: the top row per left row): bound as one
+    /// correlated scalar subquery per column in a projection over the left items, so
+    /// each runs once per distinct set of left values, as every correlated subquery
+    /// does (and the optimizer may decorrelate it). At most one row under an inner
+    /// join also filters the left rows by EXISTS (the query); under LEFT JOIN a left
+    /// row without one gets NULLs, as the scalar subqueries give. With more than one
+    /// column and LIMIT 1 every column's subquery orders by the query's ORDER BY and
+    /// then by all the columns, so that all pick the same row among ties. `None` for
+    /// other shapes, and for LEFT JOIN with an ON condition other than `true`.
+    #[allow(clippy::too_many_arguments)]
+    fn lateral_single_row(
+        &mut self,
+        lp: Plan,
+        ls: &Scope,
+        q: &ast::Query,
+        rs: &Scope,
+        right_schema: Vec<OutputColumn>,
+        kind: JoinKind,
+        on: Option<&ast::Expr>,
+    ) -> Result<Option<(Plan, Scope)>> {
+        let ast::SetExpr::Select(sel) = &*q.body else { return Ok(None) };
+        if !q.locks.is_empty() || sel.top.is_some() || sel.into.is_some() {
+            return Ok(None);
+        }
+        let mut items: Vec<(&ast::Expr, Option<&ast::Ident>)> = Vec::new();
+        for item in &sel.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) => items.push((e, None)),
+                ast::SelectItem::ExprWithAlias { expr, alias } => items.push((expr, Some(alias))),
+                _ => return Ok(None),
+            }
+        }
+        if items.len() != right_schema.len() || items.is_empty() {
+            return Ok(None);
+        }
+        let one = |e: &ast::Expr| matches!(e, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Number(n, _) if n == "1"));
+        let grouped = !matches!(&sel.group_by, ast::GroupByExpr::Expressions(v, m) if v.is_empty() && m.is_empty());
+        let exactly_one = !grouped
+            && sel.having.is_none()
+            && q.limit_clause.is_none()
+            && q.fetch.is_none()
+            && items.iter().any(|(e, _)| self.contains_aggregate(e));
+        let at_most_one = match (&q.limit_clause, &q.fetch) {
+            (Some(ast::LimitClause::LimitOffset { limit: Some(l), offset: None, limit_by }), None) => limit_by.is_empty() && one(l),
+            (None, Some(f)) => !f.percent && !f.with_ties && f.quantity.as_ref().is_none_or(one),
+            _ => false,
+        };
+        let several = items.len() > 1;
+        if !(exactly_one || at_most_one) || (at_most_one && several && sel.distinct.is_some()) {
+            return Ok(None);
+        }
+        if matches!(sel.distinct, Some(ast::Distinct::On(_))) {
+            return Ok(None);
+        }
+        let left = match kind {
+            JoinKind::Inner => false,
+            JoinKind::Left => true,
+            _ => return Ok(None),
+        };
+        let on_true = on.is_none_or(|e| matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)));
+        if left && !on_true {
+            return Ok(None);
+        }
+        // The ORDER BY with output names and positions replaced by the expressions they
+        // name, then every column (so that ties pick the same row in every subquery).
+        let order = if at_most_one && several {
+            let mut order: Vec<ast::OrderByExpr> = match &q.order_by {
+                None => Vec::new(),
+                Some(ob) => match &ob.kind {
+                    ast::OrderByKind::Expressions(v) => v.clone(),
+                    ast::OrderByKind::All(_) => return Ok(None),
+                },
+            };
+            for o in &mut order {
+                let named = match &o.expr {
+                    ast::Expr::Identifier(id) => {
+                        items.iter().find(|(_, a)| a.is_some_and(|a| ident(a) == ident(id))).map(|(e, _)| (*e).clone())
+                    }
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => n.parse::<usize>().ok().and_then(|k| items.get(k.wrapping_sub(1))).map(|(e, _)| (*e).clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(e) = named {
+                    o.expr = e;
+                }
+            }
+            order.extend(items.iter().map(|(e, _)| ast::OrderByExpr {
+                expr: (*e).clone(),
+                options: ast::OrderByOptions { sort: None, nulls_first: None },
+                with_fill: None,
+            }));
+            Some(ast::OrderBy { kind: ast::OrderByKind::Expressions(order), interpolate: None })
+        } else {
+            None
+        };
+        let nleft = lp.schema.len();
+        let saved = self.set_scope(ls.clone());
+        let r = (|| -> Result<(Option<Expr>, Vec<Expr>)> {
+            let filter = if at_most_one && !left {
+                Some(self.bind_expr(&ast::Expr::Exists { subquery: Box::new(q.clone()), negated: false }, "FROM")?)
+            } else {
+                None
+            };
+            let mut values = Vec::with_capacity(items.len());
+            for (k, item) in sel.projection.iter().enumerate() {
+                let mut qk = q.clone();
+                if let ast::SetExpr::Select(s) = &mut *qk.body {
+                    s.projection = vec![item.clone()];
+                }
+                if exactly_one {
+                    qk.order_by = None;
+                } else if let Some(order) = &order {
+                    qk.order_by = Some(order.clone());
+                }
+                let v = self.bind_expr(&ast::Expr::Subquery(Box::new(qk)), "FROM")?;
+                if v.ty != right_schema[k].ty {
+                    return Err(Error::internal("a LATERAL column bound to another type"));
+                }
+                values.push(v);
+            }
+            Ok((filter, values))
+        })();
+        self.set_scope(saved);
+        let (filter, values) = r?;
+        let mut p = lp;
+        if let Some(predicate) = filter {
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
+        }
+        let mut exprs: Vec<Expr> = (0..nleft).map(|i| Expr::column(i, p.schema[i].ty)).collect();
+        exprs.extend(values);
+        let mut schema = p.schema[..nleft].to_vec();
+        schema.extend(right_schema);
+        let mut p = Plan::new(Node::Project { input: Box::new(p), exprs }, schema);
+        let mut scope = combine_scopes(ls.clone(), rs, nleft);
+        mark_nullable(&mut scope, ls, rs, kind);
+        if let (false, Some(e)) = (left, on) {
+            if self.contains_aggregate(e) {
+                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
+            }
+            let saved = self.set_scope(scope.clone());
+            let r = self.bind_bool_clause(e, "JOIN/ON");
+            self.set_scope(saved);
+            let predicate = r?;
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
+        }
+        Ok(Some((p, scope)))
     }
 
     /// `bind_factor` for a FROM item after others (`before`: their scope). A function

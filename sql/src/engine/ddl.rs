@@ -372,6 +372,21 @@ pub fn create_view(ctx: &mut Ctx<'_>, v: &ast::CreateView) -> Result<QueryResult
     if v.materialized || v.or_replace {
         return Err(Error::not_supported("materialized views / OR REPLACE"));
     }
+    // Refused, not ignored: a temporary view would outlive the session, and the
+    // other clauses would change nothing.
+    let clauses: [(bool, &str); 8] = [
+        (v.temporary, "CREATE TEMPORARY VIEW"),
+        (v.options != ast::CreateTableOptions::None, "CREATE VIEW … WITH (options)"),
+        (v.or_alter, "CREATE OR ALTER VIEW"),
+        (v.secure, "CREATE SECURE VIEW"),
+        (v.comment.is_some(), "a view COMMENT in CREATE VIEW"),
+        (!v.cluster_by.is_empty() || v.to.is_some() || v.params.is_some(), "this kind of CREATE VIEW"),
+        (v.with_no_schema_binding, "WITH NO SCHEMA BINDING"),
+        (v.copy_grants, "COPY GRANTS"),
+    ];
+    if let Some((_, what)) = clauses.iter().find(|(on, _)| *on) {
+        return Err(Error::not_supported(*what));
+    }
     let name = object_name(&v.name)?;
     if ctx.catalog().object_kind(&name).is_some() {
         if v.if_not_exists {

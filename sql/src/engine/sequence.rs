@@ -60,8 +60,30 @@ struct ValuesState {
     written: u64,
 }
 
-/// The values `nextval` returned to one session, by sequence id (for `currval`).
-pub type SessionSequences = Mutex<HashMap<u32, i64>>;
+/// The values `nextval` returned to one session, by sequence id (for `currval`),
+/// and the sequence it was last called on (for `lastval`).
+pub type SessionSequences = Mutex<SessionValues>;
+
+/// See [`SessionSequences`]; reads as the map of values.
+#[derive(Debug, Default)]
+pub struct SessionValues {
+    values: HashMap<u32, i64>,
+    /// The sequence `nextval` was last called on in this session.
+    last: Option<u32>,
+}
+
+impl std::ops::Deref for SessionValues {
+    type Target = HashMap<u32, i64>;
+    fn deref(&self) -> &HashMap<u32, i64> {
+        &self.values
+    }
+}
+
+impl std::ops::DerefMut for SessionValues {
+    fn deref_mut(&mut self) -> &mut HashMap<u32, i64> {
+        &mut self.values
+    }
+}
 
 fn values_layout() -> TupleLayout {
     TupleLayout::new(&[ColumnFormat::variable(false)]).expect("a one-column layout")
@@ -264,11 +286,26 @@ impl crate::exec::Sequences for SequenceAccess<'_> {
             }
             _ => {}
         }
+        if func == Func::LastVal {
+            // As PostgreSQL's: the current value of the sequence `nextval` was last
+            // called on (a later setval included), unless it has been dropped since.
+            let not_defined = || {
+                Error::new(crate::error::ErrorKind::Transaction, "55000", "lastval is not yet defined in this session")
+            };
+            let session = self.session.lock();
+            let id = session.last.ok_or_else(not_defined)?;
+            if !self.catalog.sequences.values().any(|q| q.id == id) {
+                return Err(not_defined());
+            }
+            return session.get(&id).map(|&v| Value::BigInt(v)).ok_or_else(not_defined);
+        }
         let q = self.find(text(args.first().ok_or_else(|| Error::internal("sequence call without a name"))?)?)?;
         match func {
             Func::NextVal => {
                 let v = self.values.next(q)?;
-                self.session.lock().insert(q.id, v);
+                let mut session = self.session.lock();
+                session.insert(q.id, v);
+                session.last = Some(q.id);
                 Ok(Value::BigInt(v))
             }
             Func::CurrVal => match self.session.lock().get(&q.id) {
@@ -572,6 +609,9 @@ fn install(ctx: &mut Ctx<'_>, old: &SequenceDef, mut new: SequenceDef, restart: 
         let mut session = ctx.session_sequences.lock();
         if let Some(&v) = session.get(&old.id) {
             session.insert(new.id, v);
+        }
+        if session.last == Some(old.id) {
+            session.last = Some(new.id);
         }
     }
     ctx.txn.catalog_mut().sequences.insert(new.name.clone(), std::sync::Arc::new(new));

@@ -53,8 +53,8 @@ pub enum Func {
     /// `date_trunc(unit, timestamp)`: the timestamp truncated to the unit
     /// (microseconds … millennium, week: the Monday).
     DateTrunc,
-    /// `to_char(timestamp, template)`: the timestamp formatted by PostgreSQL's
-    /// template patterns (`types::to_char`).
+    /// `to_char(timestamp | interval | number, template)`: the value formatted by
+    /// PostgreSQL's template patterns (`types::to_char`).
     ToChar,
     // comparisons
     NullIf,
@@ -68,6 +68,9 @@ pub enum Func {
     CurrVal,
     /// `setval(name, value [, is_called])`.
     SetVal,
+    /// `lastval()`: the value `nextval` last returned in this session, of any
+    /// sequence.
+    LastVal,
     // the clock (evaluated once per call site and batch through
     // `SubqueryRunner::sequence`, never folded: a cached plan reads it at each
     // execution)
@@ -130,6 +133,7 @@ impl Func {
             Func::NextVal => "nextval",
             Func::CurrVal => "currval",
             Func::SetVal => "setval",
+            Func::LastVal => "lastval",
             Func::Now => "now",
             Func::CurrentDate => "CURRENT_DATE",
             Func::SingleRow => "single_row",
@@ -138,7 +142,7 @@ impl Func {
 
     /// Whether the function reads or changes a sequence (not a pure kernel).
     pub fn is_sequence(self) -> bool {
-        matches!(self, Func::NextVal | Func::CurrVal | Func::SetVal)
+        matches!(self, Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal)
     }
 
     /// Whether the function reads the transaction's clock (`now()`,

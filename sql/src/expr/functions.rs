@@ -21,7 +21,7 @@ use super::kernels::{S, internal};
 use super::{CmpOp, Func};
 use crate::error::{Error, Result};
 use crate::types::number::{SqlInt, int_neg, int_rem};
-use crate::types::{self, DataType, Decimal};
+use crate::types::{self, DataType, Decimal, Interval};
 use crate::vector::{Data, PhysicalType, StrVec, Vector};
 
 // ---------------------------------------------------------------------------------
@@ -353,6 +353,11 @@ fn choose(name: &str, a: &[DataType]) -> Option<Resolved> {
         // and returns one; BeeDB has no time zones).
         "to_char" => match a {
             [T::Timestamp | T::Date, f] => Some((Func::ToChar, vec![T::Timestamp, txt(f)?], T::Text)),
+            [T::Interval, f] => Some((Func::ToChar, vec![T::Interval, txt(f)?], T::Text)),
+            // A smallint is formatted as an integer, as in PostgreSQL.
+            [T::SmallInt | T::Integer, f] => Some((Func::ToChar, vec![T::Integer, txt(f)?], T::Text)),
+            [x @ (T::BigInt | T::Real | T::Double), f] => Some((Func::ToChar, vec![*x, txt(f)?], T::Text)),
+            [T::Decimal { .. }, f] => Some((Func::ToChar, vec![T::NUMERIC, txt(f)?], T::Text)),
             _ => None,
         },
         "date_trunc" => match a {
@@ -901,6 +906,40 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             let t = side!(&args[1], I64);
             Data::I64(out_vec(m, nm, 0, |i| date_trunc(unit.get(i), t.get(i)))?)
         }
+        Func::ToChar if !matches!(args[0].v().ty, DataType::Timestamp) => {
+            arity(2)?;
+            let template = strs(1)?;
+            use crate::types::to_char::{self, Number};
+            let value = |i: usize| -> Result<Result<Number, Interval>> {
+                Ok(match &args[0].v().data {
+                    Data::I32(_) => Ok(Number::Int4(side!(&args[0], I32).get(i))),
+                    Data::I64(_) => Ok(Number::Int8(side!(&args[0], I64).get(i))),
+                    Data::F32(_) => Ok(Number::Float4(side!(&args[0], F32).get(i))),
+                    Data::F64(_) => Ok(Number::Float8(side!(&args[0], F64).get(i))),
+                    Data::Dec(_) => Ok(Number::Numeric(side!(&args[0], Dec).get(i))),
+                    Data::Interval(_) => Err(side!(&args[0], Interval).get(i)),
+                    _ => return Err(internal("to_char of an unexpected type")),
+                })
+            };
+            let data = str_out(m, nm, |i, out| {
+                let text = match value(i)? {
+                    Ok(n) => to_char::number(n, template.get(i))?,
+                    Err(iv) => to_char::interval(iv, template.get(i))?,
+                };
+                out.push_str(&text);
+                Ok(())
+            })?;
+            // An interval with an empty template gives NULL, as in PostgreSQL (a
+            // number gives an empty text).
+            if matches!(args[0].v().ty, DataType::Interval) {
+                let mask: Vec<bool> =
+                    (0..m).map(|i| nm.is_some_and(|n| n[i]) || template.get(i).is_empty()).collect();
+                if mask.iter().any(|&x| x) {
+                    return Ok(Col::make(Vector::from_data(ty, data, Some(mask)), konst));
+                }
+            }
+            data
+        }
         Func::ToChar => {
             arity(2)?;
             let t = side!(&args[0], I64);
@@ -916,7 +955,7 @@ pub(super) fn call<'a>(func: Func, args: Vec<Col<'_>>, ty: DataType, n: usize) -
             }
             data
         }
-        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::Now | Func::CurrentDate | Func::SingleRow => {
+        Func::ConcatAll | Func::Greatest | Func::Least | Func::NullIf | Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal | Func::Now | Func::CurrentDate | Func::SingleRow => {
             return Err(internal("unreachable function"));
         }
     };

@@ -231,7 +231,7 @@ impl Json {
 
     fn write(&self, indent: usize, out: &mut String) {
         match self {
-            Json::Str(s) => write_json_string(s, out),
+            Json::Str(s) => crate::types::json::write_json_string(s, out),
             Json::Int(n) => out.push_str(&n.to_string()),
             Json::Num(x) => out.push_str(x),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -253,7 +253,7 @@ impl Json {
                 for (i, (k, v)) in fields.iter().enumerate() {
                     out.push_str(if i == 0 { "\n" } else { ",\n" });
                     out.push_str(&"  ".repeat(indent + 1));
-                    write_json_string(k, out);
+                    crate::types::json::write_json_string(k, out);
                     out.push_str(": ");
                     stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || v.write(indent + 1, out));
                 }
@@ -265,22 +265,6 @@ impl Json {
             }
         }
     }
-}
-
-fn write_json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// `node`'s subtree as a JSON object with PostgreSQL's key names where it has

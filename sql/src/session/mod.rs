@@ -431,6 +431,16 @@ pub struct Statement {
     plan: Arc<engine::PlanCache>,
 }
 
+/// A long statement's syntax tree may be thousands of levels deep (a chain of
+/// operators): taken apart before it is dropped (`parser::dismantle`).
+impl Drop for Statement {
+    fn drop(&mut self) {
+        if self.sql.len() > crate::parser::DEEP_TEXT_BYTES {
+            crate::parser::dismantle(&mut self.ast);
+        }
+    }
+}
+
 impl Statement {
     pub fn sql(&self) -> &str {
         &self.sql

@@ -10,6 +10,7 @@ mod datetime;
 mod decimal;
 mod error;
 mod interval;
+pub mod json;
 pub mod number;
 pub mod text;
 pub mod to_char;
