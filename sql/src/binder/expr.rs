@@ -1274,7 +1274,7 @@ impl Binder<'_> {
                 let mut items = Vec::new();
                 for side in [left, right] {
                     let b = self.bind_bool(side, clause, if *op == Op::And { "AND" } else { "OR" })?;
-                    match (op, b.kind) {
+                    match (op, b.into_kind()) {
                         (Op::And, ExprKind::And(v)) | (Op::Or, ExprKind::Or(v)) => items.extend(v),
                         (_, kind) => items.push(Expr::new(kind, DataType::Boolean)),
                     }

@@ -29,12 +29,37 @@ use crate::types::{DataType, DateField, Value};
 use crate::vector::Batch;
 
 /// A bound expression: what to compute and the type of its result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Expr {
     pub kind: ExprKind,
     /// The result type. The NULL literal whose type context could not decide is typed
     /// `text`, as PostgreSQL resolves `unknown`.
     pub ty: DataType,
+}
+
+// Cloning, comparing and dropping recurse once per level of the expression, whose
+// depth the statement decides (a CASE nested 5,000 deep in a plan the optimizer
+// copies): each level runs on a guarded stack (`crate::stack`), as the passes do.
+impl Clone for Expr {
+    fn clone(&self) -> Self {
+        crate::stack::guarded(|| Expr { kind: self.kind.clone(), ty: self.ty.clone() })
+    }
+}
+
+impl PartialEq for Expr {
+    fn eq(&self, other: &Self) -> bool {
+        self.ty == other.ty && crate::stack::guarded(|| self.kind == other.kind)
+    }
+}
+
+impl Drop for Expr {
+    fn drop(&mut self) {
+        // Only a level with children can recurse; a column or literal drops in place.
+        if !matches!(self.kind, ExprKind::Column(_) | ExprKind::Literal(_) | ExprKind::Param(_)) {
+            let kind = std::mem::replace(&mut self.kind, ExprKind::Param(0));
+            crate::stack::guarded(move || drop(kind));
+        }
+    }
 }
 
 /// Arithmetic operators. Operand types are decided by the binder:
@@ -238,6 +263,12 @@ pub enum ExprKind {
 impl Expr {
     pub fn new(kind: ExprKind, ty: DataType) -> Expr {
         Expr { kind, ty }
+    }
+
+    /// The expression's node kind, taken out of it (`Expr` has a `Drop`, so its kind
+    /// cannot be moved out by a pattern).
+    pub fn into_kind(mut self) -> ExprKind {
+        std::mem::replace(&mut self.kind, ExprKind::Param(0))
     }
 
     pub fn literal(value: Value, ty: DataType) -> Expr {

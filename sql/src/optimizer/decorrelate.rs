@@ -134,9 +134,10 @@ fn rewrite_filter(
 }
 
 fn split_and(e: Expr, out: &mut Vec<Expr>) {
-    match e.kind {
+    let ty = e.ty;
+    match e.into_kind() {
         ExprKind::And(v) => v.into_iter().for_each(|c| split_and(c, out)),
-        kind => out.push(Expr::new(kind, e.ty)),
+        kind => out.push(Expr::new(kind, ty)),
     }
 }
 
@@ -191,7 +192,7 @@ fn in_unknown(eqs: &[Expr]) -> Expr {
 fn in_not_false(eqs: Vec<Expr>) -> Expr {
     let unknown = in_unknown(&eqs);
     let mut parts = vec![and_all(eqs).expect("an operand")];
-    match unknown.kind {
+    match unknown.into_kind() {
         ExprKind::Or(v) => parts.extend(v),
         kind => parts.push(Expr::new(kind, DataType::Boolean)),
     }

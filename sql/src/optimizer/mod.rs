@@ -5,6 +5,9 @@
 //! The passes, in order:
 //! 0. `simplify.rs` — constant subexpressions become literals, and a date compared
 //!    with a timestamp constant is compared as a date (no cast per row).
+//!    `outer_join.rs` — an outer join whose NULL-extended rows a condition above
+//!    rejects becomes the inner (or one-sided) join it equals, so it is reordered
+//!    and filtered like one (PostgreSQL's `reduce_outer_joins`).
 //! 1. `join_order.rs` — a tree of inner joins is flattened into its relations and
 //!    conditions and rebuilt in the order of least estimated cost (dynamic programming
 //!    over subsets, greedy above [`join_order::DP_LIMIT`] relations), with the smaller
@@ -50,6 +53,7 @@ pub mod index_order;
 pub mod join_order;
 pub mod magic_set;
 pub mod methods;
+pub mod outer_join;
 pub mod parallel;
 pub mod physical;
 pub mod prune;
@@ -71,6 +75,9 @@ use crate::types::DataType;
 pub struct Rules {
     /// `optimizer_decorrelate`: subqueries become joins ([`decorrelate`]).
     pub decorrelate: bool,
+    /// `optimizer_reduce_outer_joins`: an outer join whose NULL-extended rows a
+    /// condition above rejects becomes an inner join ([`outer_join`]).
+    pub reduce_outer_joins: bool,
     /// `optimizer_join_order`: inner joins reordered by estimated cost.
     pub join_order: bool,
     /// `optimizer_filter_pushdown`: filters pushed below joins and into scans.
@@ -132,6 +139,7 @@ impl Default for Rules {
     fn default() -> Self {
         Rules {
             decorrelate: true,
+            reduce_outer_joins: true,
             join_order: true,
             filter_pushdown: true,
             index_access: true,
@@ -203,6 +211,7 @@ pub fn optimize_query(
 pub fn optimize(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
     let rules = &methods::effective(rules);
     let plan = if rules.simplify { simplify::simplify_plan(plan) } else { plan };
+    let plan = if rules.reduce_outer_joins { outer_join::reduce_outer_joins(plan) } else { plan };
     let plan = if rules.join_order {
         join_order::reorder_joins(plan, stats)
     } else {
@@ -245,10 +254,11 @@ pub(crate) fn remap(e: &mut Expr, map: &[usize]) {
 }
 
 pub(crate) fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
-    match e.kind {
+    let ty = e.ty;
+    match e.into_kind() {
         ExprKind::And(v) => v.into_iter().for_each(|c| deep(|| conjuncts(c, out))),
         ExprKind::Or(branches) => factor_or(branches, out),
-        kind => out.push(Expr::new(kind, e.ty)),
+        kind => out.push(Expr::new(kind, ty)),
     }
 }
 
@@ -259,9 +269,10 @@ fn factor_or(branches: Vec<Expr>, out: &mut Vec<Expr>) {
         .into_iter()
         .map(|b| {
             let mut v = Vec::new();
-            match b.kind {
+            let ty = b.ty;
+            match b.into_kind() {
                 ExprKind::And(items) => v.extend(items),
-                kind => v.push(Expr::new(kind, b.ty)),
+                kind => v.push(Expr::new(kind, ty)),
             }
             v
         })

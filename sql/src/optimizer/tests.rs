@@ -2,9 +2,9 @@
 //! finish on a small thread stack, the passes growing their stack where they recurse.
 //! Plans are built directly, as the parser's limits keep SQL input shallower.
 
-use super::{NoStats, Rules, optimize};
-use crate::expr::{ArithOp, CmpOp, Expr, ExprKind};
-use crate::plan::{Node, OutputColumn, Plan, SetOpKind, explain};
+use super::{NoStats, Rules, optimize, optimize_query};
+use crate::expr::{ArithOp, CmpOp, Expr, ExprKind, SubqueryExpr, SubqueryKind};
+use crate::plan::{JoinKind, Node, OutputColumn, Plan, SetOpKind, Subplan, explain};
 use crate::types::{DataType, Value};
 
 const DEPTH: usize = 5000;
@@ -44,7 +44,7 @@ fn survives(make: fn() -> Plan) {
     std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
-            for rules in [Rules::default(), Rules { decorrelate: false, join_order: false, filter_pushdown: false, index_access: false, index_order: false, index_join: false, build_side: false, column_pruning: false, magic_set: false, semi_pushdown: false, simplify: false, join_filter: false, methods: crate::optimizer::methods::Methods { seqscan: false, indexscan: false, hashjoin: false, nestloop: false }, threads: 1, parallel_min_rows: 0 }] {
+            for rules in all_rules_and_none() {
                 let plan = optimize(make(), &rules, &NoStats);
                 assert!(plan.est.is_some());
                 assert!(!explain::explain(&plan, None).is_empty());
@@ -121,6 +121,98 @@ fn and_or_chains_and_deep_expressions() {
         let p = join(filter(one(), and), filter(one(), or), None);
         filter(filter(p, big), not)
     });
+}
+
+/// Every rule on and every rule off, as [`survives`] runs them.
+fn all_rules_and_none() -> [Rules; 2] {
+    [
+        Rules::default(),
+        Rules {
+            decorrelate: false,
+            reduce_outer_joins: false,
+            join_order: false,
+            filter_pushdown: false,
+            index_access: false,
+            index_order: false,
+            index_join: false,
+            build_side: false,
+            column_pruning: false,
+            magic_set: false,
+            semi_pushdown: false,
+            simplify: false,
+            join_filter: false,
+            methods: crate::optimizer::methods::Methods { seqscan: false, indexscan: false, hashjoin: false, nestloop: false },
+            threads: 1,
+            parallel_min_rows: 0,
+        },
+    ]
+}
+
+#[test]
+fn left_join_chain_under_a_rejecting_filter() {
+    // Outer-join reduction walks the whole chain, turning each join inner.
+    survives(|| {
+        let mut p = one();
+        for _ in 0..DEPTH {
+            let n = p.schema.len();
+            let on = boolean(ExprKind::Compare {
+                op: CmpOp::Eq,
+                left: Box::new(Expr::column(n - 1, DataType::Integer)),
+                right: Box::new(Expr::column(n, DataType::Integer)),
+            });
+            let mut j = join(p, one(), Some(on));
+            if let Node::Join { kind, .. } = &mut j.node {
+                *kind = JoinKind::Left;
+            }
+            let schema = vec![j.schema[n].clone()];
+            p = Plan::new(Node::Project { input: Box::new(j), exprs: vec![Expr::column(n, DataType::Integer)] }, schema);
+        }
+        filter(p, x_eq_1())
+    });
+}
+
+#[test]
+fn deep_case_expressions() {
+    survives(|| {
+        let mut case = Expr::column(0, DataType::Integer);
+        for i in 0..DEPTH {
+            case = Expr::new(ExprKind::Case { whens: vec![(x_eq_1(), case)], else_: Some(Box::new(int(i as i32))) }, DataType::Integer);
+        }
+        let p = join(one(), one(), None);
+        filter(p, boolean(ExprKind::Compare { op: CmpOp::Gt, left: Box::new(case), right: Box::new(int(0)) }))
+    });
+}
+
+#[test]
+fn chains_of_subqueries_through_optimize_query() {
+    // Subquery i's plan filters on EXISTS (subquery i + 1): decorrelation turns the
+    // chain into nested semi joins, one inside the next, DEPTH deep; the last
+    // subquery is a scalar one compared with a column.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            for rules in all_rules_and_none() {
+                let exists = |id: usize| {
+                    boolean(ExprKind::Subquery(Box::new(SubqueryExpr { id, kind: SubqueryKind::Exists, correlated: Vec::new() })))
+                };
+                let mut subplans: Vec<Subplan> = (0..DEPTH)
+                    .map(|i| Subplan { plan: filter(one(), exists(i + 1)), param_base: 0, correlated: false })
+                    .collect();
+                let scalar = Expr::new(
+                    ExprKind::Subquery(Box::new(SubqueryExpr { id: DEPTH + 1, kind: SubqueryKind::Scalar, correlated: Vec::new() })),
+                    DataType::Integer,
+                );
+                let last = boolean(ExprKind::Compare { op: CmpOp::Eq, left: Box::new(Expr::column(0, DataType::Integer)), right: Box::new(scalar) });
+                subplans.push(Subplan { plan: filter(one(), last), param_base: 0, correlated: false });
+                subplans.push(Subplan { plan: one(), param_base: 0, correlated: false });
+                let query = optimize_query(filter(one(), exists(0)), subplans, &rules, &NoStats);
+                assert!(query.plan.est.is_some());
+                assert!(!explain::explain(&query.plan, None).is_empty());
+            }
+        })
+        .expect("thread")
+        .join()
+        .expect("the optimizer survives");
 }
 
 #[test]

@@ -24,6 +24,7 @@
 //! | `optimizer_build_side` | `on`, `off`: a join builds on its smaller input | `on` |
 //! | `optimizer_column_pruning` | `on`, `off`: each operator produces only the columns read above it | `on` |
 //! | `optimizer_decorrelate` | `on`, `off`: subqueries become joins | `on` |
+//! | `optimizer_reduce_outer_joins` | `on`, `off`: an outer join whose NULL-extended rows a condition above rejects becomes an inner join | `on` |
 //! | `optimizer_semi_pushdown` | `on`, `off`: semi and anti joins move below the inner joins of their left input where they filter more | `on` |
 //! | `optimizer_magic_set` | `on`, `off`: an aggregate joined on a grouping column first keeps only the keys a selective other side can match | `on` |
 //! | `optimizer_simplify` | `on`, `off`: constant subexpressions become literals; a date compared with a timestamp constant is compared as a date | `on` |
@@ -128,6 +129,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "optimizer_build_side",
     "optimizer_column_pruning",
     "optimizer_decorrelate",
+    "optimizer_reduce_outer_joins",
     "optimizer_magic_set",
     "optimizer_semi_pushdown",
     "optimizer_simplify",
@@ -241,6 +243,7 @@ impl Settings {
             "optimizer_build_side" => self.optimizer.build_side = parse_switch(name, value)?,
             "optimizer_column_pruning" => self.optimizer.column_pruning = parse_switch(name, value)?,
             "optimizer_decorrelate" => self.optimizer.decorrelate = parse_switch(name, value)?,
+            "optimizer_reduce_outer_joins" => self.optimizer.reduce_outer_joins = parse_switch(name, value)?,
             "optimizer_magic_set" => self.optimizer.magic_set = parse_switch(name, value)?,
             "optimizer_semi_pushdown" => self.optimizer.semi_pushdown = parse_switch(name, value)?,
             "optimizer_simplify" => self.optimizer.simplify = parse_switch(name, value)?,
@@ -274,7 +277,7 @@ impl Settings {
             "bee_code_limit" => "64MB",
             "optimizer_join_order" | "optimizer_filter_pushdown" | "optimizer_index_access" | "optimizer_index_order" | "optimizer_index_join" | "optimizer_build_side"
             | "optimizer_column_pruning" => "on",
-            "optimizer_decorrelate" | "optimizer_magic_set" | "optimizer_semi_pushdown" | "optimizer_simplify" | "optimizer_join_filter" => "on",
+            "optimizer_decorrelate" | "optimizer_reduce_outer_joins" | "optimizer_magic_set" | "optimizer_semi_pushdown" | "optimizer_simplify" | "optimizer_join_filter" => "on",
             "enable_seqscan" | "enable_indexscan" | "enable_hashjoin" | "enable_nestloop" => "on",
             "point_path" | "statement_shapes" => "on",
             "threads" => {
@@ -325,6 +328,7 @@ impl Settings {
             "optimizer_build_side" => show_switch(self.optimizer.build_side),
             "optimizer_column_pruning" => show_switch(self.optimizer.column_pruning),
             "optimizer_decorrelate" => show_switch(self.optimizer.decorrelate),
+            "optimizer_reduce_outer_joins" => show_switch(self.optimizer.reduce_outer_joins),
             "optimizer_magic_set" => show_switch(self.optimizer.magic_set),
             "optimizer_semi_pushdown" => show_switch(self.optimizer.semi_pushdown),
             "optimizer_simplify" => show_switch(self.optimizer.simplify),
