@@ -3,9 +3,14 @@
 //! pool of 64 or 128 frames (`cache_size_bytes` 0 or 1 MiB; 8 KiB pages) fails with
 //! 58000 "buffer pool exhausted: all N frames are pinned", where one thread answers
 //! at 64 frames and two threads answer at 512. The parallel page dispenser
-//! (`exec/parallel.rs`, `Morsels::take_run`) pins runs of 16 pages per thread; more
-//! than 128 frames pinned at once means pins are also held elsewhere (batches in
-//! flight, the prefetch): not diagnosed yet. Reproduction kept ignored until fixed:
+//! (`exec/parallel.rs`, `Morsels::take_run`) pins runs of 16 consecutive pages per
+//! thread, and the buffer pool (`storage/src/buffer_pool.rs`) is 16 shards of
+//! `frames / 16` frames (4 at 64 frames, 8 at 128), 64 consecutive page ids to a
+//! shard: one thread's run fills its shard (the run stops there), and the other
+//! thread, asking for the next pages with no page held, finds that shard all pinned
+//! and fails. Fixes to weigh: a run no longer than a fraction of a shard, a thread
+//! with no page waiting for the others' pins instead of failing, or fewer, larger
+//! shards in a small pool. Reproduction kept ignored until fixed:
 //! `cargo test --release -p beedb-sql --test pool_runs -- --ignored --nocapture`.
 
 use beedb_sql::Database;
