@@ -944,8 +944,10 @@ impl Binder<'_> {
         }
         let mut acc: Option<(Plan, Scope)> = None;
         for twj in from {
-            // `…, LATERAL (q) x`: joined with everything before it.
-            let after_lateral = is_lateral_subquery(&twj.relation) && acc.is_some();
+            // `…, LATERAL (q) x`: joined with everything before it; so is a function
+            // after other items, implicitly LATERAL as in PostgreSQL (`FROM t,
+            // generate_series(1, t.a)`; one reading none of them becomes a plain join).
+            let after_lateral = (is_lateral_subquery(&twj.relation) || is_function(&twj.relation)) && acc.is_some();
             let (mut plan, mut scope) = match acc.take() {
                 Some((lp, ls)) if after_lateral => self.bind_lateral(lp, ls, &twj.relation, JoinKind::Inner, None)?,
                 taken => {
@@ -955,19 +957,11 @@ impl Binder<'_> {
                 }
             };
             for j in &twj.joins {
-                if is_lateral_subquery(&j.relation) {
-                    use ast::JoinOperator as J;
-                    let (kind, on) = match &j.join_operator {
-                        J::Join(ast::JoinConstraint::On(e)) | J::Inner(ast::JoinConstraint::On(e)) => (JoinKind::Inner, Some(e)),
-                        J::Left(ast::JoinConstraint::On(e)) | J::LeftOuter(ast::JoinConstraint::On(e)) => (JoinKind::Left, Some(e)),
-                        J::CrossJoin(_) => (JoinKind::Inner, None),
-                        _ => {
-                            return Err(Error::not_supported(
-                                "LATERAL with a join other than CROSS JOIN, [INNER] JOIN … ON or LEFT JOIN … ON is not supported",
-                            )
-                            .at(self.pos(&j.relation)));
-                        }
-                    };
+                // A function is implicitly LATERAL where a LATERAL item may be.
+                if is_lateral_subquery(&j.relation)
+                    || (is_function(&j.relation) && lateral_join_kind(&j.join_operator).is_some())
+                {
+                    let (kind, on) = lateral_join_kind(&j.join_operator).ok_or_else(|| self.lateral_join_error(&j.relation))?;
                     let (p, s) = self.bind_lateral(plan, scope, &j.relation, kind, on)?;
                     plan = p;
                     scope = s;
@@ -1026,8 +1020,17 @@ impl Binder<'_> {
         if let Some(clause) = unsupported_factor_clause(f) {
             return Err(Error::not_supported(format!("{clause} is not supported")).at(self.pos(f)));
         }
-        let ast::TableFactor::Derived { subquery, alias, .. } = f else {
-            return Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f)));
+        // A LATERAL function runs per left row as `SELECT * FROM f(…)` would.
+        let converted;
+        let (subquery, alias) = match f {
+            ast::TableFactor::Derived { subquery, alias, .. } => (&**subquery, alias.as_ref()),
+            _ => match function_as_query(f) {
+                Some(c) => {
+                    converted = c;
+                    (&converted.0, Some(&converted.1))
+                }
+                None => return Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f))),
+            },
         };
         if alias.is_none() {
             return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
@@ -1041,7 +1044,7 @@ impl Binder<'_> {
         if id + 1 == self.subqueries.len() {
             self.subqueries.pop();
         }
-        let (rp, rs) = self.alias_relation(plan, alias.as_ref(), None)?;
+        let (rp, rs) = self.alias_relation(plan, alias, None)?;
         let nleft = lp.schema.len();
         let right_schema = rp.schema.clone();
         let inner = kind == JoinKind::Inner;
@@ -1049,13 +1052,13 @@ impl Binder<'_> {
             crate::optimizer::decorrelate::lateral_join_parts(rp, nleft, self.param_count, &correlated, inner)
         else {
             self.restore(snapshot);
-            if let Some(bound) = self.lateral_single_row(lp, &ls, subquery, &rs, right_schema, kind, on)? {
+            if let Some(bound) = self.lateral_single_row(lp.clone(), &ls, subquery, &rs, right_schema, kind, on)? {
                 return Ok(bound);
             }
-            return Err(Error::not_supported(
-                "LATERAL subquery is not supported here: it reads the FROM items before it elsewhere than in its WHERE and JOIN … ON conditions (outside nested subqueries, not under an aggregate, LIMIT, DISTINCT, a window, a set operation or an outer join) or, except in LEFT JOIN LATERAL, its select list",
-            )
-            .at(self.pos(f)));
+            if let Some(bound) = self.lateral_apply(lp, &ls, subquery, alias, kind, on)? {
+                return Ok(bound);
+            }
+            return Err(Error::not_supported(LATERAL_NOT_HERE).at(self.pos(f)));
         };
         let mut scope = combine_scopes(ls.clone(), &rs, nleft);
         mark_nullable(&mut scope, &ls, &rs, kind);
@@ -1094,6 +1097,63 @@ impl Binder<'_> {
             p = Plan::new(Node::Filter { input: Box::new(p), predicate: c }, schema);
         }
         Ok((p, scope))
+    }
+
+    fn lateral_join_error(&self, f: &ast::TableFactor) -> Error {
+        Error::not_supported("LATERAL with a join other than CROSS JOIN, [INNER] JOIN … ON or LEFT JOIN … ON is not supported")
+            .at(self.pos(f))
+    }
+
+    /// A LATERAL subquery or function that neither becomes a join nor returns one row
+    /// at most: a [`Node::Apply`] that runs it per left row (per distinct set of the
+    /// left values it reads, in a batch). `None` for a join other than inner and
+    /// LEFT … ON true.
+    fn lateral_apply(
+        &mut self,
+        lp: Plan,
+        ls: &Scope,
+        q: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        kind: JoinKind,
+        on: Option<&ast::Expr>,
+    ) -> Result<Option<(Plan, Scope)>> {
+        let left_join = match kind {
+            JoinKind::Inner => false,
+            JoinKind::Left => true,
+            _ => return Ok(None),
+        };
+        let on_true = on.is_none_or(|e| matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)));
+        if left_join && !on_true {
+            return Ok(None);
+        }
+        let saved = self.set_scope(ls.clone());
+        let r = self.bind_subquery(q, "FROM");
+        self.set_scope(saved);
+        let (id, correlated, plan) = r?;
+        // The subquery becomes the Apply's right input, not a subplan.
+        if id + 1 == self.subqueries.len() {
+            self.subqueries.pop();
+        }
+        let (rp, rs) = self.alias_relation(plan, alias, None)?;
+        let nleft = lp.schema.len();
+        let mut schema = lp.schema.clone();
+        schema.extend(rp.schema.iter().cloned());
+        let node = Node::Apply { input: Box::new(lp), right: Box::new(rp), params: correlated, param_base: self.param_count, left_join };
+        let mut p = Plan::new(node, schema);
+        let mut scope = combine_scopes(ls.clone(), &rs, nleft);
+        mark_nullable(&mut scope, ls, &rs, kind);
+        if let (false, Some(e)) = (left_join, on) {
+            if self.contains_aggregate(e) {
+                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
+            }
+            let saved = self.set_scope(scope.clone());
+            let r = self.bind_bool_clause(e, "JOIN/ON");
+            self.set_scope(saved);
+            let predicate = r?;
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
+        }
+        Ok(Some((p, scope)))
     }
 
     /// A LATERAL subquery that `lateral_join_parts` cannot pull up but that returns
@@ -1269,10 +1329,7 @@ impl Binder<'_> {
         });
         self.set_scope(saved);
         if reads_before {
-            return Err(Error::not_supported(
-                "functions in FROM reading earlier FROM items (LATERAL functions) are not supported",
-            )
-            .at(self.pos(f)));
+            return Err(Error::not_supported(LATERAL_FUNCTION).at(self.pos(f)));
         }
         r
     }
@@ -2299,7 +2356,56 @@ pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
 
 /// Whether a FROM item is `LATERAL (subquery)`.
 fn is_lateral_subquery(f: &ast::TableFactor) -> bool {
-    matches!(f, ast::TableFactor::Derived { lateral: true, .. })
+    matches!(f, ast::TableFactor::Derived { lateral: true, .. } | ast::TableFactor::Function { lateral: true, .. })
+}
+
+/// The join a LATERAL item may be on the right of: `[INNER] JOIN … ON`, `LEFT [OUTER]
+/// JOIN … ON`, `CROSS JOIN`.
+fn lateral_join_kind(op: &ast::JoinOperator) -> Option<(JoinKind, Option<&ast::Expr>)> {
+    use ast::JoinOperator as J;
+    match op {
+        J::Join(ast::JoinConstraint::On(e)) | J::Inner(ast::JoinConstraint::On(e)) => Some((JoinKind::Inner, Some(e))),
+        J::Left(ast::JoinConstraint::On(e)) | J::LeftOuter(ast::JoinConstraint::On(e)) => Some((JoinKind::Left, Some(e))),
+        J::CrossJoin(_) => Some((JoinKind::Inner, None)),
+        _ => None,
+    }
+}
+
+/// Whether `f` is a function in FROM (`generate_series(…)`).
+fn is_function(f: &ast::TableFactor) -> bool {
+    matches!(f, ast::TableFactor::Table { args: Some(_), .. })
+}
+
+/// The error `bind_factor_after` gives a FROM function reading earlier FROM items
+/// where a LATERAL item may not be (a join with USING, NATURAL, RIGHT or FULL).
+const LATERAL_FUNCTION: &str = "functions in FROM reading earlier FROM items (LATERAL functions) are not supported";
+
+const LATERAL_NOT_HERE: &str = "LATERAL subquery is not supported here: it reads the FROM items before it elsewhere than in its WHERE and JOIN … ON conditions (outside nested subqueries, not under an aggregate, LIMIT, DISTINCT, a window, a set operation or an outer join) or, except in LEFT JOIN LATERAL, its select list";
+
+/// `[LATERAL] f(args) [alias]` as the query `SELECT * FROM f(args) [alias]`, with
+/// the alias the LATERAL item gets around it: the function's alias without column
+/// names, or the function's name (PostgreSQL's default alias of a function).
+fn function_as_query(f: &ast::TableFactor) -> Option<(ast::Query, ast::TableAlias)> {
+    let (name, args, alias) = match f {
+        ast::TableFactor::Function { name, args, alias, with_ordinality: false, .. } => (name, args.clone(), alias),
+        ast::TableFactor::Table { name, args: Some(a), alias, .. } => (name, a.args.clone(), alias),
+        _ => return None,
+    };
+    let mut statements = crate::parser::parse("SELECT * FROM generate_series(1, 1)").ok()?;
+    let ast::Statement::Query(mut q) = statements.pop()? else { return None };
+    let ast::SetExpr::Select(sel) = &mut *q.body else { return None };
+    let ast::TableFactor::Table { name: n, args: Some(a), alias: al, .. } = &mut sel.from.first_mut()?.relation else {
+        return None;
+    };
+    *n = name.clone();
+    a.args = args;
+    *al = alias.clone();
+    let outer_name = match alias {
+        Some(a) => a.name.clone(),
+        None => ast::Ident::new(object_name(name).ok()?),
+    };
+    let outer = ast::TableAlias { explicit: true, name: outer_name, columns: Vec::new(), at: None };
+    Some((*q, outer))
 }
 
 fn join_plans(lp: Plan, ls: Scope, rp: Plan, _rs: Scope, kind: JoinKind, on: Option<Expr>) -> (Plan, Scope) {

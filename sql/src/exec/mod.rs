@@ -16,6 +16,7 @@
 //! [`ExecContext::memory_limit`]; going over is an error, never an abort.
 
 mod agg;
+mod apply;
 #[doc(hidden)]
 pub use agg::bench as agg_bench;
 pub mod dml;
@@ -693,6 +694,9 @@ impl<'a> Exec<'a> {
             }
             Node::Series { args } => series::generate_series(self, plan, args, out),
             Node::CteScan { cte, name, plan: inner } => self.cte_scan(id, *cte, name, inner, out),
+            Node::Apply { input, right, params, param_base, left_join } => {
+                apply::apply(self, plan, id, input, right, params, *param_base, *left_join, out)
+            }
         }
     }
 

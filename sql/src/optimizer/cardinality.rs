@@ -486,6 +486,8 @@ pub fn node_rows(plan: &Plan, inputs: &[f64], stats: &dyn Stats) -> f64 {
         // PostgreSQL's guess: the base term's rows and ten rounds of the recursive
         // term's (how many rounds a recursion takes is unknowable before it runs).
         Node::RecursiveUnion { .. } => inputs[0] + 10.0 * inputs[1],
+        // Each input row with the right side's rows (at least itself under LEFT).
+        Node::Apply { left_join, .. } => inputs[0] * if *left_join { inputs[1].max(1.0) } else { inputs[1] },
         Node::WorkTableScan { .. } => DEFAULT_WORK_TABLE_ROWS,
         Node::CteScan { .. } => inputs[0],
         Node::Series { args } => series_rows(args),

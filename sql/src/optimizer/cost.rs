@@ -119,6 +119,9 @@ pub fn node_cost(plan: &Plan, rows: f64, inputs: &[f64], stats: &dyn Stats) -> f
         Node::SetOp { .. } => inputs.iter().sum::<f64>() * AGG_ROW,
         // Each row output is hashed (UNION) or copied into the next round's table.
         Node::RecursiveUnion { .. } => rows * AGG_ROW,
+        // The right side runs once per input row (its cost is counted once among
+        // the inputs; the loop is what this adds).
+        Node::Apply { .. } => (input * inputs.get(1).copied().unwrap_or(1.0) + rows) * EVAL_ROW,
         Node::WorkTableScan { .. } | Node::Series { .. } | Node::CteScan { .. } => rows * EVAL_ROW,
     }
 }

@@ -1040,6 +1040,7 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&Expr)) {
             calls.iter().flat_map(|c| &c.args).for_each(f);
         }
         Node::Series { args } => args.iter().for_each(f),
+        Node::Apply { params, .. } => params.iter().for_each(f),
         Node::Limit { .. }
         | Node::Distinct { .. }
         | Node::SetOp { .. }

@@ -380,6 +380,9 @@ pub(crate) fn map_node_children(node: Node, f: &mut dyn FnMut(Plan) -> Plan) -> 
             recursive: b(recursive),
         },
         Node::CteScan { cte, name, plan } => Node::CteScan { cte, name, plan: b(plan) },
+        Node::Apply { input, right, params, param_base, left_join } => {
+            Node::Apply { input: b(input), right: b(right), params, param_base, left_join }
+        }
         n @ (Node::TableScan { .. } | Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => n,
     }
 }

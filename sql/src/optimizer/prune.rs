@@ -265,6 +265,14 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             (node, identity(n))
         }
         node @ (Node::Values { .. } | Node::WorkTableScan { .. } | Node::Series { .. }) => (node, identity(n)),
+        // A per-row LATERAL keeps its input's columns (its parameters read them) and
+        // the right side's (positions after the input's).
+        Node::Apply { input, right, params, param_base, left_join } => {
+            let (ni, nr) = (input.schema.len(), right.schema.len());
+            let (input, _) = prune(*input, vec![true; ni]);
+            let (right, _) = prune(*right, vec![true; nr]);
+            (Node::Apply { input: Box::new(input), right: Box::new(right), params, param_base, left_join }, identity(n))
+        }
         // Every reader of a materialized CTE reads the same buffered rows: its plan
         // keeps all its columns, whichever the reader needs.
         Node::CteScan { cte, name, plan } => {

@@ -732,6 +732,19 @@ pub fn describe(plan: &Plan) -> Described {
                 json: Json::Int(cte.0 as u64 + 1),
             }],
         },
+        Node::Apply { params, param_base, left_join, .. } => {
+            let params: Vec<String> = params
+                .iter()
+                .enumerate()
+                .map(|(k, e)| format!("${} = {}", param_base + k + 1, fmt_expr(e, &names)))
+                .collect();
+            Described {
+                title: format!("Nested Loop{} (lateral)", if *left_join { " Left Join" } else { "" }),
+                node_type: "Nested Loop",
+                fields: vec![("Join Type", Json::Str(if *left_join { "Left" } else { "Inner" }.into()))],
+                details: vec![Detail::new("params", "Lateral Params", params.join(", "))],
+            }
+        }
         Node::Series { .. } => Described {
             title: "Function Scan on generate_series".into(),
             node_type: "Function Scan",

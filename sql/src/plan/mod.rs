@@ -490,6 +490,15 @@ pub enum Node {
     /// and never narrows or filters it from outside), so whichever runs first gives
     /// every reader the same rows.
     CteScan { cte: CteId, name: String, plan: Box<Plan> },
+    /// A per-row LATERAL item (a dependent join): for each row of `input`, `params`
+    /// are evaluated on it and `right` runs with them as its parameters
+    /// `param_base`, `param_base + 1`, … (the outer references a LATERAL subquery or
+    /// function made); the output is the input row followed by each row `right`
+    /// gives, and with `left_join` the input row with NULLs when it gives none.
+    /// Rows with equal `params` in a batch run `right` once. The binder makes it for
+    /// what cannot become a join (`Binder::bind_lateral`); the optimizer orders and
+    /// narrows neither side across it.
+    Apply { input: Box<Plan>, right: Box<Plan>, params: Vec<Expr>, param_base: usize, left_join: bool },
 }
 
 /// Names a materialized CTE of a statement: the [`Node::CteScan`]s that read it.
@@ -555,6 +564,7 @@ impl Plan {
                 vec![left, right]
             }
             Node::RecursiveUnion { base, recursive, .. } => vec![base, recursive],
+            Node::Apply { input, right, .. } => vec![input, right],
         }
     }
 
@@ -597,6 +607,7 @@ impl Plan {
             Node::Sort { keys, .. } => keys.iter_mut().for_each(|k| f(&mut k.expr)),
             Node::Window { specs, calls, .. } => for_each_window_expr_mut(specs, calls, f),
             Node::Series { args } => args.iter_mut().for_each(&mut *f),
+            Node::Apply { params, .. } => params.iter_mut().for_each(&mut *f),
             Node::Limit { .. }
             | Node::Distinct { .. }
             | Node::SetOp { .. }
@@ -621,6 +632,7 @@ impl Plan {
                 vec![left, right]
             }
             Node::RecursiveUnion { base, recursive, .. } => vec![base, recursive],
+            Node::Apply { input, right, .. } => vec![input, right],
         }
     }
 }
