@@ -56,3 +56,14 @@ fn a_lateral_item_inside_a_correlated_subquery() {
         .unwrap();
     assert_eq!(ints(&r), [[1, 1], [2, 3], [3, 6]]);
 }
+
+#[test]
+fn a_lateral_items_rows_count_once_against_memory_limit() {
+    // 2,000,000 int4 rows of one left row are ~8 MB held: the count once added its
+    // running total to itself per batch and reported more than the 1 GB default.
+    let db = Database::open(":memory:").unwrap();
+    let mut c = db.connect();
+    c.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1); SET memory_limit = '64MB'").unwrap();
+    let r = c.execute("SELECT count(*) FROM t, LATERAL generate_series(1, t.a * 2000000) g", &[]).unwrap();
+    assert_eq!(ints(&r), [[2_000_000]]);
+}

@@ -1,17 +1,17 @@
-//! Small buffer pools and parallel scans (issue 16, step 6 of the rel3 brief): with
-//! `threads = 2` and `parallel_min_rows = 0`, a scan of a 200,000-row table over a
-//! pool of 64 or 128 frames (`cache_size_bytes` 0 or 1 MiB; 8 KiB pages) fails with
-//! 58000 "buffer pool exhausted: all N frames are pinned", where one thread answers
-//! at 64 frames and two threads answer at 512. The parallel page dispenser
-//! (`exec/parallel.rs`, `Morsels::take_run`) pins runs of 16 pages per thread; more
-//! than 128 frames pinned at once means pins are also held elsewhere (batches in
-//! flight, the prefetch): not diagnosed yet. Reproduction kept ignored until fixed:
-//! `cargo test --release -p beedb-sql --test pool_runs -- --ignored --nocapture`.
+//! Small buffer pools and parallel scans (issue 16): with `threads = 2` and
+//! `parallel_min_rows = 0`, scans of a 200,000-row table over a pool of 64 or 128
+//! frames (`cache_size_bytes` 0 or 1 MiB; 8 KiB pages) failed with 58000 "buffer pool
+//! exhausted: all N frames are pinned", where one thread answered at 64 frames. The
+//! parallel page dispenser (`exec/parallel.rs`, `Morsels::take_run`) pins runs of 16
+//! consecutive pages per thread, and the buffer pool (`storage/src/buffer_pool.rs`)
+//! is 16 shards of `frames / 16` frames (4 at 64 frames, 8 at 128), 64 consecutive
+//! page ids to a shard: one thread's run filled its shard, and the other thread,
+//! asking for the next pages with no page held, found that shard all pinned and
+//! failed. A thread with no page now waits for the others to release theirs.
 
 use beedb_sql::Database;
 
 #[test]
-#[ignore = "known gap (issue 16): parallel scans exhaust pools of 64-128 frames"]
 fn two_threads_scan_within_a_pool_of_64_frames() {
     let dir = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();

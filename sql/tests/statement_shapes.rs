@@ -90,6 +90,12 @@ const TEMPLATES: &[&str] = &[
     "SELECT k FROM t WHERE tx = {} OR k = 2 ORDER BY k",
     "SELECT length({}) FROM t WHERE k = 1",
     "SELECT k FROM t WHERE k = {}::int8",
+    // The same literal twice, where the binder matches expressions by equality.
+    "SELECT k > {}, count(*) FROM t GROUP BY k > {} ORDER BY 1",
+    "SELECT count(*) FROM t GROUP BY k > {} HAVING k > {} ORDER BY 1",
+    "SELECT DISTINCT k > {} AS x FROM t ORDER BY k > {}",
+    "SELECT sum(count(*)) OVER (PARTITION BY k > {}) FROM t GROUP BY k > {} ORDER BY 1",
+    "SELECT k = {} FROM t WHERE k < 3 UNION SELECT k = {} FROM t WHERE k < 3 ORDER BY 1",
 ];
 
 #[test]

@@ -275,6 +275,14 @@ pub fn shape(sql: &str) -> Option<Shape> {
     {
         return None;
     }
+    // The binder matches GROUP BY, HAVING, window PARTITION/ORDER BY, DISTINCT's ORDER
+    // BY, a set operation's ORDER BY and an ON CONFLICT target with the select list
+    // by equality of their bound expressions: with each literal a parameter of its
+    // own, `SELECT a > 1 … GROUP BY a > 1` would compare `a > $1` with `a > $2` and
+    // fail (42803). Such statements run with their literals.
+    if toks.iter().any(|t| is_kw(t, &["group", "having", "distinct", "over", "window", "conflict", "union", "intersect", "except"])) {
+        return None;
+    }
     // Each parenthesis's kind, and for each `)` the kind of the group it closed.
     let mut stack: Vec<Paren> = Vec::new();
     let mut closed: Vec<Option<Paren>> = vec![None; toks.len()];

@@ -76,10 +76,11 @@ pub(super) fn apply(
                             }
                             m += 1;
                         }
-                        bytes = rcols.iter().map(|c| c.heap_bytes()).sum::<usize>() + bytes;
-                        ex.check_mem("LATERAL rows", bytes)?;
+                        // The keys finished before this one, plus this key's rows so far.
+                        ex.check_mem("LATERAL rows", bytes + rcols.iter().map(|c| c.heap_bytes()).sum::<usize>())?;
                         Ok(Flow::Continue)
                     })?;
+                    bytes += rcols.iter().map(|c| c.heap_bytes()).sum::<usize>();
                     results.push((rcols, m));
                     seen.insert(key, results.len() - 1);
                     results.len() - 1

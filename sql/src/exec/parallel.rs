@@ -67,23 +67,44 @@ impl<'r> Morsels<'r> {
     /// Moves the next run of pages, pinned and share-latched, into `run`; false at
     /// the end of the heap or once a thread stopped.
     fn take_run(&self, run: &mut VecDeque<PageReadGuard>) -> Result<bool> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Ok(false);
-        }
-        // A poisoned lock means a thread panicked while advancing: stop.
-        let Ok(mut pages) = self.pages.lock() else { return Ok(false) };
-        for _ in 0..RUN_PAGES {
-            match pages.next() {
-                Some(Ok(g)) => run.push_back(g),
-                // The run's pages are pinned: in a buffer pool too small to pin
-                // them all, the run ends at the page that found no free frame (the
-                // walk resumes there); with no page held, that is an error.
-                Some(Err(beedb_storage::Error::PoolExhausted { .. })) if !run.is_empty() => break,
-                Some(Err(e)) => return Err(e.into()),
-                None => break,
+        // Waits for a free frame, below: at most this many times, `POOL_WAIT` apart.
+        const POOL_WAITS: u32 = 5_000;
+        const POOL_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
+        let mut waits = 0;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(false);
             }
+            // A poisoned lock means a thread panicked while advancing: stop.
+            let Ok(mut pages) = self.pages.lock() else { return Ok(false) };
+            let mut exhausted = false;
+            for _ in 0..RUN_PAGES {
+                match pages.next() {
+                    Some(Ok(g)) => run.push_back(g),
+                    // The run's pages are pinned: in a buffer pool too small to pin
+                    // them all, the run ends at the page that found no free frame (the
+                    // walk resumes there).
+                    Some(Err(beedb_storage::Error::PoolExhausted { .. })) if !run.is_empty() => break,
+                    // With no page held, the frames are pinned by the other threads'
+                    // runs (a small pool's shard holds 4 frames at 64 frames, and
+                    // consecutive pages share a shard): they release them as they scan,
+                    // so wait for one (`tests/pool_runs.rs`). Past the waits, the pool
+                    // is too small: the error.
+                    Some(Err(beedb_storage::Error::PoolExhausted { .. })) if waits < POOL_WAITS => {
+                        exhausted = true;
+                        break;
+                    }
+                    Some(Err(e)) => return Err(e.into()),
+                    None => break,
+                }
+            }
+            if !exhausted {
+                return Ok(!run.is_empty());
+            }
+            drop(pages);
+            waits += 1;
+            std::thread::sleep(POOL_WAIT);
         }
-        Ok(!run.is_empty())
     }
 }
 
