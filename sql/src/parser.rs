@@ -161,29 +161,34 @@ pub fn check_parse_size(sql: &str, memory_limit: usize) -> Result<()> {
 /// Where the comment starting at `b[i]` ends (the index past it, or past its line
 /// for `--`), when one starts there: `-- …` to the end of the line, `/* … */`
 /// nested as PostgreSQL nests them (an unterminated one runs to the end).
-fn comment_end(b: &[u8], mut i: usize) -> Option<usize> {
+fn comment_end(b: &[u8], i: usize) -> Option<usize> {
     match (b.get(i), b.get(i + 1)) {
         (Some(b'-'), Some(b'-')) => Some(b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p)),
-        (Some(b'/'), Some(b'*')) => {
-            let mut depth = 0usize;
-            while i < b.len() {
-                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                    depth += 1;
-                    i += 2;
-                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            Some(i.min(b.len()))
-        }
+        (Some(b'/'), Some(b'*')) => Some(block_comment_end(b, i).unwrap_or(b.len())),
         _ => None,
     }
+}
+
+/// Where the block comment opening at `b[i]` (`/*`) closes: the index past its `*/`,
+/// comments nested inside it counted as PostgreSQL counts them; `None` when it is
+/// never closed.
+pub(crate) fn block_comment_end(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    while i + 1 < b.len() {
+        if b[i] == b'/' && b[i + 1] == b'*' {
+            depth += 1;
+            i += 2;
+        } else if b[i] == b'*' && b[i + 1] == b'/' {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                return Some(i);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 /// Rewrites `?` placeholders (outside strings, identifiers and comments) as `$1`,

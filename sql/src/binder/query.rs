@@ -1099,6 +1099,20 @@ impl Binder<'_> {
         Ok((p, scope))
     }
 
+    /// An inner join's ON condition over a LATERAL item, bound in the joined scope,
+    /// as a filter over the plan that joins them (an Apply, or the one-row form).
+    fn lateral_on_filter(&mut self, p: Plan, scope: &Scope, on: &ast::Expr) -> Result<Plan> {
+        if self.contains_aggregate(on) {
+            return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(on)));
+        }
+        let saved = self.set_scope(scope.clone());
+        let r = self.bind_bool_clause(on, "JOIN/ON");
+        self.set_scope(saved);
+        let predicate = r?;
+        let schema = p.schema.clone();
+        Ok(Plan::new(Node::Filter { input: Box::new(p), predicate }, schema))
+    }
+
     fn lateral_join_error(&self, f: &ast::TableFactor) -> Error {
         Error::not_supported("LATERAL with a join other than CROSS JOIN, [INNER] JOIN … ON or LEFT JOIN … ON is not supported")
             .at(self.pos(f))
@@ -1143,15 +1157,7 @@ impl Binder<'_> {
         let mut scope = combine_scopes(ls.clone(), &rs, nleft);
         mark_nullable(&mut scope, ls, &rs, kind);
         if let (false, Some(e)) = (left_join, on) {
-            if self.contains_aggregate(e) {
-                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
-            }
-            let saved = self.set_scope(scope.clone());
-            let r = self.bind_bool_clause(e, "JOIN/ON");
-            self.set_scope(saved);
-            let predicate = r?;
-            let schema = p.schema.clone();
-            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
+            p = self.lateral_on_filter(p, &scope, e)?;
         }
         Ok(Some((p, scope)))
     }
@@ -1297,15 +1303,7 @@ impl Binder<'_> {
         let mut scope = combine_scopes(ls.clone(), rs, nleft);
         mark_nullable(&mut scope, ls, rs, kind);
         if let (false, Some(e)) = (left, on) {
-            if self.contains_aggregate(e) {
-                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
-            }
-            let saved = self.set_scope(scope.clone());
-            let r = self.bind_bool_clause(e, "JOIN/ON");
-            self.set_scope(saved);
-            let predicate = r?;
-            let schema = p.schema.clone();
-            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
+            p = self.lateral_on_filter(p, &scope, e)?;
         }
         Ok(Some((p, scope)))
     }

@@ -123,25 +123,8 @@ fn tokens(sql: &str) -> Option<Vec<Token>> {
                 continue;
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                // PostgreSQL's block comments nest.
-                let mut depth = 0usize;
-                loop {
-                    if i + 1 >= b.len() {
-                        return None;
-                    }
-                    if b[i] == b'/' && b[i + 1] == b'*' {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b[i + 1] == b'/' {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
+                // An unclosed comment is the parser's error to report.
+                i = crate::parser::block_comment_end(b, i)?;
                 continue;
             }
             b'$' | b'?' | b'\\' => return None,
