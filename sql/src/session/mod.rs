@@ -235,6 +235,12 @@ impl Connection {
     /// do not cast to the shape's parameter types: the caller then runs the text
     /// itself, which gives the result and errors the literals give.
     fn execute_shaped(&mut self, sql: &str) -> Option<Result<QueryResult>> {
+        // A text too long to cache (a VALUES list of many rows) is not scanned for its
+        // shape either: the scan's tokens and values would hold several times the
+        // text, outside memory_limit (3M VALUES rows grew the peak by 718 MB).
+        if sql.len() > STATEMENT_CACHE_TEXT_BYTES_MAX {
+            return None;
+        }
         let shape = engine::shape::shape(sql)?;
         let stmt = match self.shapes.get(&shape.text) {
             Some(None) => return None,
