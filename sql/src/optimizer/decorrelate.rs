@@ -50,7 +50,7 @@
 use crate::binder::{expr_is_volatile, plan_is_volatile};
 use crate::binder::query_util::{for_each_child_mut, shift_columns};
 use crate::expr::{Expr, ExprKind, SubqueryExpr, SubqueryKind};
-use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Subplan};
+use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Schema, Subplan};
 use crate::types::{DataType, Value};
 
 use super::and_all;
@@ -101,7 +101,7 @@ fn rewrite_filter(
     input: Plan,
     predicate: Expr,
     subs: &[Subplan],
-    schema: Vec<OutputColumn>,
+    schema: Schema,
     marks: &mut usize,
 ) -> Plan {
     let mut parts = Vec::new();
@@ -810,7 +810,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     let aggregate = Plan::new(Node::Aggregate { input: Box::new(pulled.plan), groups: keys, sets: Vec::new(), aggs, bee: None }, agg_schema);
     let mut exprs = vec![shift_columns(&value, nkeys)];
     let mut schema = vec![OutputColumn { name: "value".into(), ty: value.ty }];
-    for (i, c) in aggregate.schema[..nkeys].iter().enumerate() {
+    for (i, c) in aggregate.schema.iter().take(nkeys).enumerate() {
         exprs.push(Expr::column(i, c.ty));
         schema.push(c.clone());
     }
