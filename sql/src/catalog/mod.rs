@@ -824,10 +824,10 @@ mod tests {
     /// some transactions rolled back. Each run crashes at a random write, recovers,
     /// and the catalog read back must be the last committed one (or the one whose
     /// commit was in flight); then it goes on from the recovered catalog and crashes
-    /// again. `BEEDB_CRASH_RUNS` sets the runs (default 200).
+    /// again. `BEEDB_CRASH_RUNS` sets the runs (default 60).
     #[test]
     fn catalog_saves_recover_after_crashes() {
-        let runs: u64 = std::env::var("BEEDB_CRASH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+        let runs: u64 = std::env::var("BEEDB_CRASH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
         for seed in 0..runs {
             catalog_crash_run(seed).unwrap_or_else(|e| panic!("catalog crash run, seed {seed}: {e}"));
         }
