@@ -164,7 +164,7 @@ fn a_unique_index_lookup_gets_no_scan_bee() {
     let plan = conn.query("EXPLAIN SELECT v FROM k WHERE id = 7", &[]).unwrap();
     let text: Vec<String> = plan.rows.iter().map(|r| r.get::<String>(0).unwrap()).collect();
     let text = text.join("\n");
-    assert!(text.contains("Index Scan") && !text.contains("bee: scan"), "{text}");
+    assert!(text.contains("Index Scan") && !text.contains("Bee: scan"), "{text}");
     assert_eq!(conn.query("SELECT v FROM k WHERE id = 7", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 7);
 }
 
@@ -184,7 +184,7 @@ fn an_index_scan_under_a_small_limit_gets_no_scan_bee() {
         let plan = conn.query(&format!("EXPLAIN {sql}"), &[]).unwrap();
         let text: Vec<String> = plan.rows.iter().map(|r| r.get::<String>(0).unwrap()).collect();
         let text = text.join("\n");
-        assert!(text.contains("Index Scan") && !text.contains("bee: scan"), "{sql}\n{text}");
+        assert!(text.contains("Index Scan") && !text.contains("Bee: scan"), "{sql}\n{text}");
     }
     assert_eq!(conn.query("SELECT min(id) FROM k WHERE v > 3", &[]).unwrap().rows[0].get::<i32>(0).unwrap(), 4);
 }

@@ -105,8 +105,29 @@ const QUERIES: &[(&str, bool)] = &[
     ("SELECT id, CASE WHEN o.k > 100 THEN (SELECT y FROM i WHERE i.k = o.k) END FROM o", true),
     ("SELECT id, (SELECT y FROM i WHERE i.k = o.k ORDER BY y LIMIT 1) FROM o", false),
     ("SELECT id, (SELECT y FROM i WHERE i.z > o.id AND i.k = o.k) FROM o", false),
-    ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k GROUP BY z)", false),
-    ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k HAVING count(*) > 10)", false),
+    // GROUP BY inside: the correlation key joins the grouping keys; HAVING on a
+    // scalar aggregate: the value is NULL for a group it rejects (and for no rows,
+    // unless the empty input passes it).
+    ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k GROUP BY z)", true),
+    ("SELECT id, (SELECT max(y) FROM i WHERE i.k = o.k GROUP BY y) FROM o", true),
+    ("SELECT id FROM o WHERE x > (SELECT max(y) FROM i WHERE i.k = o.k HAVING count(*) > 10)", true),
+    ("SELECT id, (SELECT count(*) FROM i WHERE i.k = o.k HAVING count(*) < 15) FROM o", true),
+    ("SELECT id, (SELECT count(*) + 1 FROM i WHERE i.k = o.k HAVING count(*) = 0) FROM o", true),
+    ("SELECT id, (SELECT max(c) FROM (SELECT z, count(*) AS c FROM i WHERE i.k = o.k GROUP BY z) s) FROM o", true),
+    ("SELECT id, (SELECT sum(c) FROM (SELECT z, count(*) AS c FROM i WHERE i.k = o.k GROUP BY z HAVING count(*) > 1) s) FROM o", true),
+    ("SELECT id FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.k = o.k GROUP BY z HAVING count(*) > 1)", true),
+    ("SELECT id FROM o WHERE x IN (SELECT max(y) FROM i WHERE i.k = o.k GROUP BY z)", true),
+    ("SELECT id, (SELECT count(*) FROM i WHERE i.k = o.k GROUP BY z, k HAVING z IS NULL) FROM o", true),
+    // Correlation that is not all equalities: grouped by the outer values (a domain).
+    ("SELECT id, (SELECT count(*) FROM i WHERE i.k < o.k) FROM o", true),
+    ("SELECT id, (SELECT sum(y) FROM i WHERE i.k = o.k AND i.z > o.x) FROM o", true),
+    ("SELECT id, (SELECT avg(y) FROM i WHERE i.k <> o.k AND i.y < o.x) FROM o", true),
+    ("SELECT id FROM o WHERE x < (SELECT count(*) FROM i WHERE i.y BETWEEN o.x AND o.x + 3)", true),
+    ("SELECT id, (SELECT coalesce(min(y), -1) FROM i WHERE i.k > o.k + 10 HAVING count(*) > 2) FROM o", true),
+    // … but not when a NULL outer value could still select rows.
+    ("SELECT id, (SELECT count(*) FROM i WHERE i.k < o.k OR o.k IS NULL) FROM o", false),
+    // A correlation repeated in every branch of an OR is a conjunct of its own.
+    ("SELECT id, (SELECT count(*) FROM i WHERE (i.k = o.k AND i.y > 10) OR (i.k = o.k AND i.z < 5)) FROM o", true),
     (
         "SELECT id FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.k = o.k \
          AND EXISTS (SELECT 1 FROM i2 WHERE i2.z = i.z))",

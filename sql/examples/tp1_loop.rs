@@ -3,7 +3,11 @@
 //! `cargo run --release -p beedb-sql --example tp1_loop -- DB on|off N [normal|full|off] [CLIENTS]`.
 //! The database is created (100,000 accounts, 10 tellers, 1 branch) when missing.
 //! With CLIENTS > 1, that many threads, each with its own connection, run N
-//! transactions each (as `beedb bench tp1 --clients`).
+//! transactions each (as `beedb bench tp1 --clients`). With a sixth argument
+//! `select` or `update`, one client runs only TP1's point SELECT (or its account
+//! UPDATE) N times inside one transaction: the statement alone, without commits,
+//! for counting its instructions (callgrind's totals of two values of N, subtracted)
+//! and allocations.
 //! The lab's `beedb bench tp1` is the measurement; this is the microscope.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -62,6 +66,7 @@ fn main() -> beedb_sql::Result<()> {
         )?;
     }
     let clients: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+    let only = args.get(6).map(|s| s.as_str());
     drop(conn);
     let start = Instant::now();
     let allocs = ALLOCS.load(Ordering::Relaxed);
@@ -69,7 +74,7 @@ fn main() -> beedb_sql::Result<()> {
         let handles: Vec<_> = (0..clients)
             .map(|c| {
                 let db = &db;
-                s.spawn(move || client(db, bees, sync, n, 0x9e37_79b9_7f4a_7c15u64 ^ (c as u64 * 0x1234_5678_9abc)))
+                s.spawn(move || client(db, bees, sync, n, 0x9e37_79b9_7f4a_7c15u64 ^ (c as u64 * 0x1234_5678_9abc), only))
             })
             .collect();
         handles.into_iter().try_for_each(|h| h.join().expect("client thread"))
@@ -86,7 +91,7 @@ fn main() -> beedb_sql::Result<()> {
     Ok(())
 }
 
-fn client(db: &Database, bees: &str, sync: &str, n: u64, mut seed: u64) -> beedb_sql::Result<()> {
+fn client(db: &Database, bees: &str, sync: &str, n: u64, mut seed: u64, only: Option<&str>) -> beedb_sql::Result<()> {
     let mut conn = db.connect();
     conn.set("bees", bees)?;
     conn.set("synchronous", sync)?;
@@ -100,6 +105,27 @@ fn client(db: &Database, bees: &str, sync: &str, n: u64, mut seed: u64) -> beedb
     )?;
     let begin = conn.prepare("BEGIN IMMEDIATE")?;
     let commit = conn.prepare("COMMIT")?;
+    if let Some(only) = only {
+        let select_only = match only {
+            "select" => true,
+            "update" => false,
+            other => panic!("unknown statement {other} (select or update)"),
+        };
+        begin.execute(&mut conn, &[])?;
+        for _ in 0..n {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let aid = Value::BigInt((seed % 100_000) as i64 + 1);
+            let delta = Value::Double(((seed >> 40) % 1000) as f64 - 500.0);
+            if select_only {
+                select.execute(&mut conn, &[aid])?;
+            } else {
+                update_account.execute(&mut conn, &[delta, aid])?;
+            }
+        }
+        return commit.execute(&mut conn, &[]).map(|_| ());
+    }
     for _ in 0..n {
         seed ^= seed << 13;
         seed ^= seed >> 7;

@@ -182,7 +182,7 @@ fn the_switch_and_explain() {
     table(&mut c, 100, 3);
     let plan = |c: &mut Connection, sql: &str| answer(c, &format!("EXPLAIN (COSTS OFF) {sql}")).unwrap().join("\n");
     let q = "SELECT c, n, sum(n), avg(i4), count(*) FROM s GROUP BY c, n";
-    assert!(plan(&mut c, q).contains("bee: aggregate, "), "{}", plan(&mut c, q));
+    assert!(plan(&mut c, q).contains("Bee: aggregate, "), "{}", plan(&mut c, q));
     // What the bee does not do: no bee.
     for other in [
         "SELECT t, sum(n) FROM s GROUP BY t",
@@ -192,11 +192,11 @@ fn the_switch_and_explain() {
         "SELECT sum(n) FROM s",
         "SELECT c, sum(n) FROM s GROUP BY ROLLUP (c)",
     ] {
-        assert!(!plan(&mut c, other).contains("bee: aggregate"), "{other}");
+        assert!(!plan(&mut c, other).contains("Bee: aggregate"), "{other}");
     }
     c.execute_batch("SET bee_agg = off").unwrap();
-    assert!(!plan(&mut c, q).contains("bee: aggregate"));
+    assert!(!plan(&mut c, q).contains("Bee: aggregate"));
     assert_eq!(answer(&mut c, "SHOW bee_agg").unwrap(), vec!["[Text(\"off\")]".to_string()]);
     c.execute_batch("SET bee_agg = on; SET bees = off").unwrap();
-    assert!(!plan(&mut c, q).contains("bee: aggregate"));
+    assert!(!plan(&mut c, q).contains("Bee: aggregate"));
 }

@@ -125,10 +125,10 @@ fn the_switch_shows_in_explain() {
     let mut c = setup(&mut r);
     let sql = "EXPLAIN (COSTS OFF) SELECT count(*) FROM a JOIN b ON a.k = b.ak";
     let plan = rows_of(&mut c, sql).unwrap().join("\n");
-    assert!(!plan.contains("Project  id, k, name"), "{plan}");
+    assert!(!plan.contains("Output: id, k, name"), "{plan}");
     c.execute("SET optimizer_column_pruning = off", &[]).unwrap();
     let plan = rows_of(&mut c, sql).unwrap().join("\n");
-    assert!(plan.contains("Project  bid, ak, note, qty, amount, id, k, name") || plan.contains("Project  id, k, name"), "{plan}");
+    assert!(plan.contains("Output: bid, ak, note, qty, amount, id, k, name") || plan.contains("Output: id, k, name"), "{plan}");
     assert_eq!(rows_of(&mut c, "SHOW optimizer_column_pruning").unwrap(), ["off"]);
     c.execute("RESET optimizer_column_pruning", &[]).unwrap();
     assert_eq!(rows_of(&mut c, "SHOW optimizer_column_pruning").unwrap(), ["on"]);

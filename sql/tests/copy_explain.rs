@@ -80,7 +80,7 @@ fn explain_shows_access_paths_and_analyze_counts_rows() {
     let p = plan(&mut c, "EXPLAIN SELECT v, w FROM a JOIN b ON a.id = b.a_id");
     assert!(p.contains("Hash Join"), "{p}");
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT v, w FROM a JOIN b ON a.id = b.a_id");
-    assert!(p.contains("actual rows=3"), "{p}");
+    assert!(p.contains(" rows=3 loops=1)"), "{p}");
     assert!(p.contains("Execution Time"), "{p}");
 }
 
@@ -103,15 +103,15 @@ fn row_counts_survive_reopening() {
     }
     let db = Database::open(&path).unwrap();
     let mut c = db.connect();
-    // The bee annotations would sit between the node and its estimates.
     c.execute("SET bees = off", &[]).unwrap();
     let text = |c: &mut beedb_sql::Connection, sql: &str| -> Vec<String> {
         rows(c, sql).into_iter().map(|r| r[0].to_string()).collect()
     };
     let plan = text(&mut c, "EXPLAIN SELECT id FROM big");
-    assert!(plan[1].contains("Seq Scan on big  (rows=3000 "), "{plan:?}");
+    assert!(plan[2].starts_with("  ->  Seq Scan on big  (cost=") && plan[2].contains(" rows=3000 "), "{plan:?}");
     let plan = text(&mut c, "EXPLAIN (COSTS OFF) SELECT count(*) FROM small s JOIN big b ON s.k = b.k");
-    let build = plan.iter().position(|l| l.contains("Hash Join")).map(|i| plan[i + 2].clone());
+    // The join's second input (the build side) is its last operator line.
+    let build = plan.iter().rfind(|l| l.contains("->  ")).cloned();
     assert!(build.is_some_and(|l| l.contains("Seq Scan on small")), "{plan:?}");
 }
 
@@ -162,13 +162,17 @@ fn explain_analyze_counts_the_tuples_a_key_filter_dropped() {
     )
     .unwrap();
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
-    let scan = p.lines().find(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
-    assert!(p.contains("key filter: probe.k"), "{p}");
-    assert!(scan.contains("actual rows=30 ") && scan.contains("(removed by key filter: 4970)"), "{p}");
+    let lines: Vec<&str> = p.lines().collect();
+    let at = lines.iter().position(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
+    assert!(p.contains("Key Filter: probe.k"), "{p}");
+    // The scan's detail line sits under it, 6 columns further in than its arrow.
+    let pad = " ".repeat(lines[at].find("->").unwrap() + 6);
+    let details = || lines[at + 1..].iter().take_while(|l| !l.contains("->"));
+    assert!(lines[at].contains(" rows=30 ") && details().any(|l| *l == format!("{pad}Rows Removed by Key Filter: 4970")), "{p}");
     c.execute_batch("SET optimizer_join_filter = off").unwrap();
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT count(*) FROM probe JOIN build ON probe.k = build.k");
     let scan = p.lines().find(|l| l.contains("Seq Scan on probe")).unwrap_or_else(|| panic!("{p}"));
-    assert!(scan.contains("actual rows=5000 ") && !scan.contains("removed by key filter"), "{p}");
+    assert!(scan.contains(" rows=5000 ") && !p.contains("Removed by Key Filter"), "{p}");
 }
 
 /// EXPLAIN ANALYZE profiles each subplan on its own: its nodes show their own rows
@@ -190,18 +194,20 @@ fn explain_analyze_profiles_subplans_apart_from_the_outer_plan() {
     // each scanning all 40 rows of i.
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a, (SELECT count(*) FROM i WHERE i.x > o.a) FROM o");
     let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
-    assert!(sub.contains("actual rows=5 loops=5"), "the subplan's root ran once per outer row:\n{p}");
+    assert!(sub.contains(" rows=5 loops=5)"), "the subplan's root ran once per outer row:\n{p}");
     // i's scan ran five times and kept 39 + 38 + 37 + 36 + 35 rows in all.
-    assert!(sub.contains("actual rows=185 loops=5"), "{p}");
+    assert!(sub.contains(" rows=185 loops=5)"), "{p}");
     assert!(!sub.contains("never executed"), "{p}");
     // An uncorrelated subplan runs once.
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a FROM o WHERE a < (SELECT max(y) FROM i WHERE y < 4)");
     let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
-    assert!(sub.contains("actual rows=1 loops=1"), "{p}");
+    assert!(sub.contains(" rows=1 loops=1)"), "{p}");
     // A subplan the outer plan never reached (no outer rows).
     let p = plan(&mut c, "EXPLAIN ANALYZE SELECT a, (SELECT count(*) FROM i WHERE i.x > o.a) FROM o WHERE a > 100");
     let sub = p.split("\nSubPlan 1").nth(1).unwrap_or_else(|| panic!("no SubPlan in:\n{p}"));
-    assert!(sub.lines().skip(1).all(|l| l.trim().is_empty() || l.contains("never executed") || l.starts_with("Execution Time")), "{p}");
+    // Every operator line of it (its root, and the lines with an arrow).
+    let operators: Vec<&str> = sub.lines().skip(1).filter(|l| l.starts_with("  ") && (l.contains("->  ") || !l[2..].starts_with(' '))).collect();
+    assert!(operators.len() >= 2 && operators.iter().all(|l| l.ends_with(" (never executed)")), "{p}");
 }
 
 /// EXPLAIN (FORMAT JSON): one row holding a valid JSON document with PostgreSQL's
@@ -235,12 +241,17 @@ fn explain_format_json_is_the_text_plan_as_a_json_document() {
     }
     let mut types = Vec::new();
     node_types(&top["Plan"], &mut types);
-    let main_text: Vec<&str> = text.split("\nSubPlan 1").next().unwrap().lines().collect();
+    // The operator lines: the root and each line with an arrow (the others are
+    // details).
+    let main_text: Vec<&str> =
+        text.split("\nSubPlan 1").next().unwrap().lines().enumerate().filter(|(i, l)| *i == 0 || l.contains("->  ")).map(|(_, l)| l).collect();
     assert_eq!(types.len(), main_text.len(), "{text}\n{doc:#}");
     for (t, line) in types.iter().zip(&main_text) {
-        assert!(line.contains(t.as_str()), "{t} vs {line}");
+        // "Hash Join" is "Hash Left Join" in text for a left join, as in PostgreSQL.
+        assert!(line.contains(t.split(' ').next().unwrap()), "{t} vs {line}");
     }
     assert!(top["Plan"]["Plan Rows"].as_u64().is_some() && top["Plan"]["Total Cost"].as_f64().is_some(), "{doc:#}");
+    assert!(top["Plan"]["Plan Width"].as_u64().is_some(), "{doc:#}");
     // Keys are arrays, as in PostgreSQL; the uncorrelated subquery is listed.
     let s = doc.to_string();
     assert!(s.contains(r#""Sort Key":["b"]"#), "{s}");

@@ -133,12 +133,12 @@ fn join_bees_give_the_generic_answers() {
         }
         set(&mut c, &["SET bee_maker = instantiated"]);
         let plan = rows(&mut c, &format!("EXPLAIN {sql}")).unwrap().join("\n");
-        if plan.contains("bee: join, instantiated") {
+        if plan.contains("Bee: join, instantiated") {
             with_bee += 1;
         }
         set(&mut c, &["SET bee_maker = instantiated", "SET memory_limit = '1MB'"]);
         if let Ok(p) = rows(&mut c, &format!("EXPLAIN ANALYZE {sql}"))
-            && p.iter().any(|l| l.contains("spilled:"))
+            && p.iter().any(|l| l.contains("Spilled:"))
         {
             spilled += 1;
         }
@@ -164,17 +164,17 @@ fn explain_shows_the_join_bee_where_the_keys_pack() {
     setup(&mut c, 10, 10);
     let plan = |c: &mut Connection, sql: &str| rows(c, &format!("EXPLAIN {sql}")).unwrap().join("\n");
     let p = plan(&mut c, "SELECT * FROM l JOIN r ON l.i4 = r.i4");
-    assert!(p.contains("bee: join, instantiated"), "{p}");
+    assert!(p.contains("Bee: join, instantiated"), "{p}");
     let p = plan(&mut c, "SELECT * FROM l JOIN r ON l.c = r.c");
-    assert!(p.contains("Hash Join") && !p.contains("bee: join"), "{p}");
+    assert!(p.contains("Hash Join") && !p.contains("Bee: join"), "{p}");
     c.execute("SET bee_join = off", &[]).unwrap();
     let p = plan(&mut c, "SELECT * FROM l JOIN r ON l.i4 = r.i4");
-    assert!(p.contains("Hash Join") && !p.contains("bee: join"), "{p}");
+    assert!(p.contains("Hash Join") && !p.contains("Bee: join"), "{p}");
     c.execute("SET bee_join = on", &[]).unwrap();
     c.execute("SET bee_maker = compiled", &[]).unwrap();
     let p = plan(&mut c, "SELECT * FROM l JOIN r ON l.i4 = r.i4 AND l.i2 = r.i2");
-    assert!(p.contains("bee: join, compiled (bee_maker = compiled)"), "{p}");
+    assert!(p.contains("Bee: join, compiled (bee_maker = compiled)"), "{p}");
     // Several parts in 128 bits: measured slower than the generic probe, no bee.
     let p = plan(&mut c, "SELECT * FROM l JOIN r ON l.i8 = r.i8 AND l.d = r.d");
-    assert!(p.contains("Hash Join") && !p.contains("bee: join"), "{p}");
+    assert!(p.contains("Hash Join") && !p.contains("Bee: join"), "{p}");
 }

@@ -135,10 +135,10 @@ fn the_switch_and_explain() {
     let mut c = db.connect();
     table(&mut c, 100, 3);
     let explain = |c: &mut Connection| rows(c, "EXPLAIN (COSTS OFF) SELECT id FROM s ORDER BY n DESC, t").join("\n");
-    assert!(explain(&mut c).contains("bee: sort, "), "{}", explain(&mut c));
+    assert!(explain(&mut c).contains("Bee: sort, "), "{}", explain(&mut c));
     c.execute_batch("SET bee_sort = off").unwrap();
-    assert!(!explain(&mut c).contains("bee: sort"));
+    assert!(!explain(&mut c).contains("Bee: sort"));
     assert_eq!(rows(&mut c, "SHOW bee_sort"), vec!["[Text(\"off\")]".to_string()]);
     c.execute_batch("SET bee_sort = on; SET bees = off").unwrap();
-    assert!(!explain(&mut c).contains("bee: sort"));
+    assert!(!explain(&mut c).contains("Bee: sort"));
 }

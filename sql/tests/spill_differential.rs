@@ -12,7 +12,7 @@
 //! joins with one key value past what partitioning can
 //! split. Joins whose output would pass 300,000 rows are skipped. Half the queries run
 //! again under EXPLAIN ANALYZE at the small limit, and a third of those must show
-//! `spilled:`, so the test cannot compare in-memory with in-memory.
+//! `Spilled:`, so the test cannot compare in-memory with in-memory.
 //!
 //! `BEEDB_SPILL_SEED` changes the seed, `BEEDB_SPILL_QUERIES` the number of queries
 //! (default 96, about 20 s in the debug test profile `scripts/test` uses), and
@@ -441,10 +441,10 @@ fn spilled_matches_in_memory() {
                 configure(&mut c, threads, Some(SMALL));
                 if let Ok(plan) = run(&mut c, &format!("EXPLAIN ANALYZE {sql}")) {
                     sampled += 1;
-                    if threads == 2 && plan.iter().any(|l| l.contains("probe workers")) {
+                    if threads == 2 && plan.iter().any(|l| l.contains("Probe Workers")) {
                         parallel_probes += 1;
                     }
-                    if plan.iter().any(|l| l.contains("spilled:")) {
+                    if plan.iter().any(|l| l.contains("Spilled:")) {
                         spilled += 1;
                     }
                 }

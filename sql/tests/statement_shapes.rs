@@ -1,10 +1,29 @@
 //! Statement shapes (`engine/shape.rs`) against the same statements run with
 //! `statement_shapes = off`: every statement gives the same columns, types, rows and
 //! tag, or the same error (SQLSTATE, message and position), and leaves a block in
-//! the same state; a statement that differs from an earlier one only in its literals
-//! is not parsed again.
+//! the same state, whether it runs through `execute`, `query_stream` (Python's
+//! cursors) or `execute_batch`; a statement that differs from an earlier one only in
+//! its literals is not parsed again.
 
-use beedb_sql::{Connection, Database, Value};
+use beedb_sql::{Connection, Database, QueryResult, Value};
+
+/// How a statement is run.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Execute,
+    Stream,
+    Batch,
+}
+
+const VIAS: [Via; 3] = [Via::Execute, Via::Stream, Via::Batch];
+
+fn run_via(c: &mut Connection, sql: &str, via: Via) -> beedb_sql::Result<QueryResult> {
+    match via {
+        Via::Execute => c.execute(sql, &[]),
+        Via::Stream => c.query_stream(sql, &[]).and_then(|s| s.into_result()),
+        Via::Batch => c.execute_batch(sql).map(|mut r| r.pop().expect("one result")),
+    }
+}
 
 const SETUP: &str = "
 CREATE TABLE t (
@@ -21,7 +40,11 @@ INSERT INTO w SELECT g % 50, 'b' || g FROM generate_series(1, 200) g;
 
 /// What a statement gave, comparable across the two connections.
 fn outcome(c: &mut Connection, sql: &str) -> String {
-    match c.execute(sql, &[]) {
+    outcome_via(c, sql, Via::Execute)
+}
+
+fn outcome_via(c: &mut Connection, sql: &str, via: Via) -> String {
+    match run_via(c, sql, via) {
         Ok(r) => format!("{:?} {:?} {}", r.columns, r.rows, r.tag),
         Err(e) => format!("error {} {:?} at {:?}", e.sqlstate, e.message, e.position),
     }
@@ -103,28 +126,31 @@ fn shaped_statements_answer_as_their_literal_text() {
     let (mut on, mut off) = pair();
     let mut n = 0;
     let mut wrong = Vec::new();
-    for round in 0..2 {
+    // Twice through `execute` (the second time from the shape cache), then through
+    // `query_stream` and `execute_batch`.
+    for (round, via) in [Via::Execute, Via::Execute, Via::Stream, Via::Batch].into_iter().enumerate() {
         for template in TEMPLATES {
             for lit in LITERALS {
                 let sql = template.replace("{}", lit);
-                let (a, b) = (outcome(&mut on, &sql), outcome(&mut off, &sql));
+                let (a, b) = (outcome_via(&mut on, &sql, via), outcome_via(&mut off, &sql, via));
                 if a != b {
-                    wrong.push(format!("round {round}: {sql}\n  shapes on:  {a}\n  shapes off: {b}"));
+                    wrong.push(format!("round {round} ({via:?}): {sql}\n  shapes on:  {a}\n  shapes off: {b}"));
                 }
                 n += 1;
             }
         }
     }
     // The same in a block: an error aborts both blocks alike.
-    for lit in LITERALS {
+    for (i, lit) in LITERALS.iter().enumerate() {
         for template in ["UPDATE t SET s = {} WHERE k = 11", "SELECT k FROM t WHERE k = {}", "INSERT INTO w VALUES ({}, 'y')"] {
             let sql = template.replace("{}", lit);
+            let via = VIAS[i % 3];
             for c in [&mut on, &mut off] {
                 c.execute("BEGIN", &[]).unwrap();
             }
-            let (a, b) = (outcome(&mut on, &sql), outcome(&mut off, &sql));
+            let (a, b) = (outcome_via(&mut on, &sql, via), outcome_via(&mut off, &sql, via));
             if a != b {
-                wrong.push(format!("in a block: {sql}\n  shapes on:  {a}\n  shapes off: {b}"));
+                wrong.push(format!("in a block ({via:?}): {sql}\n  shapes on:  {a}\n  shapes off: {b}"));
             }
             let (a, b) = (outcome(&mut on, "SELECT s FROM t WHERE k = 11"), outcome(&mut off, "SELECT s FROM t WHERE k = 11"));
             if a != b {
@@ -142,7 +168,7 @@ fn shaped_statements_answer_as_their_literal_text() {
     };
     assert!(wrong.is_empty(), "{} of {n} statements differ:\n{}", wrong.len(), wrong[..wrong.len().min(40)].join("\n"));
     assert_eq!(all(&mut on), all(&mut off));
-    assert!(n > 3000);
+    assert!(n > 6000);
 }
 
 #[test]
@@ -171,4 +197,24 @@ fn a_statement_differing_only_in_literals_is_not_parsed_again() {
     run(&mut c, "SELECT tx FROM t WHERE k = 77");
     run(&mut c, "SELECT tx FROM t WHERE k = 78");
     assert_eq!(c.statements_parsed(), parsed + 2);
+}
+
+#[test]
+fn streams_and_batches_run_as_their_shape() {
+    let (mut c, _) = pair();
+    for via in [Via::Stream, Via::Batch] {
+        let run = |c: &mut Connection, sql: &str| run_via(c, sql, via).unwrap();
+        run(&mut c, "SELECT tx FROM t WHERE k = 5");
+        run(&mut c, "UPDATE t SET tx = 'z' WHERE k = 5");
+        let parsed = c.statements_parsed();
+        for k in 6..40 {
+            let r = run(&mut c, &format!("SELECT tx FROM t WHERE k = {k}"));
+            assert_eq!(r.rows[0].0[0], Value::Text(format!("tx{k}")), "{via:?}");
+            assert_eq!(run(&mut c, &format!("UPDATE t SET tx = 'tx{k}' WHERE k = {k}")).tag, "UPDATE 1");
+        }
+        assert_eq!(c.statements_parsed(), parsed, "{via:?}: no statement parsed again");
+    }
+    // A batch of two statements is parsed as a whole (not shaped) and runs both.
+    let r = c.execute_batch("UPDATE t SET s = 3 WHERE k = 7; SELECT s FROM t WHERE k = 7").unwrap();
+    assert_eq!(r[1].rows[0].0[0], Value::SmallInt(3));
 }

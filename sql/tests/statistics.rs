@@ -8,7 +8,7 @@ use beedb_sql::{Connection, Database};
 fn estimate(c: &mut Connection, sql: &str) -> f64 {
     let r = c.query(&format!("EXPLAIN {sql}"), &[]).unwrap();
     let top = r.rows[0].get::<String>(0).unwrap();
-    let at = top.find("(rows=").unwrap_or_else(|| panic!("no estimate in {top}")) + 6;
+    let at = top.find(" rows=").unwrap_or_else(|| panic!("no estimate in {top}")) + 6;
     let end = top[at..].find(' ').unwrap() + at;
     top[at..end].parse().unwrap()
 }

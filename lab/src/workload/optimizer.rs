@@ -134,7 +134,12 @@ pub fn join_label(plan: &str) -> &'static str {
     if plan.contains("Index Nested Loop") {
         return "index nested loop";
     }
-    if plan.contains("Hash Join") {
+    // `Hash Join`, or an outer or semi join's `Hash Left Join` (BeeDB and PostgreSQL).
+    let hash = plan.lines().any(|l| {
+        let op = l.trim_start().trim_start_matches("->").trim_start();
+        op.starts_with("Hash ") && op.contains(" Join")
+    });
+    if hash {
         return "hash join";
     }
     if plan.contains("Merge Join") {
@@ -495,18 +500,20 @@ mod tests {
 
     #[test]
     fn labels_read_each_engines_plans() {
-        assert_eq!(scan_label("Index Scan using tenk1_unique2 on tenk1  (rows=10 cost=5)"), "index scan");
-        assert_eq!(scan_label("Seq Scan on tenk1  (rows=10 cost=5)"), "seq scan");
+        assert_eq!(scan_label("Index Scan using tenk1_unique2 on tenk1  (cost=5.00 rows=10 width=4)"), "index scan");
+        assert_eq!(scan_label("Seq Scan on tenk1  (cost=5.00 rows=10 width=4)"), "seq scan");
         assert_eq!(scan_label("Bitmap Heap Scan on tenk1\n  ->  Bitmap Index Scan on tenk1_unique2"), "bitmap scan");
         assert_eq!(scan_label("SEARCH tenk1 USING INDEX tenk1_unique2 (unique2>? AND unique2<?)"), "index scan");
         assert_eq!(scan_label("SCAN tenk1"), "seq scan");
-        assert_eq!(join_label("Project\n  ->  Index Nested Loop (inner)  keys: unique2 = unique2"), "index nested loop");
+        assert_eq!(join_label("Project\n  Output: unique2\n  ->  Index Nested Loop\n        Index Cond: (unique2 = unique2)"), "index nested loop");
         assert_eq!(join_label("Hash Join  (cost=1..2 rows=3 width=4)"), "hash join");
+        assert_eq!(join_label("Project\n  ->  Hash Left Join\n        Hash Cond: (unique2 = unique2)"), "hash join");
+        assert_eq!(join_label("Nested Loop Left Join\n  ->  Seq Scan on a\n  ->  Seq Scan on b"), "nested loop");
         assert_eq!(join_label("Nested Loop\n  ->  Seq Scan on onek2 b\n  ->  Index Scan using onek1_unique2 on onek1 a\n        Index Cond: (unique2 = b.unique2)"), "index nested loop");
         assert_eq!(join_label("SCAN b\nSEARCH a USING INDEX onek1_unique2 (unique2=?)"), "index nested loop");
         assert_eq!(join_label("SCAN a\nSCAN b"), "nested loop");
         assert_eq!(join_label("SCAN a\nSEARCH b USING AUTOMATIC COVERING INDEX (unique2=?)"), "nested loop (automatic index)");
-        assert_eq!(estimated_rows("Seq Scan on tenk1  (rows=500 cost=12.00)"), Some(500.0));
+        assert_eq!(estimated_rows("Seq Scan on tenk1  (cost=12.00 rows=500 width=4)"), Some(500.0));
         assert_eq!(estimated_rows("Index Scan using i on t  (cost=0.29..8.31 rows=1 width=244)"), Some(1.0));
         assert_eq!(estimated_rows("SCAN t"), None);
     }

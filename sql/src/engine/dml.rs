@@ -374,33 +374,6 @@ fn point_row(source: &BoundQuery) -> Option<(Vec<Expr>, Option<Vec<Expr>>)> {
     }
 }
 
-/// The value of `e` (over `row`) on the INSERT's point path: a literal or a
-/// parameter of the expression's own type as it is, anything else through the
-/// evaluator, exactly as the VALUES node would compute it.
-fn point_value(e: &Expr, row: &[Value], ectx: &crate::expr::EvalContext<'_>) -> Result<Value> {
-    let same_type = |v: &Value| v.is_null() || v.data_type() == Some(e.ty);
-    match &e.kind {
-        crate::expr::ExprKind::Literal(v) if same_type(v) => return Ok(v.clone()),
-        crate::expr::ExprKind::Column(i) if row.get(*i).is_some_and(same_type) => return Ok(row[*i].clone()),
-        // The clock (TP1's CURRENT_TIMESTAMP): the transaction's start as it is.
-        crate::expr::ExprKind::Func { func, args } if func.is_clock() && args.is_empty() => {
-            let v = ectx.subqueries.sequence(*func, &[])?;
-            if same_type(&v) {
-                return Ok(v);
-            }
-        }
-        crate::expr::ExprKind::Param(i) => {
-            if let Some(v) = ectx.params.get(*i)
-                && same_type(v)
-            {
-                return Ok(v.clone());
-            }
-        }
-        _ => {}
-    }
-    crate::expr::eval_row(e, row, ectx)
-}
-
 /// Runs a bound INSERT with the statement's parameters.
 fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     let InsertPlan { table, returned_columns, conflict, conflict_update, reads_target, .. } = plan;
@@ -492,18 +465,19 @@ fn run_insert(ctx: &mut Ctx<'_>, plan: &InsertPlan) -> Result<QueryResult> {
     if ctx.point_path
         && let Some((values, returning)) = &plan.point_row
     {
-        // One VALUES row: its expressions evaluated here, without a plan run.
+        // One VALUES row: its expressions computed here by the row evaluator,
+        // without a plan run.
         let sequences = ctx.sequences();
         let runner = super::sequence::SequenceRunner(&sequences);
         let ectx = crate::expr::EvalContext { params: &params, subqueries: &runner };
         let mut row = Vec::with_capacity(n + returning.as_ref().map_or(0, Vec::len));
         for e in values {
-            row.push(point_value(e, &[], &ectx)?);
+            row.push(crate::expr::eval_row(e, &[], &ectx)?);
         }
         if let Some(exprs) = returning {
             let mut out = Vec::with_capacity(exprs.len());
             for e in exprs {
-                out.push(point_value(e, &row, &ectx)?);
+                out.push(crate::expr::eval_row(e, &row, &ectx)?);
             }
             row = out;
         }

@@ -278,7 +278,11 @@ pub fn execute_stream(
     let (bq, params) = match planned {
         Ok(p) => p,
         Err(e) => {
-            super::abort_block(conn);
+            // A declined statement shape did nothing yet: the session runs the
+            // statement with its literals next (`shape.rs`).
+            if super::shape::declined(&e).is_none() {
+                super::abort_block(conn);
+            }
             return Err(e);
         }
     };

@@ -16,19 +16,21 @@
 //! What it leaves out is the general path's machinery for many rows, not any of its
 //! semantics: no node dispatch or guarded stack step per operator, no index read in
 //! runs with its tuple-id and tuple buffers, no batch builder, no closures per
-//! operator. The key is evaluated and looked up exactly as an index scan does it
-//! (`scan::index_range`, with the scan's bounds and direction), the tuples are
-//! decoded by the generic decoder (the bees' twin) into one-row vectors, and the
-//! scan's filter and the projection are evaluated by the executor's own evaluator
-//! (`Exec::pred`, `Exec::eval`) over them, so rows, their order, value types and
-//! errors are the general path's. The filter's conjuncts are tested in order, as the
-//! evaluator's AND does, less the equalities the lookup itself guarantees
-//! ([`implied_by_key`]): a `key = $1` on a key column the lookup binds by equality,
-//! whose index key is exact (integers, dates, timestamps, booleans, decimals at the
-//! key scale, text and varchar compared byte for byte), holds for every tuple the
-//! lookup finds, so it is not evaluated again; on other types (floats, whose 0 and
-//! −0 or NaNs compare otherwise than their bytes, intervals, blank-padded
-//! characters) it is.
+//! operator, and no vectors at all: the key is evaluated and looked up exactly as an
+//! index scan does it (`scan::index_range`, with the scan's bounds and direction),
+//! each tuple is decoded by the generic decoder straight into values
+//! (`tuple_codec::decode_values`, the values the bees' twin puts into vectors), and
+//! the scan's filter and the projection (an UPDATE's SET expressions) are computed
+//! over those values by the row evaluator (`crate::expr::eval_row`, whose twin and
+//! reference is the executor's vectorized evaluator), so rows, their order, value
+//! types and errors are the general path's. The filter's conjuncts are tested in
+//! order, as the evaluator's AND does, less the equalities the lookup itself
+//! guarantees ([`implied_by_key`]): a `key = $1` on a key column the lookup binds by
+//! equality, whose index key is exact (integers, dates, timestamps, booleans,
+//! decimals at the key scale, text and varchar compared byte for byte), holds for
+//! every tuple the lookup finds, so it is not evaluated again; on other types
+//! (floats, whose 0 and −0 or NaNs compare otherwise than their bytes, intervals,
+//! blank-padded characters) it is.
 //!
 //! The session setting `point_path = off` sends these plans through the operator
 //! tree too, so tests compare both paths (`sql/tests/point_path.rs`).
@@ -36,15 +38,15 @@
 use beedb_storage::TupleId;
 use beedb_storage::heap::HeapFile;
 
-use super::scan::index_range;
-use super::tuple_codec::RowDecoder;
-use super::{Exec, ExecContext, StatementState, make_batch, tid_vector};
+use super::scan::{index_range, tid_to_i64};
+use super::tuple_codec::decode_values;
+use super::{ExecContext, StatementState, make_batch};
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
-use crate::expr::{CmpOp, Expr, ExprKind};
+use crate::expr::{CmpOp, EvalContext, Expr, ExprKind, eval_row};
 use crate::plan::{Access, Node, Plan};
 use crate::types::Value;
-use crate::vector::Batch;
+use crate::vector::{Batch, Vector};
 
 /// Most index entries a lookup on the point path takes; with more, the point path
 /// declines and the operator tree runs the plan.
@@ -143,40 +145,23 @@ pub fn point_description(plan: &Plan) -> Option<String> {
 /// operators.
 pub fn run_point(plan: &Plan, ctx: &ExecContext, sink: &mut dyn FnMut(Batch) -> Result<bool>) -> Result<bool> {
     let Some(p) = point_plan(plan).filter(|_| ctx.profile.is_none()) else { return Ok(false) };
-    lookup(&p, ctx, &mut |ex, scanned| {
-        let out = match p.project {
-            None => scanned,
-            Some(exprs) => {
-                let cols = exprs.iter().map(|e| ex.eval(e, &scanned)).collect::<Result<Vec<_>>>()?;
-                make_batch(cols, 1)
-            }
-        };
-        sink(out)
+    let types = plan.types();
+    lookup(&p, ctx, &mut |row| {
+        let mut cols: Vec<Vector> = types.iter().map(|t| Vector::new(*t, 1)).collect();
+        for (c, v) in cols.iter_mut().zip(&row) {
+            crate::expr::push_value_as(c, v)?;
+        }
+        sink(make_batch(cols, 1))
     })
 }
 
 /// [`run_point`] returning the rows as values (what `super::collect` returns), or
 /// `None` when it did not run (`plan` is not a point plan, or its lookup found too
-/// many entries). A projected column that is a plain
-/// reference to a scanned one of the same type is taken as a value straight from the
-/// decoded tuple (an UPDATE's plan passes every old value on so): the operator tree
-/// would copy its vector first and read the same value out of the copy.
+/// many entries).
 pub fn collect_point(plan: &Plan, ctx: &ExecContext) -> Result<Option<Vec<Vec<Value>>>> {
     let Some(p) = point_plan(plan).filter(|_| ctx.profile.is_none()) else { return Ok(None) };
     let mut rows = Vec::new();
-    Ok(lookup(&p, ctx, &mut |ex, scanned| {
-        let row = match p.project {
-            None => scanned.row_values(0),
-            Some(exprs) => exprs
-                .iter()
-                .map(|e| match e.kind {
-                    ExprKind::Column(i) if scanned.columns.get(i).is_some_and(|c| c.ty == e.ty) => {
-                        Ok(scanned.columns[i].value(0))
-                    }
-                    _ => Ok(ex.eval(e, &scanned)?.value(0)),
-                })
-                .collect::<Result<Vec<_>>>()?,
-        };
+    Ok(lookup(&p, ctx, &mut |row| {
         rows.push(row);
         Ok(true)
     })?
@@ -184,11 +169,16 @@ pub fn collect_point(plan: &Plan, ctx: &ExecContext) -> Result<Option<Vec<Vec<Va
 }
 
 /// Looks the key of point plan `p` up and hands each tuple it finds that passes the
-/// scan's filter to `each` as a one-row batch of the scan's output (its columns, then
-/// the tuple id when the scan reports it); `each` returns `Ok(false)` to stop.
-/// Returns `Ok(false)`, having called `each` for nothing, when the lookup finds more
-/// than [`POINT_MAX_ROWS`] index entries.
-fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, Batch) -> Result<bool>) -> Result<bool> {
+/// scan's filter to `each` as the plan's output row (the projection's values, or the
+/// scan's columns then the tuple id when the scan reports it); `each` returns
+/// `Ok(false)` to stop. Returns `Ok(false)`, having called `each` for nothing, when
+/// the lookup finds more than [`POINT_MAX_ROWS`] index entries.
+///
+/// The tuple is decoded into values and the filter and projection are computed by
+/// the row evaluator ([`crate::expr::eval_row`]) over them: no one-row vectors, batch
+/// or selection vector per tuple (the vectorized evaluator is the row evaluator's
+/// twin, and its fallback for the expressions it does not compute itself).
+fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(Vec<Value>) -> Result<bool>) -> Result<bool> {
     ctx.interrupt.check()?;
     let state = StatementState::default();
     let ex = state.exec(ctx, None, None);
@@ -216,7 +206,7 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
     }
     let Some(first) = first else { return Ok(true) };
     let heap = HeapFile::open(p.table.heap);
-    let decoder = RowDecoder::new(p.table, p.columns);
+    let ectx = ex.eval_ctx();
     let mut tuple = Vec::new();
     for tid in std::iter::once(first).chain(more) {
         if !heap.get_into(r, tid, &mut tuple)? {
@@ -225,42 +215,76 @@ fn lookup(p: &PointPlan<'_>, ctx: &ExecContext, each: &mut dyn FnMut(&Exec<'_>, 
                 p.table.name
             )));
         }
-        let mut cols = decoder.new_vectors(1);
-        decoder.decode_into(r, p.table, &tuple, &mut cols)?;
+        let mut scanned = Vec::with_capacity(p.columns.len() + usize::from(p.with_tid));
+        decode_values(r, p.table, p.columns, &tuple, &mut scanned)?;
         if p.with_tid {
-            cols.push(tid_vector(&[tid]));
+            scanned.push(Value::BigInt(tid_to_i64(tid)));
         }
-        let scanned = make_batch(cols, 1);
         if let Some(f) = p.filter
-            && !passes(p, &ex, f, &scanned)?
+            && !passes(p, &ectx, f, &scanned)?
         {
             continue;
         }
-        if !each(&ex, scanned)? {
+        let row = match p.project {
+            None => scanned,
+            Some(exprs) => project(p, exprs, scanned, &ectx)?,
+        };
+        if !each(row)? {
             break;
         }
     }
     Ok(true)
 }
 
-/// Whether the one row of `scanned` passes `filter`, a conjunction tested conjunct by
-/// conjunct in order (stopping at the first that is not true, as the evaluator's AND
-/// does), skipping those the lookup guarantees.
-fn passes(p: &PointPlan<'_>, ex: &Exec<'_>, filter: &Expr, scanned: &Batch) -> Result<bool> {
+/// The projection `exprs` over the decoded row `scanned`, by the row evaluator. A
+/// plain reference to a decoded column of its own type (the value the evaluator
+/// would copy) is moved out of `scanned` at its last such use instead: an UPDATE's
+/// plan passes every old value on twice, as the new value of an unchanged column and
+/// as the old value. Computed expressions are evaluated first, in order (a plain
+/// reference never fails, so the first error is the same), since they may read any
+/// column.
+fn project(p: &PointPlan<'_>, exprs: &[Expr], mut scanned: Vec<Value>, ectx: &EvalContext<'_>) -> Result<Vec<Value>> {
+    let plain = |e: &Expr| match e.kind {
+        ExprKind::Column(i) if i < p.columns.len() && e.ty == p.table.columns[p.columns[i]].ty => Some(i),
+        ExprKind::Column(i) if i == p.columns.len() && p.with_tid && e.ty == crate::types::DataType::BigInt => Some(i),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        out.push(match plain(e) {
+            Some(_) => Value::Null,
+            None => eval_row(e, &scanned, ectx)?,
+        });
+    }
+    for k in (0..exprs.len()).rev() {
+        let Some(i) = plain(&exprs[k]) else { continue };
+        // A later use of the same column took the value: copy it from there.
+        let later = (k + 1..exprs.len()).find(|&j| plain(&exprs[j]) == Some(i));
+        out[k] = match later {
+            Some(j) => out[j].clone(),
+            None => std::mem::replace(&mut scanned[i], Value::Null),
+        };
+    }
+    Ok(out)
+}
+
+/// Whether `row` passes `filter`, a conjunction tested conjunct by conjunct in order
+/// (stopping at the first that is not true, as the evaluator's AND does), skipping
+/// those the lookup guarantees.
+fn passes(p: &PointPlan<'_>, ectx: &EvalContext<'_>, filter: &Expr, row: &[Value]) -> Result<bool> {
     match &filter.kind {
         ExprKind::And(list) => {
             for c in list {
-                if !passes(p, ex, c, scanned)? {
+                if !passes(p, ectx, c, row)? {
                     return Ok(false);
                 }
             }
             Ok(true)
         }
         _ if implied_by_key(p, filter) => Ok(true),
-        _ => Ok(!ex.pred(filter, scanned)?.is_empty()),
+        _ => Ok(eval_row(filter, row, ectx)? == Value::Boolean(true)),
     }
 }
-
 /// Whether conjunct `c` is an equality the index lookup of `p` guarantees for
 /// every tuple it finds: `column = key` (either way round) where the column is the
 /// index's key column `k`, `key` is the lookup's `k`th equality key expression, both sides

@@ -17,7 +17,7 @@ use crate::catalog::{IndexDef, TableDef, index_key_spec};
 use crate::error::{Error, Result};
 use crate::types::text::bpchar_trim;
 use crate::types::{DataType, Date, Decimal, Interval, Timestamp, Value};
-use crate::vector::{Data, Vector};
+use crate::vector::{Data, PhysicalType, Vector};
 
 pub use crate::catalog::UNCONSTRAINED_KEY_SCALE;
 
@@ -254,6 +254,14 @@ pub struct RowDecoder {
     pub columns: Vec<usize>,
     pub types: Vec<DataType>,
     natts: usize,
+    /// See [`Picking::by_attribute`].
+    by_attribute: bool,
+}
+
+/// How the attributes of chosen columns are found in a stored tuple.
+struct Picking<'c> {
+    columns: &'c [usize],
+    natts: usize,
     /// Whether the columns are read one by one ([`TupleLayout::attributes`]): when
     /// they are few, or all at fixed offsets, where they are read where they lie;
     /// otherwise one deform up to the last column finds them all in one walk over
@@ -263,21 +271,15 @@ pub struct RowDecoder {
     by_attribute: bool,
 }
 
-impl RowDecoder {
-    pub fn new(table: &TableDef, columns: &[usize]) -> RowDecoder {
+impl<'c> Picking<'c> {
+    fn of(table: &TableDef, columns: &'c [usize]) -> Picking<'c> {
         let layout = &table.layout;
-        RowDecoder {
-            columns: columns.to_vec(),
-            types: columns.iter().map(|&c| table.columns[c].ty).collect(),
+        Picking {
+            columns,
             natts: table.columns.len(),
             by_attribute: columns.len() <= 2
                 || columns.iter().all(|&c| c < layout.natts() && layout.fixed_offset(c).is_some()),
         }
-    }
-
-    /// Empty output vectors with room for `cap` rows.
-    pub fn new_vectors(&self, cap: usize) -> Vec<Vector> {
-        self.types.iter().map(|t| Vector::new(*t, cap)).collect()
     }
 
     /// How many attributes a deform must produce to reach the last column (0 when
@@ -286,28 +288,22 @@ impl RowDecoder {
         if self.by_attribute { 0 } else { self.columns.iter().max().map_or(0, |&c| c + 1).min(self.natts) }
     }
 
-    /// The attributes of `tuple` for the decoder's columns, in output order, into
-    /// `picked` (one per column); `row` holds [`Self::deform_len`] attributes.
+    /// The attributes of `tuple` for the columns, in output order, into `picked`
+    /// (one per column); `row` holds [`Self::deform_len`] attributes.
     fn locate<'t>(&self, table: &TableDef, tuple: &'t [u8], row: &mut [Attr<'t>], picked: &mut [Attr<'t>]) -> Result<()> {
         if self.by_attribute {
-            table.layout.attributes(tuple, &self.columns, picked)?;
+            table.layout.attributes(tuple, self.columns, picked)?;
             return Ok(());
         }
         table.layout.deform(tuple, row)?;
-        for (p, &c) in picked.iter_mut().zip(&self.columns) {
+        for (p, &c) in picked.iter_mut().zip(self.columns) {
             *p = row[c];
         }
         Ok(())
     }
 
-    /// Appends the decoded columns of `tuple` to `out` (one vector per column).
-    pub fn decode_into<R: PageRead + ?Sized>(
-        &self,
-        r: &R,
-        table: &TableDef,
-        tuple: &[u8],
-        out: &mut [Vector],
-    ) -> Result<()> {
+    /// Calls `f` with the attributes of `tuple` for the columns, in output order.
+    fn with_attributes(&self, table: &TableDef, tuple: &[u8], f: impl FnOnce(&[Attr<'_>]) -> Result<()>) -> Result<()> {
         // On the stack when the relation is not wide (no allocation per tuple).
         let (mut row_stack, mut picked_stack) = ([Attr::Null; 32], [Attr::Null; 32]);
         let (mut row_heap, mut picked_heap) = (Vec::new(), Vec::new());
@@ -325,12 +321,104 @@ impl RowDecoder {
             &mut picked_heap
         };
         self.locate(table, tuple, row, picked)?;
+        f(picked)
+    }
+}
+
+impl RowDecoder {
+    pub fn new(table: &TableDef, columns: &[usize]) -> RowDecoder {
+        let by_attribute = Picking::of(table, columns).by_attribute;
+        RowDecoder {
+            columns: columns.to_vec(),
+            types: columns.iter().map(|&c| table.columns[c].ty).collect(),
+            natts: table.columns.len(),
+            by_attribute,
+        }
+    }
+
+    fn picking(&self) -> Picking<'_> {
+        Picking { columns: &self.columns, natts: self.natts, by_attribute: self.by_attribute }
+    }
+
+    /// Empty output vectors with room for `cap` rows.
+    pub fn new_vectors(&self, cap: usize) -> Vec<Vector> {
+        self.types.iter().map(|t| Vector::new(*t, cap)).collect()
+    }
+
+    /// Appends the decoded columns of `tuple` to `out` (one vector per column).
+    pub fn decode_into<R: PageRead + ?Sized>(
+        &self,
+        r: &R,
+        table: &TableDef,
+        tuple: &[u8],
+        out: &mut [Vector],
+    ) -> Result<()> {
+        self.picking().with_attributes(table, tuple, |picked| {
+            let mut buf = Vec::new();
+            for (col, &a) in out.iter_mut().zip(picked.iter()) {
+                push_attr(col, attr_bytes(r, a, &mut buf)?)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Appends the `columns` of `tuple` (table column positions, in output order) to
+/// `out` as values — the values [`RowDecoder::decode_into`] would put into one-row
+/// vectors, read back — without making vectors or a decoder (no allocation but the
+/// values' own): the point path's and DML's decoder of single tuples.
+pub fn decode_values<R: PageRead + ?Sized>(
+    r: &R,
+    table: &TableDef,
+    columns: &[usize],
+    tuple: &[u8],
+    out: &mut Vec<Value>,
+) -> Result<()> {
+    out.reserve(columns.len());
+    Picking::of(table, columns).with_attributes(table, tuple, |picked| {
         let mut buf = Vec::new();
-        for (col, &a) in out.iter_mut().zip(picked.iter()) {
-            push_attr(col, attr_bytes(r, a, &mut buf)?)?;
+        for (&c, &a) in columns.iter().zip(picked.iter()) {
+            out.push(attr_value(&table.columns[c].ty, attr_bytes(r, a, &mut buf)?)?);
         }
         Ok(())
-    }
+    })
+}
+
+/// One stored attribute (`None`: NULL) of a column of type `ty` as a value: what
+/// [`push_attr`] into a vector of that type, then [`Vector::value`], gives.
+fn attr_value(ty: &DataType, b: Option<&[u8]>) -> Result<Value> {
+    use crate::vector::PhysicalType as P;
+    let Some(b) = b else { return Ok(Value::Null) };
+    Ok(match PhysicalType::of(ty) {
+        P::Bool => Value::Boolean(*b.first().ok_or_else(|| corrupt("boolean"))? != 0),
+        P::I16 => Value::SmallInt(i16::from_le_bytes(fixed(b)?)),
+        P::I32 if *ty == DataType::Date => Value::Date(Date(i32::from_le_bytes(fixed(b)?))),
+        P::I32 => Value::Integer(i32::from_le_bytes(fixed(b)?)),
+        P::I64 if *ty == DataType::Timestamp => Value::Timestamp(Timestamp(i64::from_le_bytes(fixed(b)?))),
+        P::I64 => Value::BigInt(i64::from_le_bytes(fixed(b)?)),
+        P::F32 => Value::Real(f32::from_le_bytes(fixed(b)?)),
+        P::F64 => Value::Double(f64::from_le_bytes(fixed(b)?)),
+        P::Dec => {
+            let d = match ty {
+                DataType::Decimal { precision: Some(_), scale } => Decimal::new(i128::from_le_bytes(fixed(b)?), *scale)?,
+                _ => decode_unconstrained(b)?,
+            };
+            // A vector of a numeric(p ≤ 18, s) holds it as an integer at scale s.
+            Value::Decimal(match crate::vector::dec64_scale(ty) {
+                Some(s) => d.to_scaled_i64(s).map_or(d, |x| Decimal::from_scaled_i64(x, s)),
+                None => d,
+            })
+        }
+        P::Interval => Value::Interval(decode_interval(b)?),
+        P::Str => {
+            let s = utf8(b)?.to_string();
+            match ty {
+                DataType::Char(_) => Value::Char(s),
+                DataType::Varchar(_) => Value::Varchar(s),
+                _ => Value::Text(s),
+            }
+        }
+    })
 }
 
 impl RowDecoder {
@@ -354,11 +442,11 @@ impl RowDecoder {
         }
         // Column-major: the attribute of column `j` in tuple `i` is `attrs[j * n + i]`.
         let mut attrs = vec![Attr::Null; n * k];
-        let mut row = vec![Attr::Null; self.deform_len()];
+        let mut row = vec![Attr::Null; self.picking().deform_len()];
         let mut picked = vec![Attr::Null; k];
         for (i, &(_, s, e)) in items.iter().enumerate() {
             let tuple = buf.get(s..e).ok_or_else(|| corrupt("tuple bounds"))?;
-            self.locate(table, tuple, &mut row, &mut picked)?;
+            self.picking().locate(table, tuple, &mut row, &mut picked)?;
             for (j, &a) in picked.iter().enumerate() {
                 attrs[j * n + i] = a;
             }
@@ -431,17 +519,16 @@ fn push_inline_run(col: &mut Vector, run: &[Attr<'_>]) -> Result<usize> {
     Ok(pushed)
 }
 
-/// Decodes a whole stored tuple into values (slow path: DML, index builds).
+/// Decodes a whole stored tuple into values (DML, index builds).
 pub fn decode_row<R: PageRead + ?Sized>(
     r: &R,
     table: &TableDef,
     tuple: &[u8],
 ) -> Result<Vec<Value>> {
     let all: Vec<usize> = (0..table.columns.len()).collect();
-    let dec = RowDecoder::new(table, &all);
-    let mut vecs = dec.new_vectors(1);
-    dec.decode_into(r, table, tuple, &mut vecs)?;
-    Ok(vecs.iter().map(|v| v.value(0)).collect())
+    let mut row = Vec::new();
+    decode_values(r, table, &all, tuple, &mut row)?;
+    Ok(row)
 }
 
 /// Why a value could not become a key of its column.

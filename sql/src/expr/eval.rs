@@ -41,34 +41,6 @@ pub fn eval_predicate(expr: &Expr, batch: &Batch, ctx: &EvalContext<'_>) -> Resu
     pred(expr, r, ctx)
 }
 
-/// Evaluates `expr` on one row of values (column `i` is `row[i]`).
-pub fn eval_row(expr: &Expr, row: &[Value], ctx: &EvalContext<'_>) -> Result<Value> {
-    // Column types come from the expression's column references (a NULL value has
-    // no type of its own).
-    let mut types: Vec<Option<DataType>> = vec![None; row.len()];
-    column_types(expr, &mut types);
-    let mut columns = Vec::with_capacity(row.len());
-    for (i, v) in row.iter().enumerate() {
-        let ty = types[i].or_else(|| v.data_type()).unwrap_or(DataType::Text);
-        columns.push(value_vector(ty, v)?);
-    }
-    let batch = Batch::new(columns, 1);
-    let out = eval(expr, &batch, ctx)?;
-    Ok(out.value(0))
-}
-
-fn column_types(e: &Expr, out: &mut [Option<DataType>]) {
-    if let ExprKind::Column(i) = e.kind
-        && i < out.len()
-        && out[i].is_none()
-    {
-        out[i] = Some(e.ty);
-    }
-    for c in e.children() {
-        column_types(c, out);
-    }
-}
-
 pub(super) fn resolve_func(
     name: &str,
     args: &[DataType],
@@ -308,7 +280,7 @@ pub(super) fn value_vector(ty: DataType, v: &Value) -> Result<Vector> {
 }
 
 /// Pushes `v` into `out`, casting it to the vector's type when needed; never panics.
-pub(super) fn push_value_as(out: &mut Vector, v: &Value) -> Result<()> {
+pub(crate) fn push_value_as(out: &mut Vector, v: &Value) -> Result<()> {
     if value_fits(&out.ty, v) {
         out.push_value(v);
         return Ok(());

@@ -15,12 +15,15 @@ mod func;
 mod functions;
 mod kernels;
 mod like;
+mod row;
 mod subquery;
 #[cfg(test)]
 mod tests;
 pub mod udf;
 
-pub use eval::{eval, eval_predicate, eval_row};
+pub use eval::{eval, eval_predicate};
+pub(crate) use eval::push_value_as;
+pub use row::{eval_row, eval_row_batch};
 pub use func::Func;
 pub use functions::common_type;
 

@@ -11,6 +11,7 @@ use crate::vector::Vector;
 
 mod functions;
 mod random;
+mod row;
 
 pub(super) fn ctx() -> EvalContext<'static> {
     EvalContext {
@@ -81,8 +82,13 @@ pub(super) fn values(e: &Expr, b: &Batch) -> Vec<Value> {
     (0..v.len()).map(|i| v.value(i)).collect()
 }
 
+/// `e` (without columns) by the row evaluator, which must agree with its
+/// vectorized twin on the value, its variant, or the error.
 pub(super) fn one(e: &Expr) -> Result<Value> {
-    eval_row(e, &[], &ctx())
+    let row = eval_row(e, &[], &ctx());
+    let batch = eval_row_batch(e, &[], &ctx());
+    assert_eq!(format!("{row:?}"), format!("{batch:?}"), "the row and vectorized evaluators differ on {e:?}");
+    row
 }
 
 pub(super) fn ok(e: &Expr) -> Value {

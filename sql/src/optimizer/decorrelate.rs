@@ -450,8 +450,16 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
     if !plan_uses_params(&plan, base) {
         return Some(Pulled { plan, preds: vec![] });
     }
+    if matches!(plan.node, Node::Aggregate { .. }) {
+        let mut own = false;
+        for_each_expr(&plan, &mut |e| own |= uses_params(e, base));
+        if own {
+            return None;
+        }
+    }
     let Plan { node, schema, .. } = plan;
     match node {
+        Node::Aggregate { input, groups, sets, aggs, .. } => pull_up_through_groups(*input, groups, sets, aggs, schema, base),
         Node::Filter { input, predicate } => {
             let inner = pull_up(*input, base)?;
             let mut preds = inner.preds;
@@ -543,6 +551,61 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
     }
 }
 
+/// A correlation pulled up through `GROUP BY`: each conjunct must be `inner = outer`
+/// (`equality_keys`), and its inner side becomes a grouping key too (unless it is one
+/// already), output after the aggregate's own columns; the conjunct then compares that
+/// key. Exact: per outer value `v`, the groups of the rows with `inner = v` are the
+/// groups by (keys, inner) whose `inner` equals `v`, with the same rows, so the same
+/// aggregates — and a HAVING above sees the same groups. Not for an aggregate without
+/// GROUP BY (it makes a row even for a value no input row has) nor for grouping sets.
+fn pull_up_through_groups(
+    input: Plan,
+    mut groups: Vec<Expr>,
+    sets: Vec<Vec<usize>>,
+    aggs: Vec<crate::plan::AggCall>,
+    schema: Vec<OutputColumn>,
+    base: usize,
+) -> Option<Pulled> {
+    if groups.is_empty() || !sets.is_empty() {
+        return None;
+    }
+    let inner = pull_up(input, base)?;
+    let (keys, outer) = equality_keys(&inner.preds, base)?;
+    if keys.iter().any(expr_is_volatile) {
+        return None;
+    }
+    let (ngroups, naggs) = (groups.len(), aggs.len());
+    let mut out_schema = schema.clone();
+    let mut preds = Vec::with_capacity(keys.len());
+    for (key, outer) in keys.into_iter().zip(outer) {
+        let pos = match groups.iter().position(|g| *g == key) {
+            Some(p) => p,
+            None => {
+                out_schema.push(OutputColumn { name: format!("key{}", groups.len() - ngroups), ty: key.ty });
+                groups.push(key);
+                groups.len() - 1
+            }
+        };
+        // Position in the output: a key added here comes after the aggregates.
+        let col = if pos < ngroups { pos } else { pos + naggs };
+        let ty = groups[pos].ty;
+        preds.push(Expr::new(
+            ExprKind::Compare { op: crate::expr::CmpOp::Eq, left: Box::new(Expr::column(col, ty)), right: Box::new(outer) },
+            DataType::Boolean,
+        ));
+    }
+    // The aggregate's own layout is [keys…, aggregates…]; a projection puts the added
+    // keys last, so the columns above keep their positions.
+    let added = groups.len() - ngroups;
+    let mut agg_schema = schema[..ngroups].to_vec();
+    agg_schema.extend(out_schema[schema.len()..].iter().cloned());
+    agg_schema.extend(schema[ngroups..].iter().cloned());
+    let aggregate = Plan::new(Node::Aggregate { input: Box::new(inner.plan), groups, sets, aggs, bee: None }, agg_schema);
+    let order: Vec<usize> = (0..ngroups).chain(ngroups + added..ngroups + added + naggs).chain(ngroups..ngroups + added).collect();
+    let exprs = order.iter().map(|&i| Expr::column(i, aggregate.schema[i].ty)).collect();
+    Some(Pulled { plan: Plan::new(Node::Project { input: Box::new(aggregate), exprs }, out_schema), preds })
+}
+
 /// Whether `p` is `column = e` (either way round) with `e` reading no column.
 fn column_equals_outer(p: &Expr, base: usize) -> bool {
     let ExprKind::Compare { op: crate::expr::CmpOp::Eq, left, right } = &p.kind else { return false };
@@ -564,8 +627,9 @@ fn tree_has(plan: &Plan, f: &dyn Fn(&Expr) -> bool) -> bool {
 /// Moves the conjuncts of `e` that use parameters into `preds`; returns the others.
 /// `None` when a conjunct with parameters also holds a subquery.
 fn take_correlated(e: Expr, base: usize, preds: &mut Vec<Expr>) -> Option<Vec<Expr>> {
+    // `(k = $1 AND x) OR (k = $1 AND y)` (TPC-DS Q41) gives `k = $1` a conjunct of its own.
     let mut parts = Vec::new();
-    split_and(e, &mut parts);
+    super::conjuncts(e, &mut parts);
     let mut keep = Vec::new();
     for p in parts {
         if !uses_params(&p, base) {
@@ -765,22 +829,38 @@ fn replace_scalars(mut e: Expr, cur: &mut Plan, subs: &[Subplan]) -> Expr {
 
 /// `cur` left-joined with the scalar subquery's aggregate grouped by its correlation
 /// keys, and the expression (over the join) that gives the subquery's value.
+///
+/// The subquery is `[Project over] [HAVING filter over] Aggregate` without GROUP BY
+/// (with GROUP BY it may have several rows: [`unnest_single_row`]). A HAVING makes
+/// the value NULL for a group it rejects: the value becomes `CASE WHEN having THEN
+/// value END`, over the group and over the empty input alike. When the correlation
+/// is all equalities, the aggregate is grouped by their inner sides; otherwise by the
+/// outer values themselves, joined in as a *domain* ([`domain_join`]).
 fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -> Option<(Plan, Expr)> {
     let subplan = subs.get(s.id)?;
     let base = subplan.param_base;
     if skips_level(s, base) {
         return None;
     }
-    // The shape: [Project over] Aggregate without GROUP BY.
-    let (top, agg) = match subplan.plan.node.clone() {
+    let (top, below) = match subplan.plan.node.clone() {
         Node::Project { input, exprs } => (Some(exprs), *input),
         node => (None, Plan::new(node, subplan.plan.schema.clone())),
+    };
+    let (having, agg) = match below.node {
+        Node::Filter { input, predicate } if matches!(input.node, Node::Aggregate { .. }) => (Some(predicate), *input),
+        node => (None, Plan::new(node, below.schema)),
     };
     let Node::Aggregate { input, groups, sets, aggs, .. } = agg.node else {
         return unnest_single_row(s, ty, cur, subplan);
     };
+    if !groups.is_empty() && sets.is_empty() {
+        return unnest_single_row(s, ty, cur, subplan);
+    }
     // An application aggregate's value over no rows is unknown here.
     if !groups.is_empty() || !sets.is_empty() || aggs.iter().any(|a| a.udf.is_some() || a.args().any(|x| uses_params(x, base))) {
+        return None;
+    }
+    if having.as_ref().is_some_and(|h| uses_params(h, base) || has_subquery(h)) {
         return None;
     }
     let top = match top {
@@ -791,8 +871,15 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     if top.len() != 1 {
         return None;
     }
+    let value = match having {
+        None => top[0].clone(),
+        Some(h) => Expr::new(ExprKind::Case { whens: vec![(h, top[0].clone())], else_: None }, top[0].ty),
+    };
     let pulled = pull_up(*input, base)?;
-    let (keys, outer) = equality_keys(&pulled.preds, base)?;
+    let (agg_input, keys, outer) = match equality_keys(&pulled.preds, base) {
+        Some((keys, outer)) => (pulled.plan, keys, outer),
+        None => domain_join(pulled, base, s, cur)?,
+    };
     let nkeys = keys.len();
     let mut agg_schema: Vec<OutputColumn> =
         keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
@@ -805,9 +892,8 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
             _ => Expr::literal(Value::Null, a.ty),
         })
         .collect();
-    let value = top[0].clone();
     let empty_value = substitute_columns(&value, &empty);
-    let aggregate = Plan::new(Node::Aggregate { input: Box::new(pulled.plan), groups: keys, sets: Vec::new(), aggs, bee: None }, agg_schema);
+    let aggregate = Plan::new(Node::Aggregate { input: Box::new(agg_input), groups: keys, sets: Vec::new(), aggs, bee: None }, agg_schema);
     let mut exprs = vec![shift_columns(&value, nkeys)];
     let mut schema = vec![OutputColumn { name: "value".into(), ty: value.ty }];
     for (i, c) in aggregate.schema.iter().take(nkeys).enumerate() {
@@ -829,6 +915,97 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
         Expr::new(ExprKind::Case { whens: vec![(unmatched, empty_value)], else_: Some(Box::new(col)) }, ty)
     };
     Some((join, result))
+}
+
+/// Correlation that is not all `inner = outer` (`i.z > o.x`, or `i.k = o.k AND i.z >
+/// o.x`): the subquery's body joined with the *domain* — the distinct values of the
+/// parameters it reads, over `cur` — on the correlation conjuncts, the parameters
+/// reading the domain's columns (Neumann and Kemper's dependent join, made a plain
+/// join). Returns that join (the body's columns, then the domain's), the domain's
+/// columns as grouping keys, and the parameters as the outer values to join them on.
+///
+/// Exact when: a NULL parameter makes the conjuncts reject every row (then the outer
+/// row's group is missing, as its subquery's rows are: the left join on `outer = key`
+/// never matches a NULL), and each parameter's type shows equal values alike (the
+/// domain keeps one of several equal outer values: `1.0` and `1.00` must not differ
+/// to a conjunct). `cur` is read twice (for the domain, and joined), so it must give
+/// the same rows both times: no volatile function, no subquery.
+fn domain_join(pulled: Pulled, base: usize, s: &SubqueryExpr, cur: &Plan) -> Option<(Plan, Vec<Expr>, Vec<Expr>)> {
+    if plan_is_volatile(cur) || tree_has(cur, &|e| has_subquery(e) || e.has_side_effects()) {
+        return None;
+    }
+    let mut params: Vec<usize> = Vec::new();
+    for p in &pulled.preds {
+        if has_subquery(p) || expr_is_volatile(p) {
+            return None;
+        }
+        param_ids(p, base, &mut params);
+    }
+    params.sort_unstable();
+    params.dedup();
+    let n = pulled.plan.schema.len();
+    let types: Vec<DataType> = params.iter().map(|&k| s.correlated.get(k - base).map(|e| e.ty)).collect::<Option<_>>()?;
+    if params.is_empty() || !types.iter().all(|&t| super::pushdown::equal_values_look_alike(t)) {
+        return None;
+    }
+    // The conjuncts over [body…, domain…].
+    let on: Vec<Expr> = pulled.preds.iter().map(|p| params_to_columns(p, base, &params, n)).collect();
+    let mut rejected: Vec<usize> = on.iter().flat_map(super::outer_join::null_rejected).collect();
+    rejected.sort_unstable();
+    if !(n..n + params.len()).all(|c| rejected.binary_search(&c).is_ok()) {
+        return None;
+    }
+    let dschema: Vec<OutputColumn> =
+        types.iter().enumerate().map(|(j, &ty)| OutputColumn { name: format!("domain{j}"), ty }).collect();
+    let values = params.iter().map(|&k| s.correlated[k - base].clone()).collect();
+    let projected = Plan::new(Node::Project { input: Box::new(cur.clone()), exprs: values }, dschema.clone());
+    let domain = Plan::new(Node::Distinct { input: Box::new(projected) }, dschema.clone());
+    let mut jschema = pulled.plan.schema.clone();
+    jschema.extend(dschema);
+    let join = Plan::new(
+        Node::Join {
+            left: Box::new(pulled.plan),
+            right: Box::new(domain),
+            kind: JoinKind::Inner,
+            on: and_all(on),
+            left_keys: vec![],
+            right_keys: vec![],
+            method: JoinMethod::NestedLoop,
+        },
+        jschema,
+    );
+    let keys = types.iter().enumerate().map(|(j, &ty)| Expr::column(n + j, ty)).collect();
+    let outer = params.iter().zip(&types).map(|(&k, &ty)| Expr::new(ExprKind::Param(k), ty)).collect();
+    Some((join, keys, outer))
+}
+
+/// The parameters (from `base`) `e` reads, added to `out`.
+fn param_ids(e: &Expr, base: usize, out: &mut Vec<usize>) {
+    if let ExprKind::Param(k) = e.kind
+        && k >= base
+    {
+        out.push(k);
+    }
+    for c in e.children() {
+        param_ids(c, base, out);
+    }
+}
+
+/// `e` with parameter `params[j]` read from column `first + j`.
+fn params_to_columns(e: &Expr, base: usize, params: &[usize], first: usize) -> Expr {
+    let mut e = e.clone();
+    fn go(e: &mut Expr, base: usize, params: &[usize], first: usize) {
+        if let ExprKind::Param(k) = e.kind
+            && k >= base
+            && let Ok(j) = params.binary_search(&k)
+        {
+            *e = Expr::column(first + j, e.ty);
+            return;
+        }
+        for_each_child_mut(e, &mut |c| go(c, base, params, first));
+    }
+    go(&mut e, base, params, first);
+    e
 }
 
 /// A correlated scalar subquery without an aggregate (`(SELECT name FROM c WHERE

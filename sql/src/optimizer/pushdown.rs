@@ -388,16 +388,19 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
 /// unconstrained numeric, `0.0` and `-0.0`): a conjunct that can tell them apart
 /// (`x::text = '1.00'`) would choose differently below them than above.
 fn sees_only_what_equality_sees(p: &Expr, schema: &crate::plan::Schema) -> bool {
+    super::columns_of(p).iter().all(|&i| schema.get(i).is_some_and(|c| equal_values_look_alike(c.ty)))
+}
+
+/// Whether two equal values of type `ty` look the same to every expression (not so
+/// for an unconstrained numeric's `1.0` and `1.00`, a float's `0.0` and `-0.0`, char
+/// padding or intervals): only then may one of several equal values stand for all.
+pub(crate) fn equal_values_look_alike(ty: crate::types::DataType) -> bool {
     use crate::types::DataType as T;
-    super::columns_of(p).iter().all(|&i| {
-        schema.get(i).is_some_and(|c| {
-            matches!(
-                c.ty,
-                T::Boolean | T::SmallInt | T::Integer | T::BigInt | T::Text | T::Varchar(_) | T::Date | T::Timestamp
-                    | T::Decimal { precision: Some(_), .. }
-            )
-        })
-    })
+    matches!(
+        ty,
+        T::Boolean | T::SmallInt | T::Integer | T::BigInt | T::Text | T::Varchar(_) | T::Date | T::Timestamp
+            | T::Decimal { precision: Some(_), .. }
+    )
 }
 
 /// Whether conjunct `p` gives the same answer wherever it is evaluated, once per

@@ -1,20 +1,21 @@
-//! EXPLAIN: a plan as an indented, PostgreSQL-like tree of lines, with the
-//! executor's counters under EXPLAIN ANALYZE — or the same tree as JSON
-//! (`EXPLAIN (FORMAT JSON)`), for tools.
+//! EXPLAIN: a plan as PostgreSQL's text layout — one line per operator, its details
+//! on indented lines below it, with the executor's counters under EXPLAIN ANALYZE —
+//! or the same tree as JSON (`EXPLAIN (FORMAT JSON)`), for tools.
 //!
 //! Both layouts render one [`Shown`] tree: [`describe`] says what each node is (a
-//! title and labelled details), [`shown`] adds the estimates and counters and
-//! decides where a materialized CTE's plan appears; [`text_lines`] and [`json`] only
-//! lay it out, so the two formats can never disagree about a plan.
+//! title and keyed details), [`shown`] adds the estimates and counters and decides
+//! where a materialized CTE's plan appears; [`text_lines`] and [`json`] only lay it
+//! out, so the two formats can never disagree about a plan.
 
 use super::{Access, AggFunc, FrameBound, FrameUnits, JoinKind, Node, Plan, SetOpKind, WindowFunc};
 use crate::exec::Profile;
 use crate::expr::{Expr, ExprKind, Func};
+use crate::types::DataType;
 
 /// The lines of the plan tree. Node ids are pre-order indexes, as the executor's
-/// [`Profile`] keys them; with a profile each line ends with
-/// `(actual rows=N loops=L time=X ms)` (time inclusive of the node's inputs), and for a
-/// scan that join key filters thinned, `(removed by key filter: N)`.
+/// [`Profile`] keys them; with a profile each operator's line ends with
+/// `(actual time=T rows=N loops=L)` (T in ms, inclusive of the node's inputs), and a
+/// scan that join key filters thinned gets a `Rows Removed by Key Filter: N` line.
 pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
     explain_with(plan, profile, &Options::default())
 }
@@ -22,8 +23,9 @@ pub fn explain(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
 /// What EXPLAIN prints besides the plan's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// Each node's estimated rows and cost, `(rows=R cost=C)` (`EXPLAIN (COSTS OFF)`
-    /// hides them, as in PostgreSQL, so plan shapes can be compared as text).
+    /// Each node's estimated cost, rows and row width, `(cost=C rows=R width=W)`
+    /// (`EXPLAIN (COSTS OFF)` hides them, as in PostgreSQL, so plan shapes can be
+    /// compared as text).
     pub costs: bool,
 }
 
@@ -50,13 +52,15 @@ pub struct Shown {
     pub described: Described,
     /// The optimizer's estimates: rows, cost.
     pub est: Option<(f64, f64)>,
+    /// The estimated bytes of one output row, from the column types (see [`width`]).
+    pub width: u64,
     /// Under EXPLAIN ANALYZE: the node's counters, `None` when it never ran.
     pub actual: Option<Option<crate::exec::NodeProfile>>,
     pub inputs: Vec<Shown>,
 }
 
-/// What a node is: the text layout's head (`Seq Scan on t`, `Hash Join (inner)`),
-/// the fields JSON gives beside its "Node Type", and its details in order.
+/// What a node is: the text layout's operator line (`Seq Scan on t`, `Hash Left
+/// Join`), the fields JSON gives beside its "Node Type", and its details in order.
 pub struct Described {
     pub title: String,
     pub node_type: &'static str,
@@ -64,31 +68,33 @@ pub struct Described {
     pub details: Vec<Detail>,
 }
 
-/// A detail of a node: `label: text` in the text layout (only `text` when it has no
-/// label), `"key": json` in JSON.
+/// A detail of a node: `Key: text` lines under the operator's line in the text
+/// layout (one line per entry of `text`, most details have one), `"Key": json` in
+/// JSON. Keys are PostgreSQL's where it has the detail (`Filter`, `Index Cond`,
+/// `Hash Cond`, `Sort Key`, `Group Key`, `Join Filter`).
 pub struct Detail {
-    pub label: Option<&'static str>,
     pub key: &'static str,
-    pub text: String,
+    pub text: Vec<String>,
     pub json: Json,
 }
 
 impl Detail {
-    fn new(label: &'static str, key: &'static str, text: String) -> Detail {
-        Detail { label: Some(label), key, json: Json::Str(text.clone()), text }
-    }
-
-    fn bare(key: &'static str, text: String) -> Detail {
-        Detail { label: None, key, json: Json::Str(text.clone()), text }
+    fn new(key: &'static str, text: String) -> Detail {
+        Detail { key, json: Json::Str(text.clone()), text: vec![text] }
     }
 
     /// A list: joined by `, ` in text, a JSON array.
-    fn list(label: Option<&'static str>, key: &'static str, items: Vec<String>) -> Detail {
-        Detail { label, key, text: items.join(", "), json: Json::Array(items.into_iter().map(Json::Str).collect()) }
+    fn list(key: &'static str, items: Vec<String>) -> Detail {
+        Detail { key, text: vec![items.join(", ")], json: Json::Array(items.into_iter().map(Json::Str).collect()) }
     }
 
-    fn number(label: &'static str, key: &'static str, n: u64) -> Detail {
-        Detail { label: Some(label), key, text: n.to_string(), json: Json::Int(n) }
+    /// A list shown one item per line in text, a JSON array.
+    fn lines(key: &'static str, items: Vec<String>) -> Detail {
+        Detail { key, json: Json::Array(items.iter().cloned().map(Json::Str).collect()), text: items }
+    }
+
+    fn number(key: &'static str, n: u64) -> Detail {
+        Detail { key, text: vec![n.to_string()], json: Json::Int(n) }
     }
 }
 
@@ -135,6 +141,7 @@ fn build(
     let mut node = Shown {
         described: describe(plan),
         est: plan.est.map(|e| (e.rows.max(1.0), e.cost)),
+        width: plan.schema.iter().map(|c| width(c.ty)).sum(),
         actual: profile.map(|p| p.node(my_id)),
         inputs: Vec::new(),
     };
@@ -157,46 +164,70 @@ fn build(
     node
 }
 
-/// Appends the text lines of `node`'s subtree, `depth` levels in.
+/// The estimated bytes of a value of type `ty`, as PostgreSQL guesses a column's
+/// width without statistics (`get_typavgwidth`): a fixed-size type's size, the
+/// maximum for a short declared length (`char(n)` always), half of the rest of a
+/// longer one (up to 1000 bytes), and 32 for an unconstrained `text` or `numeric`.
+/// BeeDB's plan columns do not carry their statistics, so this is the width for
+/// every plan, analyzed or not.
+pub fn width(ty: DataType) -> u64 {
+    let varlena = |max: u64| if max <= 32 { max } else { 32 + (max.min(1000) - 32) / 2 };
+    match ty {
+        DataType::Boolean => 1,
+        DataType::SmallInt => 2,
+        DataType::Integer | DataType::Real | DataType::Date => 4,
+        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Interval => 16,
+        // PostgreSQL's numeric_maximum_size: a header of 8 bytes and 2 per 4 digits.
+        DataType::Decimal { precision: Some(p), .. } => varlena(8 + 2 * ((u64::from(p) + 6) / 4)),
+        DataType::Decimal { precision: None, .. } | DataType::Varchar(None) | DataType::Text => 32,
+        // Four bytes per character (UTF-8's longest) and a 4-byte length word.
+        DataType::Char(n) => 4 * u64::from(n) + 4,
+        DataType::Varchar(Some(n)) => varlena(4 * u64::from(n) + 4),
+    }
+}
+
+/// Appends the text lines of `node`'s subtree, `depth` levels in: the operator's
+/// line (`->  ` before it below the root), then its details 6 columns further in
+/// than the arrow, as PostgreSQL lays them out.
 fn text_lines(node: &Shown, options: &Options, depth: usize, lines: &mut Vec<String>) {
     let mut line = String::new();
+    let indent = if depth == 0 { 0 } else { 2 + 6 * (depth - 1) };
+    line.push_str(&" ".repeat(indent));
     if depth > 0 {
-        line.push_str(&" ".repeat(2 + 6 * (depth - 1)));
         line.push_str("->  ");
     }
     line.push_str(&node.described.title);
-    for d in &node.described.details {
-        line.push_str("  ");
-        if let Some(label) = d.label {
-            line.push_str(label);
-            line.push_str(": ");
-        }
-        line.push_str(&d.text);
-    }
     if options.costs
         && let Some((rows, cost)) = node.est
     {
-        line.push_str(&format!("  (rows={rows:.0} cost={cost:.2})"));
+        line.push_str(&format!("  (cost={cost:.2} rows={rows:.0} width={})", node.width));
     }
     match &node.actual {
-        Some(Some(n)) => {
-            line.push_str(&format!(
-                "  (actual rows={} loops={} time={:.3} ms)",
-                n.rows,
-                n.loops,
-                n.time.as_secs_f64() * 1000.0
-            ));
-            if n.key_filtered > 0 {
-                line.push_str(&format!("  (removed by key filter: {})", n.key_filtered));
-            }
-            if n.spilled_rows > 0 {
-                line.push_str(&format!("  (spilled: {} rows, {} kB)", n.spilled_rows, n.spilled_bytes.div_ceil(1024)));
-            }
-        }
-        Some(None) => line.push_str("  (never executed)"),
+        Some(Some(n)) => line.push_str(&format!(
+            " (actual time={:.3} rows={} loops={})",
+            n.time.as_secs_f64() * 1000.0,
+            n.rows,
+            n.loops
+        )),
+        Some(None) => line.push_str(" (never executed)"),
         None => {}
     }
     lines.push(line);
+    let pad = " ".repeat(if depth == 0 { 2 } else { indent + 6 });
+    for d in &node.described.details {
+        for t in &d.text {
+            lines.push(format!("{pad}{}: {t}", d.key));
+        }
+    }
+    if let Some(Some(n)) = &node.actual {
+        if n.key_filtered > 0 {
+            lines.push(format!("{pad}Rows Removed by Key Filter: {}", n.key_filtered));
+        }
+        if n.spilled_rows > 0 {
+            lines.push(format!("{pad}Spilled: {} rows, {} kB", n.spilled_rows, n.spilled_bytes.div_ceil(1024)));
+        }
+    }
     for input in &node.inputs {
         stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || text_lines(input, options, depth + 1, lines));
     }
@@ -268,7 +299,7 @@ impl Json {
 }
 
 /// `node`'s subtree as a JSON object with PostgreSQL's key names where it has
-/// them ("Node Type", "Relation Name", "Plan Rows", "Total Cost", "Actual Rows",
+/// them ("Node Type", "Relation Name", "Plan Rows", "Total Cost", "Plan Width", "Actual Rows",
 /// "Actual Loops", "Actual Total Time", "Plans").
 pub fn json(node: &Shown, options: &Options) -> Json {
     let d = &node.described;
@@ -280,6 +311,7 @@ pub fn json(node: &Shown, options: &Options) -> Json {
     {
         fields.push(("Plan Rows".into(), Json::Int(rows.round() as u64)));
         fields.push(("Total Cost".into(), Json::fixed(cost, 2)));
+        fields.push(("Plan Width".into(), Json::Int(node.width)));
     }
     match &node.actual {
         Some(Some(n)) => {
@@ -344,9 +376,16 @@ fn input_names(plan: &Plan) -> Vec<String> {
     }
 }
 
-/// `bee: <kind>, <maker> (<reason>)`.
+/// Conditions as PostgreSQL writes an `Index Cond` or `Hash Cond`: each in
+/// parentheses, several joined by AND in parentheses again.
+fn and_text(conds: Vec<String>) -> String {
+    let parts: Vec<String> = conds.iter().map(|c| format!("({c})")).collect();
+    if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { format!("({})", parts.join(" AND ")) }
+}
+
+/// `Bee: <kind>, <maker> (<reason>)`.
 fn bee_detail(kind: &str, info: &beedb_bees::BeeInfo) -> Detail {
-    Detail::new("bee", "Bee", format!("{kind}, {} ({})", info.maker, info.reason))
+    Detail::new("Bee", format!("{kind}, {} ({})", info.maker, info.reason))
 }
 
 fn sort_key_text(k: &super::SortKey, names: &[String]) -> String {
@@ -446,7 +485,7 @@ pub fn describe(plan: &Plan) -> Described {
                         }
                     }
                     if !conds.is_empty() {
-                        d.details.push(Detail::new("index cond", "Index Cond", conds.join(" AND ")));
+                        d.details.push(Detail::new("Index Cond", and_text(conds)));
                     }
                     d
                 }
@@ -460,12 +499,12 @@ pub fn describe(plan: &Plan) -> Described {
                 };
                 d.details.push(bee_detail(kind, info));
                 if let Some(x) = &p.pushed {
-                    d.details.push(Detail::new("bee filter", "Bee Filter", e(x)));
+                    d.details.push(Detail::new("Bee Filter", e(x)));
                 }
                 filter = p.residual.as_ref();
             }
             if let Some(f) = filter {
-                d.details.push(Detail::new("filter", "Filter", e(f)));
+                d.details.push(Detail::new("Filter", e(f)));
             }
             d
         }
@@ -477,12 +516,12 @@ pub fn describe(plan: &Plan) -> Described {
         },
         Node::Filter { predicate, .. } => {
             let mut d = plain("Filter", "Filter");
-            d.details.push(Detail::new("filter", "Filter", e(predicate)));
+            d.details.push(Detail::new("Filter", e(predicate)));
             d
         }
         Node::Project { exprs, .. } => {
             let mut d = plain("Project", "Project");
-            d.details.push(Detail::list(None, "Output", exprs.iter().map(|x| fmt_expr(x, &names)).collect()));
+            d.details.push(Detail::list("Output", exprs.iter().map(|x| fmt_expr(x, &names)).collect()));
             d
         }
         Node::Join {
@@ -503,10 +542,17 @@ pub fn describe(plan: &Plan) -> Described {
                 JoinKind::Anti => "anti",
                 JoinKind::Mark => "mark",
             };
+            let kind_name = format!("{}{}", k[..1].to_ascii_uppercase(), &k[1..]);
+            // PostgreSQL's operator names: `Hash Join`, `Hash Left Join`, `Nested
+            // Loop`, `Nested Loop Semi Join` (BeeDB adds the mark join).
             let join_type = |node_type: &'static str| Described {
-                title: format!("{node_type} ({k})"),
+                title: match (kind, node_type) {
+                    (JoinKind::Inner, _) => node_type.to_string(),
+                    (_, "Hash Join") => format!("Hash {kind_name} Join"),
+                    _ => format!("{node_type} {kind_name} Join"),
+                },
                 node_type,
-                fields: vec![("Join Type", Json::Str(format!("{}{}", k[..1].to_ascii_uppercase(), &k[1..])))],
+                fields: vec![("Join Type", Json::Str(kind_name.clone()))],
                 details: Vec::new(),
             };
             let mut d = if left_keys.is_empty() || *method == super::JoinMethod::NestedLoop {
@@ -521,18 +567,19 @@ pub fn describe(plan: &Plan) -> Described {
                     .zip(right_keys)
                     .map(|(l, r)| format!("{} = {}", fmt_expr(l, &ln), fmt_expr(r, &rn)))
                     .collect();
-                let keys = Detail::list(Some("keys"), "Join Keys", keys);
                 match method {
                     super::JoinMethod::IndexNestedLoop { .. } => {
+                        // The keys probe the right input's index, PostgreSQL's inner
+                        // index scan's `Index Cond`.
                         let mut d = join_type("Index Nested Loop");
-                        d.details.push(keys);
+                        d.details.push(Detail::new("Index Cond", and_text(keys)));
                         d
                     }
                     super::JoinMethod::Hash { build, key_filter, bee } => {
                         let mut d = join_type("Hash Join");
-                        d.details.push(keys);
+                        d.details.push(Detail::new("Hash Cond", and_text(keys)));
                         if *build == super::JoinSide::Left {
-                            d.details.push(Detail::new("build", "Build Side", "left".into()));
+                            d.details.push(Detail::new("Build Side", "left".into()));
                         }
                         if *key_filter {
                             // The scan columns of the streamed input that test the
@@ -545,7 +592,7 @@ pub fn describe(plan: &Plan) -> Described {
                                 .iter()
                                 .map(|(_, src)| format!("{}.{}", src.table.name, src.table.columns[src.column].name))
                                 .collect();
-                            d.details.push(Detail::new("key filter", "Key Filter", named.join(", ")));
+                            d.details.push(Detail::new("Key Filter", named.join(", ")));
                         }
                         if let Some(b) = bee {
                             d.details.push(bee_detail("join", b.0.info()));
@@ -556,16 +603,16 @@ pub fn describe(plan: &Plan) -> Described {
                 }
             };
             if let Some(on) = on {
-                d.details.push(Detail::new("on", "Join Filter", e(on)));
+                d.details.push(Detail::new("Join Filter", e(on)));
             }
             if plan.workers > 1 {
                 // A join holding its left rows runs its right input on the workers
                 // as the probe, any other hash join as the build.
                 let probe = matches!(method, super::JoinMethod::Hash { build: super::JoinSide::Left, .. });
                 d.details.push(if probe {
-                    Detail::number("probe workers", "Probe Workers", plan.workers as u64)
+                    Detail::number("Probe Workers", plan.workers as u64)
                 } else {
-                    Detail::number("build workers", "Build Workers", plan.workers as u64)
+                    Detail::number("Build Workers", plan.workers as u64)
                 });
             }
             d
@@ -588,7 +635,7 @@ pub fn describe(plan: &Plan) -> Described {
                     })
                     .collect();
                 let mut d = hashed("HashAggregate".to_string());
-                d.details.push(Detail::new("grouping sets", "Grouping Sets", sets.join(", ")));
+                d.details.push(Detail::new("Grouping Sets", sets.join(", ")));
                 d
             } else if groups.is_empty() {
                 Described {
@@ -599,7 +646,7 @@ pub fn describe(plan: &Plan) -> Described {
                 }
             } else {
                 let mut d = hashed("HashAggregate".to_string());
-                d.details.push(Detail::list(Some("group"), "Group Key", groups.iter().map(|x| fmt_expr(x, &names)).collect()));
+                d.details.push(Detail::list("Group Key", groups.iter().map(|x| fmt_expr(x, &names)).collect()));
                 d
             };
             let a: Vec<String> = aggs
@@ -625,20 +672,20 @@ pub fn describe(plan: &Plan) -> Described {
                 })
                 .collect();
             if !a.is_empty() {
-                d.details.push(Detail::list(Some("aggs"), "Aggregates", a));
+                d.details.push(Detail::list("Aggregates", a));
             }
             if let Some(b) = bee {
                 d.details.push(bee_detail("aggregate", b.0.info()));
             }
             if plan.workers > 1 {
-                d.details.push(Detail::number("workers", "Workers", plan.workers as u64));
+                d.details.push(Detail::number("Workers", plan.workers as u64));
             }
             d
         }
         Node::Sort { keys, bee, .. } => {
             let k: Vec<String> = keys.iter().map(|k| sort_key_text(k, &names)).collect();
             let mut d = plain("Sort", "Sort");
-            d.details.push(Detail::list(Some("key"), "Sort Key", k));
+            d.details.push(Detail::list("Sort Key", k));
             if let Some(b) = bee {
                 d.details.push(bee_detail("sort", b.0.info()));
             }
@@ -647,28 +694,25 @@ pub fn describe(plan: &Plan) -> Described {
         Node::Limit { limit, offset, .. } => {
             let mut d = plain("Limit", "Limit");
             if let Some(l) = limit {
-                d.details.push(Detail::number("limit", "Limit", *l));
+                d.details.push(Detail::number("Limit", *l));
             }
             if *offset > 0 {
-                d.details.push(Detail::number("offset", "Offset", *offset));
+                d.details.push(Detail::number("Offset", *offset));
             }
             d
         }
         Node::Distinct { .. } => plain("HashDistinct", "HashDistinct"),
         Node::Window { specs, calls, .. } => {
+            // One line per window: its definition as SQL writes it, then its calls.
             let mut parts = Vec::new();
             for (i, w) in specs.iter().enumerate() {
-                let mut s = String::new();
+                let mut s = String::from("(");
                 if !w.partition.is_empty() {
-                    s.push_str(&format!("partition: {}  ", list(&w.partition, &names)));
+                    s.push_str(&format!("PARTITION BY {} ", list(&w.partition, &names)));
                 }
                 if !w.order.is_empty() {
-                    let k: Vec<String> = w
-                        .order
-                        .iter()
-                        .map(|k| format!("{}{}", e(&k.expr), if k.desc { " DESC" } else { "" }))
-                        .collect();
-                    s.push_str(&format!("order: {}  ", k.join(", ")));
+                    let k: Vec<String> = w.order.iter().map(|k| sort_key_text(k, &names)).collect();
+                    s.push_str(&format!("ORDER BY {} ", k.join(", ")));
                 }
                 let bound = |b: &FrameBound| match b {
                     FrameBound::UnboundedPreceding => "UNBOUNDED PRECEDING".to_string(),
@@ -688,7 +732,7 @@ pub fn describe(plan: &Plan) -> Described {
                     .map(|c| format!("{}({})", window_func_name(c.func), list(&c.args, &names)))
                     .collect();
                 s.push_str(&format!(
-                    "frame: {units} BETWEEN {} AND {}  calls: {}",
+                    "{units} BETWEEN {} AND {}): {}",
                     bound(&w.frame.start),
                     bound(&w.frame.end),
                     c.join(", ")
@@ -696,7 +740,7 @@ pub fn describe(plan: &Plan) -> Described {
                 parts.push(s);
             }
             let mut d = plain("WindowAgg", "WindowAgg");
-            d.details.push(Detail::bare("Windows", parts.join("; ")));
+            d.details.push(Detail::lines("Window", parts));
             d
         }
         Node::SetOp { op, all, .. } => {
@@ -725,12 +769,7 @@ pub fn describe(plan: &Plan) -> Described {
             title: format!("CTE Scan on {name}"),
             node_type: "CTE Scan",
             fields: vec![("CTE Name", Json::Str(name.clone()))],
-            details: vec![Detail {
-                label: None,
-                key: "Materialized CTE",
-                text: format!("(materialized CTE {})", cte.0 + 1),
-                json: Json::Int(cte.0 as u64 + 1),
-            }],
+            details: vec![Detail::number("Materialized CTE", cte.0 as u64 + 1)],
         },
         Node::Apply { params, param_base, left_join, .. } => {
             let params: Vec<String> = params
@@ -739,10 +778,11 @@ pub fn describe(plan: &Plan) -> Described {
                 .map(|(k, e)| format!("${} = {}", param_base + k + 1, fmt_expr(e, &names)))
                 .collect();
             Described {
-                title: format!("Nested Loop{} (lateral)", if *left_join { " Left Join" } else { "" }),
+                title: format!("Nested Loop{}", if *left_join { " Left Join" } else { "" }),
                 node_type: "Nested Loop",
                 fields: vec![("Join Type", Json::Str(if *left_join { "Left" } else { "Inner" }.into()))],
-                details: vec![Detail::new("params", "Lateral Params", params.join(", "))],
+                // The right input runs once per distinct set of these values.
+                details: vec![Detail::new("Lateral Params", params.join(", "))],
             }
         }
         Node::Series { .. } => Described {

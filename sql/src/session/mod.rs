@@ -223,18 +223,23 @@ impl Connection {
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<QueryResult> {
         if params.is_empty()
             && self.settings.statement_shapes
-            && let Some(r) = self.execute_shaped(sql)
+            && let Some(r) = self.run_shaped(sql, |stmt, conn, values| stmt.execute(conn, values))
         {
             return r;
         }
         self.cached_statement(sql)?.execute(self, params)
     }
 
-    /// Runs `sql` as its shape's statement, or `None` when it has no shape, its shape
-    /// is declined (its plan could depend on the literals' values), or these values
-    /// do not cast to the shape's parameter types: the caller then runs the text
-    /// itself, which gives the result and errors the literals give.
-    fn execute_shaped(&mut self, sql: &str) -> Option<Result<QueryResult>> {
+    /// Runs `sql` as its shape's statement through `run` (which executes or streams
+    /// it), or `None` when it has no shape, its shape is declined (its plan could
+    /// depend on the literals' values), or these values do not cast to the shape's
+    /// parameter types: the caller then runs the text itself, which gives the result
+    /// and errors the literals give.
+    fn run_shaped<T>(
+        &mut self,
+        sql: &str,
+        run: impl FnOnce(&Statement, &mut Connection, &[Value]) -> Result<T>,
+    ) -> Option<Result<T>> {
         // A text too long to cache (a VALUES list of many rows) is not scanned for its
         // shape either: the scan's tokens and values would hold several times the
         // text, outside memory_limit (3M VALUES rows grew the peak by 718 MB).
@@ -276,7 +281,7 @@ impl Connection {
                 stmt
             }
         };
-        match stmt.execute(self, &shape.values) {
+        match run(&stmt, self, &shape.values) {
             Err(e) => match engine::shape::declined(&e) {
                 Some(for_good) => {
                     if for_good {
@@ -341,18 +346,35 @@ impl Connection {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// A statement without parameters runs as its shape's statement when it has one
+    /// and the shape is not declined, as in [`Connection::execute`].
     pub fn query_stream(&mut self, sql: &str, params: &[Value]) -> Result<ResultStream> {
+        if params.is_empty()
+            && self.settings.statement_shapes
+            && let Some(r) = self.run_shaped(sql, |stmt, conn, values| stmt.query_stream(conn, values))
+        {
+            return r;
+        }
         self.cached_statement(sql)?.query_stream(self, params)
     }
 
     /// Runs every statement in `sql` in order and returns their results; stops at
-    /// the first error.
+    /// the first error. A text of one statement runs as its shape's statement when
+    /// it has one, as in [`Connection::execute`] (a text of several is never shaped:
+    /// the shape scanner gives up at a second statement).
     pub fn execute_batch(&mut self, sql: &str) -> Result<Vec<QueryResult>> {
+        if self.settings.statement_shapes
+            && let Some(r) = self.run_shaped(sql, |stmt, conn, values| stmt.execute(conn, values))
+        {
+            return r.map(|r| vec![r]);
+        }
         if let Err(e) = parser::check_parse_size(sql, self.settings.memory_limit) {
             engine::abort_block(self);
             return Err(e);
         }
         guarded(self, |conn| {
+            conn.parses += 1;
             let statements = parser::parse(sql).inspect_err(|_| engine::abort_block(conn))?;
             let mut results = Vec::with_capacity(statements.len());
             for ast in &statements {
