@@ -563,7 +563,7 @@ fn pull_up_through_groups(
     mut groups: Vec<Expr>,
     sets: Vec<Vec<usize>>,
     aggs: Vec<crate::plan::AggCall>,
-    schema: Vec<OutputColumn>,
+    schema: Schema,
     base: usize,
 ) -> Option<Pulled> {
     if groups.is_empty() || !sets.is_empty() {
@@ -597,9 +597,9 @@ fn pull_up_through_groups(
     // The aggregate's own layout is [keys…, aggregates…]; a projection puts the added
     // keys last, so the columns above keep their positions.
     let added = groups.len() - ngroups;
-    let mut agg_schema = schema[..ngroups].to_vec();
-    agg_schema.extend(out_schema[schema.len()..].iter().cloned());
-    agg_schema.extend(schema[ngroups..].iter().cloned());
+    let mut agg_schema = schema.slice(0..ngroups).to_vec();
+    agg_schema.extend(out_schema.iter().skip(schema.len()).cloned());
+    agg_schema.extend(schema.iter().skip(ngroups).cloned());
     let aggregate = Plan::new(Node::Aggregate { input: Box::new(inner.plan), groups, sets, aggs, bee: None }, agg_schema);
     let order: Vec<usize> = (0..ngroups).chain(ngroups + added..ngroups + added + naggs).chain(ngroups..ngroups + added).collect();
     let exprs = order.iter().map(|&i| Expr::column(i, aggregate.schema[i].ty)).collect();
