@@ -124,6 +124,8 @@ const QUERIES: &[(&str, bool)] = &[
     ("SELECT id, (SELECT avg(y) FROM i WHERE i.k <> o.k AND i.y < o.x) FROM o", true),
     ("SELECT id FROM o WHERE x < (SELECT count(*) FROM i WHERE i.y BETWEEN o.x AND o.x + 3)", true),
     ("SELECT id, (SELECT coalesce(min(y), -1) FROM i WHERE i.k > o.k + 10 HAVING count(*) > 2) FROM o", true),
+    // … nor over outer rows a second run could choose differently (LIMIT over ties).
+    ("SELECT id, (SELECT count(*) FROM i WHERE i.k < s.k) FROM (SELECT * FROM o ORDER BY k LIMIT 5) s", false),
     // … but not when a NULL outer value could still select rows.
     ("SELECT id, (SELECT count(*) FROM i WHERE i.k < o.k OR o.k IS NULL) FROM o", false),
     // A correlation repeated in every branch of an OR is a conjunct of its own.

@@ -34,14 +34,30 @@
 //!   read through `single_row(rows, value)`, which raises the "more than one row"
 //!   error for an evaluated outer row whose group has several ([`unnest_single_row`]).
 //!
+//! - a scalar subquery with GROUP BY inside (`(SELECT max(y) FROM i WHERE i.k = o.k
+//!   GROUP BY z)`, or a grouped derived table under an aggregate) → the correlation's
+//!   inner side joins the grouping keys ([`pull_up_through_groups`]), then one of the
+//!   forms above; a HAVING over a scalar aggregate makes the value `CASE WHEN having
+//!   THEN value END` (NULL for a rejected group, and for no rows unless the empty
+//!   input passes it).
+//! - a correlated scalar aggregate whose correlation is not all equalities (`i.k <
+//!   o.k`, `i.k = o.k AND i.z > o.x`) → its body joined with the *domain*, the distinct
+//!   outer values of its parameters, on the correlation, then grouped by the domain
+//!   and left-joined back ([`domain_join`]: Neumann and Kemper's dependent join as a
+//!   plain join), when a NULL outer value rejects every row.
+//!
 //! The correlation is found by pulling the conjuncts that use the subquery's
 //! parameters up through its filters, inner joins, projections (which then also
-//! output the columns those conjuncts read), DISTINCT and ORDER BY. Where that is
-//! impossible — a parameter under an aggregate other than the scalar forms above
-//! (GROUP BY or HAVING inside a scalar subquery), under LIMIT/OFFSET, in an outer
-//! join's condition, in a select list, in a nested subquery's correlation (correlation skipping a level), non-equality correlation of
-//! an aggregate — the subquery stays and is re-executed per distinct outer value;
-//! EXPLAIN marks such subplans "correlated: re-executed per outer row".
+//! output the columns those conjuncts read), DISTINCT, ORDER BY and grouped
+//! aggregates (equalities only). A conjunct is split with OR factoring first, so
+//! `(k = o.k AND a) OR (k = o.k AND b)` (TPC-DS Q41) gives `k = o.k`. Where pulling up
+//! is impossible — a parameter under an aggregate's arguments, in GROUP BY or HAVING,
+//! under LIMIT/OFFSET, in an outer join's condition, in a select list, in a nested
+//! subquery's correlation (correlation skipping a level), non-equality correlation
+//! through GROUP BY or of a scalar subquery without an aggregate, or a correlation a
+//! NULL outer value does not reject — the subquery stays and is re-executed per
+//! distinct outer value; EXPLAIN marks such subplans "correlated: re-executed per
+//! outer row". The choice is not cost-based: a join is taken whenever it is exact.
 //!
 //! Subqueries are processed innermost first (the binder numbers a nested subquery
 //! before its parent), so a subquery whose own subqueries became joins can itself be
@@ -931,7 +947,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
 /// to a conjunct). `cur` is read twice (for the domain, and joined), so it must give
 /// the same rows both times: no volatile function, no subquery.
 fn domain_join(pulled: Pulled, base: usize, s: &SubqueryExpr, cur: &Plan) -> Option<(Plan, Vec<Expr>, Vec<Expr>)> {
-    if plan_is_volatile(cur) || tree_has(cur, &|e| has_subquery(e) || e.has_side_effects()) {
+    if plan_is_volatile(cur) || tree_has(cur, &|e| has_subquery(e) || e.has_side_effects()) || order_decides(cur) {
         return None;
     }
     let mut params: Vec<usize> = Vec::new();
@@ -977,6 +993,20 @@ fn domain_join(pulled: Pulled, base: usize, s: &SubqueryExpr, cur: &Plan) -> Opt
     let keys = types.iter().enumerate().map(|(j, &ty)| Expr::column(n + j, ty)).collect();
     let outer = params.iter().zip(&types).map(|(&k, &ty)| Expr::new(ExprKind::Param(k), ty)).collect();
     Some((join, keys, outer))
+}
+
+/// Whether `plan`'s rows may differ between two runs because they depend on the
+/// order rows arrive in, which two threads' scans do not fix: a LIMIT (ties of its
+/// ORDER BY, or none), a window function, an aggregate concatenating in arrival order
+/// or an application aggregate. (Float sums merged from two threads may also differ
+/// in their last bits; a parameter compared on those bits is not guarded against.)
+fn order_decides(plan: &Plan) -> bool {
+    let here = match &plan.node {
+        Node::Limit { .. } | Node::Window { .. } => true,
+        Node::Aggregate { aggs, .. } => aggs.iter().any(|a| a.udf.is_some() || a.func == AggFunc::StringAgg && a.order.is_empty()),
+        _ => false,
+    };
+    here || plan.children().iter().any(|c| order_decides(c))
 }
 
 /// The parameters (from `base`) `e` reads, added to `out`.
