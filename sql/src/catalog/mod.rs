@@ -806,7 +806,7 @@ mod tests {
                 c.next_id += 1;
                 c.tables.insert(name, Arc::new(t));
             }
-            c.stats.insert(c.next_id - 1, TableStats { rows: i as u64, columns: vec![] });
+            c.stats.insert(c.next_id - 1, TableStats { rows: i as u64, ..TableStats::default() });
             c.save(&w).unwrap();
             w.commit().unwrap();
             most = most.max(heap_pages(&store, &c));
@@ -857,7 +857,7 @@ mod tests {
                         histogram: (0..n).map(|i| Value::Text(format!("value {i}"))).collect(),
                         ..ColumnStats::default()
                     };
-                    c.stats.insert(id, TableStats { rows: rng.random_range(0..1_000_000), columns: vec![column] });
+                    c.stats.insert(id, TableStats { rows: rng.random_range(0..1_000_000), columns: vec![column], ..TableStats::default() });
                 }
             }
             4 => {
