@@ -47,12 +47,12 @@ fn an_empty_semi_join_build_stops_the_builds_below_it_on_2_threads() {
         let p = plan(&mut c);
         // The shape the fuzz found: the semi join's probe side is a nested loop over
         // a heap scan, its right side the dividing aggregate.
-        let semi = p.find("Hash Join (semi)").unwrap_or_else(|| panic!("{p}"));
-        let nested = p.find("Nested Loop (inner)").unwrap_or_else(|| panic!("{p}"));
-        let divide = p.find("filter: ((id / id) = 1)").unwrap_or_else(|| panic!("{p}"));
+        let semi = p.find("Hash Semi Join").unwrap_or_else(|| panic!("{p}"));
+        let nested = p.find("Nested Loop").unwrap_or_else(|| panic!("{p}"));
+        let divide = p.find("Filter: ((id / id) = 1)").unwrap_or_else(|| panic!("{p}"));
         assert!(semi < nested && nested < divide, "{p}");
         if threads == 2 {
-            assert!(p.contains("build workers: 2"), "not parallel: {p}");
+            assert!(p.contains("Build Workers: 2"), "not parallel: {p}");
         }
         let r = c.query(QUERY, &[]).unwrap_or_else(|e| panic!("{threads} threads: {e}\n{p}"));
         assert_eq!(r.rows.len(), 0, "{threads} threads");
