@@ -68,7 +68,13 @@ pub fn table_sql(catalog: &Catalog, t: &TableDef) -> String {
                         crate::catalog::Identity::Always => "ALWAYS",
                         crate::catalog::Identity::ByDefault => "BY DEFAULT",
                     };
-                    let options = sequence_options(q);
+                    // Its sequence's name when replaying would not give the same one
+                    // (`SEQUENCE NAME`, a renamed table, a default name that was taken).
+                    let mut options = sequence_options(q);
+                    if q.name != crate::engine::sequence::default_name(&t.name, &c.name) {
+                        let named = format!("SEQUENCE NAME {}", quote_ident(&q.name));
+                        options = if options.is_empty() { named } else { format!("{named} {options}") };
+                    }
                     let options = if options.is_empty() { String::new() } else { format!(" ({options})") };
                     return format!("{} {} GENERATED {kind} AS IDENTITY{options}", quote_ident(&c.name), c.ty);
                 }

@@ -477,6 +477,9 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
     match node {
         Node::Aggregate { input, groups, sets, aggs, .. } => pull_up_through_groups(*input, groups, sets, aggs, schema, base),
         Node::Filter { input, predicate } => {
+            if is_grouped(&input) && may_raise(&predicate) {
+                return None;
+            }
             let inner = pull_up(*input, base)?;
             let mut preds = inner.preds;
             let keep = take_correlated(predicate, base, &mut preds)?;
@@ -489,7 +492,7 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
             Some(Pulled { plan: Plan::new(node, schema), preds })
         }
         Node::Project { input, mut exprs } => {
-            if exprs.iter().any(|e| uses_params(e, base)) {
+            if exprs.iter().any(|e| uses_params(e, base)) || is_grouped(&input) && exprs.iter().any(may_raise) {
                 return None;
             }
             let inner = pull_up(*input, base)?;
@@ -583,6 +586,10 @@ fn pull_up_through_groups(
     base: usize,
 ) -> Option<Pulled> {
     if groups.is_empty() || !sets.is_empty() {
+        return None;
+    }
+    // Every group is aggregated now, not only those of the outer values asked for.
+    if plan_may_raise(&input) || groups.iter().any(may_raise) || aggs.iter().any(|a| a.udf.is_some() || a.args().any(may_raise)) {
         return None;
     }
     let inner = pull_up(input, base)?;
@@ -887,6 +894,16 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     if top.len() != 1 {
         return None;
     }
+    // The rewrites below compute the aggregates (and a HAVING) for every group or
+    // every domain value, not only those an evaluated outer row selects: only
+    // expressions that cannot raise an error may run for rows nobody asked about.
+    let raises = plan_may_raise(&input)
+        || aggs.iter().any(|a| a.args().any(may_raise))
+        || top.iter().any(may_raise)
+        || having.as_ref().is_some_and(may_raise);
+    if having.is_some() && raises {
+        return None;
+    }
     let value = match having {
         None => top[0].clone(),
         Some(h) => Expr::new(ExprKind::Case { whens: vec![(h, top[0].clone())], else_: None }, top[0].ty),
@@ -894,17 +911,18 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     let pulled = pull_up(*input, base)?;
     let (agg_input, keys, outer) = match equality_keys(&pulled.preds, base) {
         Some((keys, outer)) => (pulled.plan, keys, outer),
+        None if raises => return None,
         None => domain_join(pulled, base, s, cur)?,
     };
     let nkeys = keys.len();
     let mut agg_schema: Vec<OutputColumn> =
         keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
     agg_schema.extend(aggs.iter().enumerate().map(|(i, a)| OutputColumn { name: format!("agg{i}"), ty: a.ty }));
-    // The value on an empty input: count gives 0, every other aggregate NULL.
+    // The value on an empty input: count and regr_count give 0, every other aggregate NULL.
     let empty: Vec<Expr> = aggs
         .iter()
         .map(|a| match a.func {
-            AggFunc::Count | AggFunc::CountStar => Expr::literal(Value::BigInt(0), a.ty),
+            AggFunc::Count | AggFunc::CountStar | AggFunc::RegrCount => Expr::literal(Value::BigInt(0), a.ty),
             _ => Expr::literal(Value::Null, a.ty),
         })
         .collect();
@@ -1007,6 +1025,70 @@ fn order_decides(plan: &Plan) -> bool {
         _ => false,
     };
     here || plan.children().iter().any(|c| order_decides(c))
+}
+
+/// Whether `plan` is an aggregate with GROUP BY (through a HAVING filter): what is
+/// evaluated over its rows runs, once its correlation is pulled above it, for the
+/// groups of every key, not only of the keys an evaluated outer row selects.
+fn is_grouped(plan: &Plan) -> bool {
+    match &plan.node {
+        Node::Aggregate { groups, .. } => !groups.is_empty(),
+        Node::Filter { input, .. } => is_grouped(input),
+        _ => false,
+    }
+}
+
+/// Whether evaluating `e` could raise an error (a whitelist: column values,
+/// constants, comparisons, boolean logic, CASE, COALESCE, IS NULL, EXTRACT, and
+/// `+ - *` and negation on numeric and float values, whose overflow needs magnitudes
+/// beyond 10³⁸; integer arithmetic overflows, division divides by zero, casts and
+/// functions may refuse their input). A rewrite that evaluates an expression for rows
+/// the query as written never evaluates (groups of keys no outer row selects) takes
+/// only expressions that cannot raise: PostgreSQL raises an error only for rows it
+/// evaluates.
+fn may_raise(e: &Expr) -> bool {
+    let numeric = matches!(e.ty, DataType::Double | DataType::Real | DataType::Decimal { .. });
+    let here = match &e.kind {
+        ExprKind::Column(_) | ExprKind::Literal(_) | ExprKind::Param(_) => false,
+        ExprKind::Compare { .. }
+        | ExprKind::IsDistinctFrom { .. }
+        | ExprKind::And(_)
+        | ExprKind::Or(_)
+        | ExprKind::Not(_)
+        | ExprKind::IsNull { .. }
+        | ExprKind::IsBool { .. }
+        | ExprKind::Case { .. }
+        | ExprKind::InList { .. }
+        | ExprKind::Coalesce(_)
+        | ExprKind::Extract { .. } => false,
+        ExprKind::Arith { op: crate::expr::ArithOp::Add | crate::expr::ArithOp::Sub | crate::expr::ArithOp::Mul, .. }
+        | ExprKind::Neg(_) => !numeric,
+        // Widening casts (the binder's, to a common type or an aggregate's argument type).
+        ExprKind::Cast { expr, .. } => {
+            use DataType as T;
+            let int = |t: DataType| matches!(t, T::SmallInt | T::Integer | T::BigInt);
+            !match e.ty {
+                T::Text => true,
+                T::Double | T::Real => int(expr.ty) || matches!(expr.ty, T::Double | T::Real | T::Decimal { .. }),
+                T::BigInt => matches!(expr.ty, T::SmallInt | T::Integer | T::BigInt),
+                T::Integer => matches!(expr.ty, T::SmallInt | T::Integer),
+                T::Decimal { precision: None, .. } => int(expr.ty) || matches!(expr.ty, T::Decimal { .. }),
+                _ => false,
+            }
+        }
+        _ => true,
+    };
+    here || e.children().iter().any(|c| may_raise(c))
+}
+
+/// Whether an expression anywhere in `plan` could raise an error ([`may_raise`]), or
+/// it runs an application aggregate.
+fn plan_may_raise(plan: &Plan) -> bool {
+    let udf_agg = |p: &Plan| matches!(&p.node, Node::Aggregate { aggs, .. } if aggs.iter().any(|a| a.udf.is_some()));
+    fn any(p: &Plan, f: &dyn Fn(&Plan) -> bool) -> bool {
+        f(p) || p.children().iter().any(|c| any(c, f))
+    }
+    tree_has(plan, &may_raise) || any(plan, &udf_agg)
 }
 
 /// The parameters (from `base`) `e` reads, added to `out`.
