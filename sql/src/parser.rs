@@ -289,6 +289,11 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     if let Some(rewritten) = identity_options_in_order(sql) {
         return parse(&rewritten);
     }
+    if let Some((blanked, names)) = identity_sequence_names(sql) {
+        let mut statements = parse(&blanked)?;
+        mark_sequence_names(sql, &mut statements, &names)?;
+        return Ok(statements);
+    }
     if let Some((blanked, marks)) = overriding_clauses(sql) {
         let mut statements = parse(&blanked)?;
         mark_overriding(sql, &mut statements, &marks)?;
@@ -677,6 +682,9 @@ fn alter_column_restart(parser: &mut Parser) -> Result<Statement, ParserError> {
         if parser.consume_token(&Token::LParen) {
             let parsed = sequence_options_any_order(parser, false)?;
             parser.expect_token(&Token::RParen)?;
+            if let Some(n) = &parsed.sequence_name {
+                options.push(Expr::Tuple(vec![word("sequence_name"), text(&n.to_string())]));
+            }
             options.extend(parsed.options.iter().map(carried_option));
         }
     } else if parser.parse_keywords(&[Keyword::DROP, Keyword::IDENTITY]) {
@@ -776,16 +784,19 @@ fn sequence_option(parser: &mut Parser) -> Result<Option<sqlparser::ast::Sequenc
 struct SequenceClauses {
     data_type: Option<sqlparser::ast::DataType>,
     owned_by: Option<sqlparser::ast::ObjectName>,
+    /// An identity column's `SEQUENCE NAME name`.
+    sequence_name: Option<sqlparser::ast::ObjectName>,
     options: Vec<sqlparser::ast::SequenceOptions>,
 }
 
 /// CREATE SEQUENCE's options in any order, as PostgreSQL reads them (sqlparser 0.63
 /// only in its fixed order, and pg_dump writes START before INCREMENT); with
-/// `create`, also `AS type` and `OWNED BY`. An option given twice is PostgreSQL's
-/// "conflicting or redundant options".
+/// `create`, also `AS type` and `OWNED BY`, else (an identity column's) `SEQUENCE
+/// NAME name`. An option given twice is PostgreSQL's "conflicting or redundant
+/// options".
 fn sequence_options_any_order(parser: &mut Parser, create: bool) -> Result<SequenceClauses, ParserError> {
     use sqlparser::ast::SequenceOptions as O;
-    let mut out = SequenceClauses { data_type: None, owned_by: None, options: Vec::new() };
+    let mut out = SequenceClauses { data_type: None, owned_by: None, sequence_name: None, options: Vec::new() };
     let redundant = || ParserError::ParserError("conflicting or redundant options".into());
     loop {
         if create && parser.parse_keyword(Keyword::AS) {
@@ -798,6 +809,11 @@ fn sequence_options_any_order(parser: &mut Parser, create: bool) -> Result<Seque
                 return Err(redundant());
             }
             out.owned_by = Some(parser.parse_object_name(false)?);
+        } else if !create && parser.parse_keywords(&[Keyword::SEQUENCE, Keyword::NAME]) {
+            if out.sequence_name.is_some() {
+                return Err(redundant());
+            }
+            out.sequence_name = Some(parser.parse_object_name(false)?);
         } else if let Some(o) = sequence_option(parser)? {
             let same = |a: &O, b: &O| std::mem::discriminant(a) == std::mem::discriminant(b);
             if out.options.iter().any(|x| same(x, &o)) {
@@ -891,6 +907,10 @@ fn identity_options_in_order(sql: &str) -> Option<String> {
         let mut options = c.options;
         options.sort_by_key(|o| rank(o));
         out.push_str(&sql[last..start]);
+        // Left for `identity_sequence_names`, which takes it out keeping positions.
+        if let Some(n) = &c.sequence_name {
+            out.push_str(&format!("SEQUENCE NAME {n} "));
+        }
         for o in &options {
             out.push_str(&o.to_string());
         }
@@ -902,6 +922,116 @@ fn identity_options_in_order(sql: &str) -> Option<String> {
     }
     out.push_str(&sql[last..]);
     Some(out)
+}
+
+/// The marker [`mark_sequence_names`] attaches to an identity column whose
+/// `SEQUENCE NAME` it took out: a Snowflake `TAG (beedb_sequence_name = 'name')`
+/// column option, which the PostgreSQL dialect never reads, so nothing a user
+/// writes looks like it. The value is the name as written (quoted or not).
+pub const SEQUENCE_NAME_TAG: &str = "beedb_sequence_name";
+
+/// `SEQUENCE NAME name` among an identity column's options in CREATE TABLE
+/// (`GENERATED … AS IDENTITY (SEQUENCE NAME s START 5)`), which sqlparser 0.63 does
+/// not read: blanked out (spaces, so positions stay), and each one's place and name
+/// (as written) returned, for [`mark_sequence_names`]. ALTER TABLE's `ADD
+/// GENERATED` reads it itself ([`alter_column_restart`]). Runs after
+/// [`identity_options_in_order`], so no later rewrite moves the places. `None` when
+/// there is none.
+fn identity_sequence_names(sql: &str) -> Option<(String, Vec<(usize, String)>)> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("identity") || !lower.contains("sequence") {
+        return None;
+    }
+    let dialect = PostgreSqlDialect {};
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
+    let tokens: Vec<_> = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let word = |k: usize| match tokens.get(k).map(|t| &t.token) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.keyword),
+        _ => None,
+    };
+    let mut blanked = sql.to_string();
+    let mut names = Vec::new();
+    // The statement's first word (CREATE), and parentheses open in it.
+    let mut first: Option<Keyword> = None;
+    let mut depth = 0usize;
+    // The depth inside an identity's option list, while in one.
+    let mut in_identity: Option<usize> = None;
+    let mut k = 0;
+    while k < tokens.len() {
+        match &tokens[k].token {
+            Token::SemiColon if depth == 0 => {
+                first = None;
+                k += 1;
+                continue;
+            }
+            Token::LParen => {
+                if word(k.wrapping_sub(1)) == Some(Keyword::IDENTITY) && first == Some(Keyword::CREATE) {
+                    in_identity = Some(depth + 1);
+                }
+                depth += 1;
+            }
+            Token::RParen => {
+                if in_identity == Some(depth) {
+                    in_identity = None;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        if first.is_none() {
+            first = Some(word(k).unwrap_or(Keyword::NoKeyword));
+        }
+        if in_identity == Some(depth) && word(k) == Some(Keyword::SEQUENCE) && word(k + 1) == Some(Keyword::NAME) {
+            // The name: words joined by dots.
+            let mut end = k + 2;
+            if !matches!(tokens.get(end).map(|t| &t.token), Some(Token::Word(_))) {
+                k += 1;
+                continue;
+            }
+            while matches!(tokens.get(end + 1).map(|t| &t.token), Some(Token::Period))
+                && matches!(tokens.get(end + 2).map(|t| &t.token), Some(Token::Word(_)))
+            {
+                end += 2;
+            }
+            let start = offset_of(sql, tokens[k].span.start)?;
+            let name_start = offset_of(sql, tokens[k + 2].span.start)?;
+            let stop = offset_of(sql, tokens[end].span.end)?;
+            names.push((start, sql[name_start..stop].to_string()));
+            blanked.replace_range(start..stop, &" ".repeat(stop - start));
+            k = end + 1;
+            continue;
+        }
+        k += 1;
+    }
+    if names.is_empty() {
+        return None;
+    }
+    Some((blanked, names))
+}
+
+/// Attaches each `SEQUENCE NAME` [`identity_sequence_names`] took out to the CREATE
+/// TABLE column it was declared on (the last column starting before it), as a
+/// [`SEQUENCE_NAME_TAG`] option. One found nowhere else is a syntax error at it.
+fn mark_sequence_names(sql: &str, statements: &mut [Statement], names: &[(usize, String)]) -> Result<()> {
+    use sqlparser::ast::{ColumnOption, ColumnOptionDef, Ident, ObjectName, Tag, TagsColumnOption};
+    for (at, name) in names {
+        let column = statements
+            .iter_mut()
+            .filter_map(|s| match s {
+                Statement::CreateTable(ct) => Some(ct.columns.iter_mut()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|c| offset_of(sql, c.name.span.start).filter(|start| start < at).map(|start| (start, c)))
+            .max_by_key(|(start, _)| *start)
+            .map(|(_, c)| c);
+        let Some(c) = column else {
+            return Err(Error::syntax("syntax error at or near \"SEQUENCE\"").at(Some(*at)));
+        };
+        let tag = Tag { key: ObjectName::from(vec![Ident::new(SEQUENCE_NAME_TAG)]), value: name.clone() };
+        c.options.push(ColumnOptionDef { name: None, option: ColumnOption::Tags(TagsColumnOption { with: false, tags: vec![tag] }) });
+    }
+    Ok(())
 }
 
 /// `INSERT INTO t [(…)] OVERRIDING {SYSTEM | USER} VALUE …`, which sqlparser 0.63 does

@@ -949,7 +949,7 @@ impl Binder<'_> {
             // generate_series(1, t.a)`; one reading none of them becomes a plain join).
             let after_lateral = (is_lateral_subquery(&twj.relation) || is_function(&twj.relation)) && acc.is_some();
             let (mut plan, mut scope) = match acc.take() {
-                Some((lp, ls)) if after_lateral => self.bind_lateral(lp, ls, &twj.relation, JoinKind::Inner, None)?,
+                Some((lp, ls)) if after_lateral => self.bind_lateral(lp, ls, &twj.relation, JoinKind::Inner, LateralCond::None)?,
                 taken => {
                     acc = taken;
                     let before = acc.as_ref().map(|(_, s)| s);
@@ -958,11 +958,13 @@ impl Binder<'_> {
             };
             for j in &twj.joins {
                 // A function is implicitly LATERAL where a LATERAL item may be.
-                if is_lateral_subquery(&j.relation)
+                // RIGHT and FULL joins bind the item as a plain one (PostgreSQL refuses
+                // a reference to the items before it there: `bind_factor_after`).
+                if (is_lateral_subquery(&j.relation) && !is_right_or_full(&j.join_operator))
                     || (is_function(&j.relation) && lateral_join_kind(&j.join_operator).is_some())
                 {
-                    let (kind, on) = lateral_join_kind(&j.join_operator).ok_or_else(|| self.lateral_join_error(&j.relation))?;
-                    let (p, s) = self.bind_lateral(plan, scope, &j.relation, kind, on)?;
+                    let (kind, cond) = lateral_join_kind(&j.join_operator).ok_or_else(|| self.lateral_join_error(&j.relation))?;
+                    let (p, s) = self.bind_lateral(plan, scope, &j.relation, kind, cond)?;
                     plan = p;
                     scope = s;
                     continue;
@@ -1002,20 +1004,21 @@ impl Binder<'_> {
         Ok((p, combined))
     }
 
-    /// `LATERAL (q) alias` joined (`kind`, `on`) to the FROM items before it (`lp`,
+    /// `LATERAL (q) alias` joined (`kind`, `cond`) to the FROM items before it (`lp`,
     /// `ls`), which `q` may read: `q` is bound as a subquery of a level whose scope
     /// is theirs (their columns become parameters), then its correlation is pulled
     /// up into the join's condition (`decorrelate::lateral_join_parts`), so the
     /// result is an ordinary join of the left items with `q` without it. A
-    /// correlation that cannot be pulled up is 0A000 (no operator re-runs a subplan
-    /// per left row yet).
+    /// correlation that cannot be pulled up runs per left row: one correlated scalar
+    /// subquery per column for a query of one row at most (`lateral_single_row`),
+    /// else a [`Node::Apply`] (`lateral_apply`).
     fn bind_lateral(
         &mut self,
         lp: Plan,
         ls: Scope,
         f: &ast::TableFactor,
         kind: JoinKind,
-        on: Option<&ast::Expr>,
+        cond: LateralCond<'_>,
     ) -> Result<(Plan, Scope)> {
         if let Some(clause) = unsupported_factor_clause(f) {
             return Err(Error::not_supported(format!("{clause} is not supported")).at(self.pos(f)));
@@ -1036,15 +1039,7 @@ impl Binder<'_> {
             return Err(Error::syntax("subquery in FROM must have an alias").at(self.pos(f)));
         }
         let snapshot = self.snapshot();
-        let saved = self.set_scope(ls.clone());
-        let r = self.bind_subquery(subquery, "FROM");
-        self.set_scope(saved);
-        let (id, correlated, plan) = r?;
-        // The subquery becomes the join's right input, not a subplan.
-        if id + 1 == self.subqueries.len() {
-            self.subqueries.pop();
-        }
-        let (rp, rs) = self.alias_relation(plan, alias, None)?;
+        let (correlated, rp, rs) = self.bind_lateral_right(&ls, subquery, alias)?;
         let nleft = lp.schema.len();
         let right_schema = rp.schema.clone();
         let inner = kind == JoinKind::Inner;
@@ -1052,26 +1047,12 @@ impl Binder<'_> {
             crate::optimizer::decorrelate::lateral_join_parts(rp, nleft, self.param_count, &correlated, inner)
         else {
             self.restore(snapshot);
-            if let Some(bound) = self.lateral_single_row(lp.clone(), &ls, subquery, &rs, right_schema, kind, on)? {
+            if let Some(bound) = self.lateral_single_row(lp.clone(), &ls, subquery, &rs, right_schema, kind, cond)? {
                 return Ok(bound);
             }
-            if let Some(bound) = self.lateral_apply(lp, &ls, subquery, alias, kind, on)? {
-                return Ok(bound);
-            }
-            return Err(Error::not_supported(LATERAL_NOT_HERE).at(self.pos(f)));
+            return self.lateral_apply(lp, &ls, subquery, alias, kind, cond);
         };
-        let mut scope = combine_scopes(ls.clone(), &rs, nleft);
-        mark_nullable(&mut scope, &ls, &rs, kind);
-        let mut on_cond = None;
-        if let Some(e) = on {
-            if self.contains_aggregate(e) {
-                return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
-            }
-            let saved = self.set_scope(scope.clone());
-            let r = self.bind_bool_clause(e, "JOIN/ON");
-            self.set_scope(saved);
-            on_cond = Some(r?);
-        }
+        let (scope, on_cond) = self.lateral_condition(&ls, &rs, nleft, kind, cond)?;
         let Some(top) = top else {
             conds.extend(on_cond);
             let (p, _) = join_plans(lp, ls, right, rs, kind, crate::optimizer::and_all(conds));
@@ -1099,29 +1080,66 @@ impl Binder<'_> {
         Ok((p, scope))
     }
 
-    /// An inner join's ON condition over a LATERAL item, bound in the joined scope,
-    /// as a filter over the plan that joins them (an Apply, or the one-row form).
-    fn lateral_on_filter(&mut self, p: Plan, scope: &Scope, on: &ast::Expr) -> Result<Plan> {
-        if self.contains_aggregate(on) {
-            return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(on)));
-        }
-        let saved = self.set_scope(scope.clone());
-        let r = self.bind_bool_clause(on, "JOIN/ON");
+    /// A LATERAL item's query bound as the right side of its join: a subquery whose
+    /// outer scope is the FROM items before it (`ls`; the columns of theirs it reads
+    /// are its `correlated` parameters, numbered from `param_count`), aliased. It
+    /// becomes the join's right input, not a subplan. The Apply form and the form
+    /// that pulls the correlation up into a join both start here.
+    fn bind_lateral_right(&mut self, ls: &Scope, q: &ast::Query, alias: Option<&ast::TableAlias>) -> Result<(Vec<Expr>, Plan, Scope)> {
+        let saved = self.set_scope(ls.clone());
+        let r = self.bind_subquery(q, "FROM");
         self.set_scope(saved);
-        let predicate = r?;
-        let schema = p.schema.clone();
-        Ok(Plan::new(Node::Filter { input: Box::new(p), predicate }, schema))
+        let (id, correlated, plan) = r?;
+        if id + 1 == self.subqueries.len() {
+            self.subqueries.pop();
+        }
+        let (rp, rs) = self.alias_relation(plan, alias, None)?;
+        Ok((correlated, rp, rs))
+    }
+
+    /// The scope of the FROM items before a LATERAL item (`ls`, `nleft` columns)
+    /// joined (`kind`) with it (`rs`), and the join's condition bound over that
+    /// scope's columns (left, then right): the ON condition, or USING's and
+    /// NATURAL's equalities (whose columns the scope then merges, as `bind_join`
+    /// does). `None` for a CROSS JOIN, a comma and `ON true`.
+    fn lateral_condition(&mut self, ls: &Scope, rs: &Scope, nleft: usize, kind: JoinKind, cond: LateralCond<'_>) -> Result<(Scope, Option<Expr>)> {
+        let mut scope = combine_scopes(ls.clone(), rs, nleft);
+        mark_nullable(&mut scope, ls, rs, kind);
+        let bound = match cond {
+            LateralCond::None => None,
+            LateralCond::On(e) if matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)) => None,
+            LateralCond::On(e) => {
+                if self.contains_aggregate(e) {
+                    return Err(Error::semantic("42803", "aggregate functions are not allowed in JOIN conditions").at(self.pos(e)));
+                }
+                let saved = self.set_scope(scope.clone());
+                let r = self.bind_bool_clause(e, "JOIN/ON");
+                self.set_scope(saved);
+                Some(r?)
+            }
+            LateralCond::Using(cols) => {
+                let names: Vec<String> = cols.iter().map(object_name).collect::<Result<_>>()?;
+                using_join(&mut scope, ls, rs, nleft, kind, &names)?
+            }
+            LateralCond::Natural => {
+                let names = natural_columns(ls, rs);
+                using_join(&mut scope, ls, rs, nleft, kind, &names)?
+            }
+        };
+        Ok((scope, bound))
     }
 
     fn lateral_join_error(&self, f: &ast::TableFactor) -> Error {
-        Error::not_supported("LATERAL with a join other than CROSS JOIN, [INNER] JOIN … ON or LEFT JOIN … ON is not supported")
+        Error::not_supported("LATERAL with a join other than CROSS JOIN, [INNER] JOIN or LEFT JOIN is not supported")
             .at(self.pos(f))
     }
 
     /// A LATERAL subquery or function that neither becomes a join nor returns one row
     /// at most: a [`Node::Apply`] that runs it per left row (per distinct set of the
-    /// left values it reads, in a batch). `None` for a join other than inner and
-    /// LEFT … ON true.
+    /// left values it reads, in a batch). An inner join's condition filters the
+    /// Apply's rows; a LEFT join's filters the right side's rows per left row (a left
+    /// row none of whose right rows pass it gets NULLs), so it reads the left columns
+    /// as more parameters of the Apply.
     fn lateral_apply(
         &mut self,
         lp: Plan,
@@ -1129,37 +1147,31 @@ impl Binder<'_> {
         q: &ast::Query,
         alias: Option<&ast::TableAlias>,
         kind: JoinKind,
-        on: Option<&ast::Expr>,
-    ) -> Result<Option<(Plan, Scope)>> {
+        cond: LateralCond<'_>,
+    ) -> Result<(Plan, Scope)> {
         let left_join = match kind {
             JoinKind::Inner => false,
             JoinKind::Left => true,
-            _ => return Ok(None),
+            _ => return Err(Error::internal("a LATERAL join other than inner or left")),
         };
-        let on_true = on.is_none_or(|e| matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)));
-        if left_join && !on_true {
-            return Ok(None);
-        }
-        let saved = self.set_scope(ls.clone());
-        let r = self.bind_subquery(q, "FROM");
-        self.set_scope(saved);
-        let (id, correlated, plan) = r?;
-        // The subquery becomes the Apply's right input, not a subplan.
-        if id + 1 == self.subqueries.len() {
-            self.subqueries.pop();
-        }
-        let (rp, rs) = self.alias_relation(plan, alias, None)?;
+        let (mut params, mut rp, rs) = self.bind_lateral_right(ls, q, alias)?;
         let nleft = lp.schema.len();
+        let (scope, bound) = self.lateral_condition(ls, &rs, nleft, kind, cond)?;
+        let param_base = self.param_count;
+        if let (true, Some(c)) = (left_join, &bound) {
+            let predicate = over_right_side(c, nleft, param_base, &mut params);
+            let schema = rp.schema.clone();
+            rp = Plan::new(Node::Filter { input: Box::new(rp), predicate }, schema);
+        }
         let mut schema = lp.schema.clone();
         schema.extend(rp.schema.iter().cloned());
-        let node = Node::Apply { input: Box::new(lp), right: Box::new(rp), params: correlated, param_base: self.param_count, left_join };
+        let node = Node::Apply { input: Box::new(lp), right: Box::new(rp), params, param_base, left_join };
         let mut p = Plan::new(node, schema);
-        let mut scope = combine_scopes(ls.clone(), &rs, nleft);
-        mark_nullable(&mut scope, ls, &rs, kind);
-        if let (false, Some(e)) = (left_join, on) {
-            p = self.lateral_on_filter(p, &scope, e)?;
+        if let (false, Some(predicate)) = (left_join, bound) {
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
         }
-        Ok(Some((p, scope)))
+        Ok((p, scope))
     }
 
     /// A LATERAL subquery that `lateral_join_parts` cannot pull up but that returns
@@ -1182,7 +1194,7 @@ impl Binder<'_> {
         rs: &Scope,
         right_schema: Vec<OutputColumn>,
         kind: JoinKind,
-        on: Option<&ast::Expr>,
+        cond: LateralCond<'_>,
     ) -> Result<Option<(Plan, Scope)>> {
         let ast::SetExpr::Select(sel) = &*q.body else { return Ok(None) };
         if !q.locks.is_empty() || sel.top.is_some() || sel.into.is_some() {
@@ -1205,7 +1217,9 @@ impl Binder<'_> {
             && sel.having.is_none()
             && q.limit_clause.is_none()
             && q.fetch.is_none()
-            && items.iter().any(|(e, _)| self.contains_aggregate(e));
+            // Every column: one without an aggregate (an outer value, `SELECT t.a,
+            // count(*) …`) would lose the aggregation in its own subquery.
+            && items.iter().all(|(e, _)| self.contains_aggregate(e));
         let at_most_one = match (&q.limit_clause, &q.fetch) {
             (Some(ast::LimitClause::LimitOffset { limit: Some(l), offset: None, limit_by }), None) => limit_by.is_empty() && one(l),
             (None, Some(f)) => !f.percent && !f.with_ties && f.quantity.as_ref().is_none_or(one),
@@ -1223,8 +1237,8 @@ impl Binder<'_> {
             JoinKind::Left => true,
             _ => return Ok(None),
         };
-        let on_true = on.is_none_or(|e| matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)));
-        if left && !on_true {
+        // A LEFT join's condition filters the right rows per left row: the Apply's.
+        if left && !cond.is_true() {
             return Ok(None);
         }
         // The ORDER BY with output names and positions replaced by the expressions they
@@ -1300,36 +1314,54 @@ impl Binder<'_> {
         let mut schema = p.schema[..nleft].to_vec();
         schema.extend(right_schema);
         let mut p = Plan::new(Node::Project { input: Box::new(p), exprs }, schema);
-        let mut scope = combine_scopes(ls.clone(), rs, nleft);
-        mark_nullable(&mut scope, ls, rs, kind);
-        if let (false, Some(e)) = (left, on) {
-            p = self.lateral_on_filter(p, &scope, e)?;
+        let (scope, bound) = self.lateral_condition(ls, rs, nleft, kind, cond)?;
+        if let Some(predicate) = bound {
+            let schema = p.schema.clone();
+            p = Plan::new(Node::Filter { input: Box::new(p), predicate }, schema);
         }
         Ok(Some((p, scope)))
     }
 
-    /// `bind_factor` for a FROM item after others (`before`: their scope). A function
-    /// whose arguments read those items (`FROM t, generate_series(1, t.a)`, implicitly
-    /// LATERAL in PostgreSQL) fails to bind with 42P01 / 42703; it is 0A000 instead
-    /// when the arguments do bind over the earlier items.
+    /// `bind_factor` for a FROM item after others (`before`: their scope) where a
+    /// LATERAL reference may not be (the right side of a RIGHT or FULL join). A
+    /// function (implicitly LATERAL in PostgreSQL: `t RIGHT JOIN generate_series(1,
+    /// t.a) ON …`) or a LATERAL subquery reading those items fails to bind with
+    /// 42P01 / 42703; when it does bind over the earlier items, the error is
+    /// PostgreSQL's for a LATERAL reference there (42P10, at the reference).
     fn bind_factor_after(&mut self, f: &ast::TableFactor, before: Option<&Scope>) -> Result<(Plan, Scope)> {
         let r = self.bind_factor(f);
-        let (Err(e), Some(before), ast::TableFactor::Table { args: Some(args), .. }) = (&r, before, f) else {
+        let (Err(e), Some(before)) = (&r, before) else {
             return r;
         };
         if !matches!(e.sqlstate, "42P01" | "42703") {
             return r;
         }
+        let converted;
+        let q = match f {
+            ast::TableFactor::Derived { lateral: true, subquery, .. } => &**subquery,
+            ast::TableFactor::Table { args: Some(_), .. } | ast::TableFactor::Function { .. } => match function_as_query(f) {
+                Some(c) => {
+                    converted = c;
+                    &converted.0
+                }
+                None => return r,
+            },
+            _ => return r,
+        };
+        let snapshot = self.snapshot();
         let saved = self.set_scope(before.clone());
-        let reads_before = args.args.iter().all(|a| match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => self.bind_expr(x, "FROM").is_ok(),
-            _ => false,
-        });
+        let bound = self.bind_subquery(q, "FROM");
         self.set_scope(saved);
-        if reads_before {
-            return Err(Error::not_supported(LATERAL_FUNCTION).at(self.pos(f)));
+        self.restore(snapshot);
+        let Ok((_, correlated, _)) = bound else { return r };
+        // The FROM item the first reference reads (PostgreSQL names the first).
+        let table = correlated.iter().find_map(|x| before.columns.iter().find(|c| c.expr == *x).and_then(|c| c.table.clone()));
+        match table {
+            Some(t) => Err(Error::semantic("42P10", format!("invalid reference to FROM-clause entry for table \"{t}\""))
+                .with_detail("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
+                .at(e.position)),
+            None => r,
         }
-        r
     }
 
     fn bind_factor(&mut self, f: &ast::TableFactor) -> Result<(Plan, Scope)> {
@@ -1390,9 +1422,18 @@ impl Binder<'_> {
                 }
                 self.bind_from(std::slice::from_ref(table_with_joins))
             }
-            ast::TableFactor::Function { lateral: true, .. } => {
-                Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f)))
-            }
+            // `LATERAL f(…)` where it reads nothing before it (first in FROM, or on
+            // the right of a RIGHT or FULL join): `SELECT * FROM f(…)`, as a derived
+            // table.
+            ast::TableFactor::Function { lateral: true, .. } => match function_as_query(f) {
+                Some((q, alias)) => {
+                    let saved = self.set_scope(Scope::default());
+                    let r = self.bind_query(&q);
+                    self.set_scope(saved);
+                    self.alias_relation(r?, Some(&alias), None)
+                }
+                None => Err(Error::not_supported("LATERAL functions in FROM are not supported").at(self.pos(f))),
+            },
             other => Err(Error::not_supported(format!("FROM item {other} is not supported")).at(self.pos(f))),
         }
     }
@@ -1891,18 +1932,12 @@ impl Binder<'_> {
         // The combined scope: right columns shifted past the left ones.
         let mut scope = combine_scopes(ls.clone(), &rs, nleft);
         mark_nullable(&mut scope, &ls, &rs, kind);
-        let shift = |e: &Expr| shift_columns(e, nleft);
         let using: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
                 .iter()
                 .map(object_name)
                 .collect::<Result<_>>()?,
-            Some(ast::JoinConstraint::Natural) => ls
-                .star
-                .iter()
-                .map(|&i| ls.columns[i].name.clone())
-                .filter(|n| rs.star.iter().any(|&j| rs.columns[j].name == *n))
-                .collect(),
+            Some(ast::JoinConstraint::Natural) => natural_columns(&ls, &rs),
             _ => vec![],
         };
         let on = match constraint {
@@ -1916,61 +1951,7 @@ impl Binder<'_> {
                 Some(r?)
             }
             Some(ast::JoinConstraint::Using(_)) | Some(ast::JoinConstraint::Natural) => {
-                let mut conds = Vec::new();
-                let mut merged_cols = Vec::new();
-                let mut hidden_idx = Vec::new();
-                for n in &using {
-                    // The column an unqualified name finds on each side (after an
-                    // earlier USING, the merged column).
-                    let li = ls.columns.iter().position(|c| c.name == *n && !c.qualified_only);
-                    let ri = rs.columns.iter().position(|c| c.name == *n && !c.qualified_only);
-                    let (Some(li), Some(ri)) = (li, ri) else {
-                        return Err(Error::semantic(
-                            "42703",
-                            format!("column \"{n}\" specified in USING clause does not exist in {} table", if li.is_none() { "left" } else { "right" }),
-                        ));
-                    };
-                    let l = ls.columns[li].expr.clone();
-                    let r = shift(&rs.columns[ri].expr);
-                    let t = common_type(&l.ty, &r.ty).ok_or_else(|| {
-                        Error::undefined_function(format!("operator does not exist: {} = {}", l.ty, r.ty))
-                    })?;
-                    let lc = cast_to(l, t);
-                    let rc = cast_to(r, t);
-                    conds.push(Expr::new(
-                        ExprKind::Compare { op: CmpOp::Eq, left: Box::new(lc.clone()), right: Box::new(rc.clone()) },
-                        DataType::Boolean,
-                    ));
-                    let merged = match kind {
-                        JoinKind::Right => rc,
-                        JoinKind::Full => Expr::new(ExprKind::Coalesce(vec![lc, rc]), t),
-                        _ => lc,
-                    };
-                    merged_cols.push(ScopeColumn {
-                        table: None,
-                        name: n.clone(),
-                        ty: t,
-                        expr: merged,
-                        qualified_only: false,
-                        unqualified_only: true,
-                    });
-                    hidden_idx.push(li);
-                    hidden_idx.push(ls.columns.len() + ri);
-                }
-                for &i in &hidden_idx {
-                    scope.columns[i].qualified_only = true;
-                }
-                // `*`: merged columns first, then the others of each side.
-                let base = scope.columns.len();
-                let mut star: Vec<usize> = (base..base + merged_cols.len()).collect();
-                star.extend(scope.star.iter().copied().filter(|i| !hidden_idx.contains(i)));
-                scope.columns.extend(merged_cols);
-                scope.star = star;
-                match conds.len() {
-                    0 => None,
-                    1 => conds.pop(),
-                    _ => Some(Expr::new(ExprKind::And(conds), DataType::Boolean)),
-                }
+                using_join(&mut scope, &ls, &rs, nleft, kind, &using)?
             }
             Some(ast::JoinConstraint::None) | None => {
                 if constraint.is_some() && kind != JoinKind::Inner {
@@ -2357,28 +2338,156 @@ fn is_lateral_subquery(f: &ast::TableFactor) -> bool {
     matches!(f, ast::TableFactor::Derived { lateral: true, .. } | ast::TableFactor::Function { lateral: true, .. })
 }
 
-/// The join a LATERAL item may be on the right of: `[INNER] JOIN … ON`, `LEFT [OUTER]
-/// JOIN … ON`, `CROSS JOIN`.
-fn lateral_join_kind(op: &ast::JoinOperator) -> Option<(JoinKind, Option<&ast::Expr>)> {
-    use ast::JoinOperator as J;
-    match op {
-        J::Join(ast::JoinConstraint::On(e)) | J::Inner(ast::JoinConstraint::On(e)) => Some((JoinKind::Inner, Some(e))),
-        J::Left(ast::JoinConstraint::On(e)) | J::LeftOuter(ast::JoinConstraint::On(e)) => Some((JoinKind::Left, Some(e))),
-        J::CrossJoin(_) => Some((JoinKind::Inner, None)),
-        _ => None,
+/// A LATERAL item's join condition, as written.
+#[derive(Clone, Copy)]
+enum LateralCond<'q> {
+    /// A comma or CROSS JOIN.
+    None,
+    On(&'q ast::Expr),
+    Using(&'q [ast::ObjectName]),
+    Natural,
+}
+
+impl LateralCond<'_> {
+    /// No condition, or `ON true`.
+    fn is_true(&self) -> bool {
+        match self {
+            LateralCond::None => true,
+            LateralCond::On(e) => matches!(e, ast::Expr::Value(v) if v.value == ast::Value::Boolean(true)),
+            _ => false,
+        }
     }
+}
+
+/// The join a LATERAL item may be on the right of, as PostgreSQL allows: `[INNER]
+/// JOIN` and `LEFT [OUTER] JOIN` with ON, USING or NATURAL, and `CROSS JOIN`.
+fn lateral_join_kind(op: &ast::JoinOperator) -> Option<(JoinKind, LateralCond<'_>)> {
+    use ast::JoinOperator as J;
+    let (kind, c) = match op {
+        J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+        J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+        J::CrossJoin(_) => return Some((JoinKind::Inner, LateralCond::None)),
+        _ => return None,
+    };
+    let cond = match c {
+        ast::JoinConstraint::On(e) => LateralCond::On(e),
+        ast::JoinConstraint::Using(cols) => LateralCond::Using(cols),
+        ast::JoinConstraint::Natural => LateralCond::Natural,
+        ast::JoinConstraint::None => return None,
+    };
+    Some((kind, cond))
+}
+
+/// A RIGHT or FULL join, whose right side may not read the items before it.
+fn is_right_or_full(op: &ast::JoinOperator) -> bool {
+    use ast::JoinOperator as J;
+    matches!(op, J::Right(_) | J::RightOuter(_) | J::FullOuter(_))
+}
+
+/// The columns NATURAL joins on: the names both sides' `*` has.
+fn natural_columns(ls: &Scope, rs: &Scope) -> Vec<String> {
+    ls.star
+        .iter()
+        .map(|&i| ls.columns[i].name.clone())
+        .filter(|n| rs.star.iter().any(|&j| rs.columns[j].name == *n))
+        .collect()
+}
+
+/// `USING (names)` (or NATURAL's columns) of a join of `ls` (`nleft` columns) with
+/// `rs`, of `kind`: the equalities of each name's column on both sides (cast to
+/// their common type), over the joined columns; `scope` (their combined scope)
+/// gets each name once as the merged column (the left one, the right one under
+/// RIGHT, COALESCE of both under FULL), first in `*`, the sides' own reachable by
+/// qualified names only. 42703 for a name one side lacks.
+fn using_join(scope: &mut Scope, ls: &Scope, rs: &Scope, nleft: usize, kind: JoinKind, names: &[String]) -> Result<Option<Expr>> {
+    let mut conds = Vec::new();
+    let mut merged_cols = Vec::new();
+    let mut hidden_idx = Vec::new();
+    for n in names {
+        // The column an unqualified name finds on each side (after an earlier
+        // USING, the merged column).
+        let li = ls.columns.iter().position(|c| c.name == *n && !c.qualified_only);
+        let ri = rs.columns.iter().position(|c| c.name == *n && !c.qualified_only);
+        let (Some(li), Some(ri)) = (li, ri) else {
+            return Err(Error::semantic(
+                "42703",
+                format!("column \"{n}\" specified in USING clause does not exist in {} table", if li.is_none() { "left" } else { "right" }),
+            ));
+        };
+        let l = ls.columns[li].expr.clone();
+        let r = shift_columns(&rs.columns[ri].expr, nleft);
+        let t = common_type(&l.ty, &r.ty)
+            .ok_or_else(|| Error::undefined_function(format!("operator does not exist: {} = {}", l.ty, r.ty)))?;
+        let lc = cast_to(l, t);
+        let rc = cast_to(r, t);
+        conds.push(Expr::new(
+            ExprKind::Compare { op: CmpOp::Eq, left: Box::new(lc.clone()), right: Box::new(rc.clone()) },
+            DataType::Boolean,
+        ));
+        let merged = match kind {
+            JoinKind::Right => rc,
+            JoinKind::Full => Expr::new(ExprKind::Coalesce(vec![lc, rc]), t),
+            _ => lc,
+        };
+        merged_cols.push(ScopeColumn {
+            table: None,
+            name: n.clone(),
+            ty: t,
+            expr: merged,
+            qualified_only: false,
+            unqualified_only: true,
+        });
+        hidden_idx.push(li);
+        hidden_idx.push(ls.columns.len() + ri);
+    }
+    for &i in &hidden_idx {
+        scope.columns[i].qualified_only = true;
+    }
+    // `*`: merged columns first, then the others of each side.
+    let base = scope.columns.len();
+    let mut star: Vec<usize> = (base..base + merged_cols.len()).collect();
+    star.extend(scope.star.iter().copied().filter(|i| !hidden_idx.contains(i)));
+    scope.columns.extend(merged_cols);
+    scope.star = star;
+    Ok(match conds.len() {
+        0 => None,
+        1 => conds.pop(),
+        _ => Some(Expr::new(ExprKind::And(conds), DataType::Boolean)),
+    })
+}
+
+/// `cond`, bound over a LATERAL join's row (`nleft` left columns, then the right
+/// item's), as a condition over the right item's rows alone, for a LEFT join's
+/// Apply to filter them per left row: a left column it reads becomes one more
+/// parameter of the Apply (appended to `params`, numbered from `param_base`), a
+/// right column moves to its place in the right item. Correlated subqueries in it
+/// pass the new parameters on as any other parameter.
+fn over_right_side(cond: &Expr, nleft: usize, param_base: usize, params: &mut Vec<Expr>) -> Expr {
+    fn go(e: &mut Expr, nleft: usize, param_base: usize, params: &mut Vec<Expr>) {
+        match e.kind {
+            ExprKind::Column(i) if i < nleft => {
+                let k = match params.iter().position(|p| p.kind == ExprKind::Column(i)) {
+                    Some(k) => k,
+                    None => {
+                        params.push(Expr::column(i, e.ty));
+                        params.len() - 1
+                    }
+                };
+                e.kind = ExprKind::Param(param_base + k);
+            }
+            ExprKind::Column(i) => e.kind = ExprKind::Column(i - nleft),
+            _ => for_each_child_mut(e, &mut |c| crate::stack::guarded(|| go(c, nleft, param_base, params))),
+        }
+    }
+    let mut e = cond.clone();
+    go(&mut e, nleft, param_base, params);
+    e
 }
 
 /// Whether `f` is a function in FROM (`generate_series(…)`).
 fn is_function(f: &ast::TableFactor) -> bool {
     matches!(f, ast::TableFactor::Table { args: Some(_), .. })
 }
-
-/// The error `bind_factor_after` gives a FROM function reading earlier FROM items
-/// where a LATERAL item may not be (a join with USING, NATURAL, RIGHT or FULL).
-const LATERAL_FUNCTION: &str = "functions in FROM reading earlier FROM items (LATERAL functions) are not supported";
-
-const LATERAL_NOT_HERE: &str = "LATERAL subquery is not supported here: it reads the FROM items before it elsewhere than in its WHERE and JOIN … ON conditions (outside nested subqueries, not under an aggregate, LIMIT, DISTINCT, a window, a set operation or an outer join) or, except in LEFT JOIN LATERAL, its select list";
 
 /// `[LATERAL] f(args) [alias]` as the query `SELECT * FROM f(args) [alias]`, with
 /// the alias the LATERAL item gets around it: the function's alias without column

@@ -13,6 +13,9 @@
 //! - `beedb_stats (table_name, column_name, null_frac, n_distinct, avg_width,
 //!   correlation)`: the column statistics ANALYZE gathered, as PostgreSQL's
 //!   `pg_stats` shows them (`n_distinct` negative: minus a fraction of the rows)
+//! - `beedb_table_stats (table_name, row_count, page_count)`: each table's live rows
+//!   and heap pages when last counted (ANALYZE, COPY), as PostgreSQL's
+//!   `pg_class.reltuples` and `relpages` (pages 0 when counted before pages were kept)
 //! - `beedb_check_constraints (constraint_name, table_name, check_clause)`: CHECK
 //!   constraints, the clause as stored (`a > 0`)
 //! - `beedb_foreign_keys (constraint_name, table_name, columns, referenced_table,
@@ -65,7 +68,13 @@ pub fn table_sql(catalog: &Catalog, t: &TableDef) -> String {
                         crate::catalog::Identity::Always => "ALWAYS",
                         crate::catalog::Identity::ByDefault => "BY DEFAULT",
                     };
-                    let options = sequence_options(q);
+                    // Its sequence's name when replaying would not give the same one
+                    // (`SEQUENCE NAME`, a renamed table, a default name that was taken).
+                    let mut options = sequence_options(q);
+                    if q.name != crate::engine::sequence::default_name(&t.name, &c.name) {
+                        let named = format!("SEQUENCE NAME {}", quote_ident(&q.name));
+                        options = if options.is_empty() { named } else { format!("{named} {options}") };
+                    }
                     let options = if options.is_empty() { String::new() } else { format!(" ({options})") };
                     return format!("{} {} GENERATED {kind} AS IDENTITY{options}", quote_ident(&c.name), c.ty);
                 }
@@ -361,6 +370,15 @@ pub fn system_table(catalog: &Catalog, bees: Option<&beedb_bees::BeeCache>, name
                 ],
                 rows,
             ))
+        }
+        "beedb_table_stats" => {
+            let mut rows = Vec::new();
+            for t in catalog.tables.values() {
+                let Some(stats) = catalog.stats.get(&t.id) else { continue };
+                let count = |x: u64| Expr::literal(Value::BigInt(i64::try_from(x).unwrap_or(i64::MAX)), DataType::BigInt);
+                rows.push(vec![text(t.name.clone()), count(stats.rows), count(stats.pages)]);
+            }
+            Some(values(&[("table_name", DataType::Text), ("row_count", DataType::BigInt), ("page_count", DataType::BigInt)], rows))
         }
         "beedb_check_constraints" => {
             let mut rows = Vec::new();

@@ -310,8 +310,9 @@ pub fn encode_table(t: &TableDef) -> Vec<u8> {
     w.0
 }
 
-/// A table's statistics: its id, its row count, then its columns' statistics (an
-/// entry written before column statistics existed ends after the row count).
+/// A table's statistics: its id, its row count, its columns' statistics, then its
+/// page count (an entry written before column statistics existed ends after the row
+/// count; one written before pages were counted, after the columns).
 pub fn encode_stats(table: u32, st: &super::TableStats) -> Vec<u8> {
     let mut w = Writer(vec![FORMAT_VERSION, KIND_STATS]);
     w.u32(table);
@@ -334,6 +335,7 @@ pub fn encode_stats(table: u32, st: &super::TableStats) -> Vec<u8> {
             w.value(v);
         }
     }
+    w.u64(st.pages);
     w.0
 }
 
@@ -407,14 +409,18 @@ pub fn decode(bytes: &[u8]) -> Result<Object> {
             let table = r.u32()?;
             let rows = r.u64()?;
             let mut columns = Vec::new();
+            let mut pages = 0;
             if !r.is_empty() {
                 let n = r.count(34)?;
                 columns.reserve(n);
                 for _ in 0..n {
                     columns.push(decode_column_stats(&mut r)?);
                 }
+                if !r.is_empty() {
+                    pages = r.u64()?;
+                }
             }
-            Ok(Object::Stats { table, stats: super::TableStats { rows, columns } })
+            Ok(Object::Stats { table, stats: super::TableStats { rows, pages, columns } })
         }
         KIND_TABLE => {
             let id = r.u32()?;

@@ -230,6 +230,9 @@ pub enum Identity {
 pub struct TableStats {
     /// Live rows when last counted.
     pub rows: u64,
+    /// Heap pages when last counted (PostgreSQL's `relpages`); 0 in statistics
+    /// stored before pages were counted.
+    pub pages: u64,
     /// One entry per table column, in column order, once ANALYZE ran (empty before,
     /// and for a table that was empty when analyzed).
     pub columns: Vec<ColumnStats>,
@@ -555,9 +558,9 @@ mod tests {
                 },
             ];
             let t = TableDef::new(c.next_id, "t".into(), cols, heap.first_page, vec![]).unwrap();
-            c.stats.insert(t.id, TableStats { rows: 6_001_215, columns: vec![] });
+            c.stats.insert(t.id, TableStats { rows: 6_001_215, pages: 0, columns: vec![] });
             // A dropped table's statistics are not saved.
-            c.stats.insert(t.id + 100, TableStats { rows: 5, columns: vec![] });
+            c.stats.insert(t.id + 100, TableStats { rows: 5, pages: 0, columns: vec![] });
             c.next_id += 1;
             c.tables.insert("t".into(), Arc::new(t));
             c.views.insert(
@@ -579,7 +582,7 @@ mod tests {
         assert_eq!(t.columns[1].ty, DataType::decimal(12, 2).unwrap());
         assert_eq!(t.columns[1].default.as_deref(), Some("0"));
         assert_eq!(c.view("v").unwrap().columns, vec!["x".to_string()]);
-        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215, columns: vec![] }));
+        assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215, pages: 0, columns: vec![] }));
         assert_eq!(c.stats.len(), 1);
         assert_eq!(c.next_id, 1);
     }
@@ -621,11 +624,12 @@ mod tests {
                 correlation: -0.75,
             })
             .collect();
-        let stats = TableStats { rows: 1 << 40, columns };
+        let stats = TableStats { rows: 1 << 40, pages: 1 << 33, columns };
         match codec::decode(&codec::encode_stats(9, &stats)).unwrap() {
             codec::Object::Stats { table, stats: back } => {
                 assert_eq!(table, 9);
                 assert_eq!(back.rows, stats.rows);
+                assert_eq!(back.pages, stats.pages);
                 assert_eq!(back.columns.len(), stats.columns.len());
                 // NaN is not equal to itself: compare the encodings instead.
                 assert_eq!(codec::encode_stats(9, &back), codec::encode_stats(9, &stats));
@@ -653,15 +657,25 @@ mod tests {
 
     #[test]
     fn damaged_statistics_are_an_error_not_a_huge_allocation() {
-        let stats = TableStats { rows: 10, columns: vec![ColumnStats::default()] };
+        let stats = TableStats { rows: 10, pages: 1, columns: vec![ColumnStats::default()] };
         let mut bytes = codec::encode_stats(1, &stats);
         // The column count claims four billion columns.
         bytes[14..18].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(codec::decode(&bytes).is_err());
-        // Cut anywhere, the entry is an error.
+        // Cut anywhere, the entry is an error — except just before the page count,
+        // where it is an entry of the format before pages were counted.
         let whole = codec::encode_stats(1, &stats);
+        let before_pages = whole.len() - 8;
         for cut in 15..whole.len() {
-            assert!(codec::decode(&whole[..cut]).is_err(), "cut at {cut}");
+            if cut != before_pages {
+                assert!(codec::decode(&whole[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+        match codec::decode(&whole[..before_pages]).unwrap() {
+            codec::Object::Stats { stats: back, .. } => {
+                assert_eq!((back.rows, back.pages, back.columns.len()), (10, 0, 1));
+            }
+            _ => panic!("not statistics"),
         }
     }
 }

@@ -139,13 +139,13 @@ fn analyze_sampled(ctx: &mut Ctx<'_>, table: &TableDef, sample_rows: usize) -> R
 /// `table`'s statistics from a sample of at most `sample_rows` rows, read through
 /// the statement's transaction (a snapshot or the writer); stores nothing.
 fn gather(ctx: &Ctx<'_>, table: &TableDef, sample_rows: usize) -> Result<TableStats> {
-    let (rows, sample) = if sample_rows >= SAMPLE_ROWS {
+    let (rows, pages, sample) = if sample_rows >= SAMPLE_ROWS {
         self::sample_rows(ctx, table)?
     } else {
         sample_by_pages(ctx, table, sample_rows)?
     };
     let columns = if sample.is_empty() { Vec::new() } else { column_stats(ctx, table, rows, &sample)? };
-    Ok(TableStats { rows, columns })
+    Ok(TableStats { rows, pages, columns })
 }
 
 /// Whether `table`, with `changes` rows inserted, updated or deleted since its last
@@ -197,15 +197,17 @@ impl SplitMix64 {
     }
 }
 
-/// One pass over the heap: the live tuple count and a uniform sample (Vitter's
-/// algorithm R), returned in heap order.
-fn sample_rows(ctx: &Ctx<'_>, table: &TableDef) -> Result<(u64, Vec<Sampled>)> {
+/// One pass over the heap: the live tuple count, the heap's page count and a uniform
+/// sample (Vitter's algorithm R), returned in heap order.
+fn sample_rows(ctx: &Ctx<'_>, table: &TableDef) -> Result<(u64, u64, Vec<Sampled>)> {
     let r = ctx.txn.reader();
     let mut rng = SplitMix64(0x5EED ^ table.id as u64);
     let mut sample: Vec<Sampled> = Vec::new();
     let mut seen = 0u64;
+    let mut pages = 0u64;
     for g in HeapFile::open(table.heap).pages(r) {
         let g = g?;
+        pages += 1;
         for (_, tuple) in HeapPage::new(&g, g.id())?.tuples()? {
             if sample.len() < SAMPLE_ROWS {
                 sample.push((seen, tuple.to_vec()));
@@ -223,21 +225,24 @@ fn sample_rows(ctx: &Ctx<'_>, table: &TableDef) -> Result<(u64, Vec<Sampled>)> {
         ctx.interrupt.check()?;
     }
     sample.sort_unstable_by_key(|s| s.0);
-    Ok((seen, sample))
+    Ok((seen, pages, sample))
 }
 
-/// The live tuple count and a uniform sample of `limit` of them (all, when the table
+/// The live tuple count, the heap's page count and a uniform sample of `limit` of
+/// them (all, when the table
 /// holds no more), in heap order, for the automatic ANALYZE: a first pass counts each
 /// page's live tuples (slot entries only, no tuple is copied), then `limit` ordinals
 /// are drawn (Floyd's algorithm) and only the pages holding them are read again. The
 /// cost is the page count plus the sample, where reservoir sampling
 /// ([`sample_rows`]) copies a tuple for every replacement it makes.
-fn sample_by_pages(ctx: &Ctx<'_>, table: &TableDef, limit: usize) -> Result<(u64, Vec<Sampled>)> {
+fn sample_by_pages(ctx: &Ctx<'_>, table: &TableDef, limit: usize) -> Result<(u64, u64, Vec<Sampled>)> {
     let r = ctx.txn.reader();
     let mut pages: Vec<(beedb_storage::PageId, u64)> = Vec::new();
     let mut rows = 0u64;
+    let mut heap_pages = 0u64;
     for g in HeapFile::open(table.heap).pages(r) {
         let g = g?;
+        heap_pages += 1;
         let live = HeapPage::new(&g, g.id())?.tuples()?.count() as u64;
         if live > 0 {
             pages.push((g.id(), live));
@@ -253,7 +258,7 @@ fn sample_by_pages(ctx: &Ctx<'_>, table: &TableDef, limit: usize) -> Result<(u64
                 sample.push((sample.len() as u64, tuple.to_vec()));
             }
         }
-        return Ok((sample.len() as u64, sample));
+        return Ok((sample.len() as u64, heap_pages, sample));
     }
     // Floyd's algorithm: `limit` distinct ordinals in 0..rows, each set equally likely.
     let mut rng = SplitMix64(0x5EED ^ table.id as u64 ^ rows.rotate_left(32));
@@ -286,7 +291,7 @@ fn sample_by_pages(ctx: &Ctx<'_>, table: &TableDef, limit: usize) -> Result<(u64
         first += live;
     }
     ctx.interrupt.check()?;
-    Ok((rows, sample))
+    Ok((rows, heap_pages, sample))
 }
 
 /// Every column's statistics from the sample of a table of `rows` rows.

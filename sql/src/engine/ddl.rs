@@ -99,11 +99,27 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
         // SERIAL: an integer column whose DEFAULT is its own sequence's nextval.
         let mut numbered = serial.is_some();
         if serial.is_some() {
-            let q = sequence::for_column(ctx, &name, table_id, &cname, ty, None, &[], &sequences)?;
+            let q = sequence::for_column(ctx, &name, table_id, &cname, ty, None, &[], &sequences, None)?;
             col.default = Some(sequence::nextval_default(&q.name));
             sequences.push(q);
         }
         let mut has_default = false;
+        // An identity's `SEQUENCE NAME`, which the parser carries as a tag.
+        let named: Vec<&str> = cd
+            .options
+            .iter()
+            .filter_map(|o| match &o.option {
+                ast::ColumnOption::Tags(t) => Some(t.tags.iter()),
+                _ => None,
+            })
+            .flatten()
+            .filter(|g| g.key.to_string() == crate::parser::SEQUENCE_NAME_TAG)
+            .map(|g| g.value.as_str())
+            .collect();
+        if named.len() > 1 {
+            return Err(Error::syntax("conflicting or redundant options"));
+        }
+        let sequence_name = named.first().map(|n| sequence::sequence_name_as_written(n)).transpose()?;
         for o in &cd.options {
             match &o.option {
                 ast::ColumnOption::NotNull => col.not_null = true,
@@ -151,7 +167,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                     }
                     numbered = true;
                     let options = sequence_options.as_deref().unwrap_or(&[]);
-                    let q = sequence::for_column(ctx, &name, table_id, &cname, ty, Some(identity), options, &sequences)?;
+                    let q = sequence::for_column(ctx, &name, table_id, &cname, ty, Some(identity), options, &sequences, sequence_name.as_deref())?;
                     col.default = Some(sequence::nextval_default(&q.name));
                     col.not_null = true;
                     sequences.push(q);
@@ -177,6 +193,7 @@ pub fn create_table(ctx: &mut Ctx<'_>, c: &ast::CreateTable) -> Result<QueryResu
                     }
                     foreign_keys.push((o.name.as_ref().or(fk.name.as_ref()).map(ident), vec![cname.clone()], fk));
                 }
+                ast::ColumnOption::Tags(t) if t.tags.iter().all(|g| g.key.to_string() == crate::parser::SEQUENCE_NAME_TAG) => {}
                 other => return Err(Error::not_supported(format!("column option {other}"))),
             }
         }

@@ -448,6 +448,7 @@ pub fn add(ctx: &mut Ctx<'_>, mut q: SequenceDef) -> Result<()> {
 /// The sequence of a SERIAL or identity column `column` of the table being made
 /// (whose id is `table`): named `{table}_{column}_seq` (made unique as PostgreSQL
 /// does), of the column's type.
+#[allow(clippy::too_many_arguments)]
 pub fn for_column(
     ctx: &Ctx<'_>,
     table_name: &str,
@@ -457,18 +458,32 @@ pub fn for_column(
     identity: Option<crate::catalog::Identity>,
     options: &[ast::SequenceOptions],
     pending: &[SequenceDef],
+    named: Option<&str>,
 ) -> Result<SequenceDef> {
     // Unique among the catalog's names and those of the table's other columns'
     // sequences, not yet in the catalog.
-    let base = format!("{table_name}_{column}_seq");
     let taken = |n: &str| ctx.catalog().object_kind(n).is_some() || pending.iter().any(|q| q.name == n) || n == table_name;
-    let name = std::iter::once(base.clone())
-        .chain((1..).map(|k| format!("{base}{k}")))
-        .find(|n| !taken(n))
-        .expect("an unused name");
+    let name = match named {
+        // An identity's `SEQUENCE NAME`: that name or 42P07, as in PostgreSQL.
+        Some(n) if taken(n) => return Err(Error::duplicate_object("42P07", format!("relation \"{n}\" already exists"))),
+        Some(n) => n.to_string(),
+        None => {
+            let base = default_name(table_name, column);
+            std::iter::once(base.clone())
+                .chain((1..).map(|k| format!("{base}{k}")))
+                .find(|n| !taken(n))
+                .expect("an unused name")
+        }
+    };
     let mut q = define(0, name, ty, options)?;
     q.owner = Some(SequenceOwner { table, column: column.to_string(), identity });
     Ok(q)
+}
+
+/// The name a SERIAL or identity column's sequence gets unless that is taken (or
+/// an identity's `SEQUENCE NAME` says otherwise): `table_column_seq`.
+pub fn default_name(table_name: &str, column: &str) -> String {
+    format!("{table_name}_{column}_seq")
 }
 
 /// `nextval('name')` as a column DEFAULT's text, with the name quoted for
@@ -828,14 +843,32 @@ fn add_identity(
             format!("column \"{column}\" of relation \"{}\" already has a default value", table.name),
         ));
     }
+    let named = match options.iter().find(|(w, _)| w == "sequence_name") {
+        Some((_, Some(ast::Expr::Value(v)))) => match &v.value {
+            ast::Value::SingleQuotedString(n) => Some(sequence_name_as_written(n)?),
+            _ => None,
+        },
+        _ => None,
+    };
     let options: Vec<ast::SequenceOptions> =
         options.iter().filter_map(|(w, v)| crate::parser::sequence_option_of(w, *v)).collect();
-    let q = for_column(ctx, &table.name, table.id, column, col.ty, Some(kind), &options, &[])?;
+    let q = for_column(ctx, &table.name, table.id, column, col.ty, Some(kind), &options, &[], named.as_deref())?;
     let mut t2 = table.clone();
     t2.columns[k].default = Some(nextval_default(&q.name));
     add(ctx, q)?;
     ctx.txn.catalog_mut().tables.insert(t2.name.clone(), std::sync::Arc::new(t2));
     Ok(QueryResult::command("ALTER TABLE"))
+}
+
+/// An identity's `SEQUENCE NAME` as written (`s`, `"My Seq"`, `public.s`), as the
+/// name it gives (folded and unquoted, as every name).
+pub fn sequence_name_as_written(text: &str) -> Result<String> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let name = sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_object_name(false))
+        .map_err(|_| Error::syntax(format!("invalid sequence name \"{text}\"")))?;
+    object_name(&name)
 }
 
 /// `ALTER TABLE t ALTER COLUMN c DROP IDENTITY [IF EXISTS]`: the column's sequence

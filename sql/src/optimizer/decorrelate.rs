@@ -34,14 +34,30 @@
 //!   read through `single_row(rows, value)`, which raises the "more than one row"
 //!   error for an evaluated outer row whose group has several ([`unnest_single_row`]).
 //!
+//! - a scalar subquery with GROUP BY inside (`(SELECT max(y) FROM i WHERE i.k = o.k
+//!   GROUP BY z)`, or a grouped derived table under an aggregate) → the correlation's
+//!   inner side joins the grouping keys ([`pull_up_through_groups`]), then one of the
+//!   forms above; a HAVING over a scalar aggregate makes the value `CASE WHEN having
+//!   THEN value END` (NULL for a rejected group, and for no rows unless the empty
+//!   input passes it).
+//! - a correlated scalar aggregate whose correlation is not all equalities (`i.k <
+//!   o.k`, `i.k = o.k AND i.z > o.x`) → its body joined with the *domain*, the distinct
+//!   outer values of its parameters, on the correlation, then grouped by the domain
+//!   and left-joined back ([`domain_join`]: Neumann and Kemper's dependent join as a
+//!   plain join), when a NULL outer value rejects every row.
+//!
 //! The correlation is found by pulling the conjuncts that use the subquery's
 //! parameters up through its filters, inner joins, projections (which then also
-//! output the columns those conjuncts read), DISTINCT and ORDER BY. Where that is
-//! impossible — a parameter under an aggregate other than the scalar forms above
-//! (GROUP BY or HAVING inside a scalar subquery), under LIMIT/OFFSET, in an outer
-//! join's condition, in a select list, in a nested subquery's correlation (correlation skipping a level), non-equality correlation of
-//! an aggregate — the subquery stays and is re-executed per distinct outer value;
-//! EXPLAIN marks such subplans "correlated: re-executed per outer row".
+//! output the columns those conjuncts read), DISTINCT, ORDER BY and grouped
+//! aggregates (equalities only). A conjunct is split with OR factoring first, so
+//! `(k = o.k AND a) OR (k = o.k AND b)` (TPC-DS Q41) gives `k = o.k`. Where pulling up
+//! is impossible — a parameter under an aggregate's arguments, in GROUP BY or HAVING,
+//! under LIMIT/OFFSET, in an outer join's condition, in a select list, in a nested
+//! subquery's correlation (correlation skipping a level), non-equality correlation
+//! through GROUP BY or of a scalar subquery without an aggregate, or a correlation a
+//! NULL outer value does not reject — the subquery stays and is re-executed per
+//! distinct outer value; EXPLAIN marks such subplans "correlated: re-executed per
+//! outer row". The choice is not cost-based: a join is taken whenever it is exact.
 //!
 //! Subqueries are processed innermost first (the binder numbers a nested subquery
 //! before its parent), so a subquery whose own subqueries became joins can itself be
@@ -461,6 +477,9 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
     match node {
         Node::Aggregate { input, groups, sets, aggs, .. } => pull_up_through_groups(*input, groups, sets, aggs, schema, base),
         Node::Filter { input, predicate } => {
+            if is_grouped(&input) && may_raise(&predicate) {
+                return None;
+            }
             let inner = pull_up(*input, base)?;
             let mut preds = inner.preds;
             let keep = take_correlated(predicate, base, &mut preds)?;
@@ -473,7 +492,7 @@ fn pull_up(plan: Plan, base: usize) -> Option<Pulled> {
             Some(Pulled { plan: Plan::new(node, schema), preds })
         }
         Node::Project { input, mut exprs } => {
-            if exprs.iter().any(|e| uses_params(e, base)) {
+            if exprs.iter().any(|e| uses_params(e, base)) || is_grouped(&input) && exprs.iter().any(may_raise) {
                 return None;
             }
             let inner = pull_up(*input, base)?;
@@ -567,6 +586,10 @@ fn pull_up_through_groups(
     base: usize,
 ) -> Option<Pulled> {
     if groups.is_empty() || !sets.is_empty() {
+        return None;
+    }
+    // Every group is aggregated now, not only those of the outer values asked for.
+    if plan_may_raise(&input) || groups.iter().any(may_raise) || aggs.iter().any(|a| a.udf.is_some() || a.args().any(may_raise)) {
         return None;
     }
     let inner = pull_up(input, base)?;
@@ -871,6 +894,16 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     if top.len() != 1 {
         return None;
     }
+    // The rewrites below compute the aggregates (and a HAVING) for every group or
+    // every domain value, not only those an evaluated outer row selects: only
+    // expressions that cannot raise an error may run for rows nobody asked about.
+    let raises = plan_may_raise(&input)
+        || aggs.iter().any(|a| a.args().any(may_raise))
+        || top.iter().any(may_raise)
+        || having.as_ref().is_some_and(may_raise);
+    if having.is_some() && raises {
+        return None;
+    }
     let value = match having {
         None => top[0].clone(),
         Some(h) => Expr::new(ExprKind::Case { whens: vec![(h, top[0].clone())], else_: None }, top[0].ty),
@@ -878,17 +911,18 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     let pulled = pull_up(*input, base)?;
     let (agg_input, keys, outer) = match equality_keys(&pulled.preds, base) {
         Some((keys, outer)) => (pulled.plan, keys, outer),
+        None if raises => return None,
         None => domain_join(pulled, base, s, cur)?,
     };
     let nkeys = keys.len();
     let mut agg_schema: Vec<OutputColumn> =
         keys.iter().enumerate().map(|(i, k)| OutputColumn { name: format!("key{i}"), ty: k.ty }).collect();
     agg_schema.extend(aggs.iter().enumerate().map(|(i, a)| OutputColumn { name: format!("agg{i}"), ty: a.ty }));
-    // The value on an empty input: count gives 0, every other aggregate NULL.
+    // The value on an empty input: count and regr_count give 0, every other aggregate NULL.
     let empty: Vec<Expr> = aggs
         .iter()
         .map(|a| match a.func {
-            AggFunc::Count | AggFunc::CountStar => Expr::literal(Value::BigInt(0), a.ty),
+            AggFunc::Count | AggFunc::CountStar | AggFunc::RegrCount => Expr::literal(Value::BigInt(0), a.ty),
             _ => Expr::literal(Value::Null, a.ty),
         })
         .collect();
@@ -931,7 +965,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
 /// to a conjunct). `cur` is read twice (for the domain, and joined), so it must give
 /// the same rows both times: no volatile function, no subquery.
 fn domain_join(pulled: Pulled, base: usize, s: &SubqueryExpr, cur: &Plan) -> Option<(Plan, Vec<Expr>, Vec<Expr>)> {
-    if plan_is_volatile(cur) || tree_has(cur, &|e| has_subquery(e) || e.has_side_effects()) {
+    if plan_is_volatile(cur) || tree_has(cur, &|e| has_subquery(e) || e.has_side_effects()) || order_decides(cur) {
         return None;
     }
     let mut params: Vec<usize> = Vec::new();
@@ -977,6 +1011,84 @@ fn domain_join(pulled: Pulled, base: usize, s: &SubqueryExpr, cur: &Plan) -> Opt
     let keys = types.iter().enumerate().map(|(j, &ty)| Expr::column(n + j, ty)).collect();
     let outer = params.iter().zip(&types).map(|(&k, &ty)| Expr::new(ExprKind::Param(k), ty)).collect();
     Some((join, keys, outer))
+}
+
+/// Whether `plan`'s rows may differ between two runs because they depend on the
+/// order rows arrive in, which two threads' scans do not fix: a LIMIT (ties of its
+/// ORDER BY, or none), a window function, an aggregate concatenating in arrival order
+/// or an application aggregate. (Float sums merged from two threads may also differ
+/// in their last bits; a parameter compared on those bits is not guarded against.)
+fn order_decides(plan: &Plan) -> bool {
+    let here = match &plan.node {
+        Node::Limit { .. } | Node::Window { .. } => true,
+        Node::Aggregate { aggs, .. } => aggs.iter().any(|a| a.udf.is_some() || a.func == AggFunc::StringAgg && a.order.is_empty()),
+        _ => false,
+    };
+    here || plan.children().iter().any(|c| order_decides(c))
+}
+
+/// Whether `plan` is an aggregate with GROUP BY (through a HAVING filter): what is
+/// evaluated over its rows runs, once its correlation is pulled above it, for the
+/// groups of every key, not only of the keys an evaluated outer row selects.
+fn is_grouped(plan: &Plan) -> bool {
+    match &plan.node {
+        Node::Aggregate { groups, .. } => !groups.is_empty(),
+        Node::Filter { input, .. } => is_grouped(input),
+        _ => false,
+    }
+}
+
+/// Whether evaluating `e` could raise an error (a whitelist: column values,
+/// constants, comparisons, boolean logic, CASE, COALESCE, IS NULL, EXTRACT, and
+/// `+ - *` and negation on numeric and float values, whose overflow needs magnitudes
+/// beyond 10³⁸; integer arithmetic overflows, division divides by zero, casts and
+/// functions may refuse their input). A rewrite that evaluates an expression for rows
+/// the query as written never evaluates (groups of keys no outer row selects) takes
+/// only expressions that cannot raise: PostgreSQL raises an error only for rows it
+/// evaluates.
+fn may_raise(e: &Expr) -> bool {
+    let numeric = matches!(e.ty, DataType::Double | DataType::Real | DataType::Decimal { .. });
+    let here = match &e.kind {
+        ExprKind::Column(_) | ExprKind::Literal(_) | ExprKind::Param(_) => false,
+        ExprKind::Compare { .. }
+        | ExprKind::IsDistinctFrom { .. }
+        | ExprKind::And(_)
+        | ExprKind::Or(_)
+        | ExprKind::Not(_)
+        | ExprKind::IsNull { .. }
+        | ExprKind::IsBool { .. }
+        | ExprKind::Case { .. }
+        | ExprKind::InList { .. }
+        | ExprKind::Coalesce(_)
+        | ExprKind::Extract { .. } => false,
+        ExprKind::Arith { op: crate::expr::ArithOp::Add | crate::expr::ArithOp::Sub | crate::expr::ArithOp::Mul, .. }
+        | ExprKind::Neg(_) => !numeric,
+        // Widening casts (the binder's, to a common type or an aggregate's argument type).
+        ExprKind::Cast { expr, .. } => {
+            use DataType as T;
+            let int = |t: DataType| matches!(t, T::SmallInt | T::Integer | T::BigInt);
+            !match e.ty {
+                T::Text => true,
+                T::Double | T::Real => int(expr.ty) || matches!(expr.ty, T::Double | T::Real | T::Decimal { .. }),
+                T::BigInt => matches!(expr.ty, T::SmallInt | T::Integer | T::BigInt),
+                T::Integer => matches!(expr.ty, T::SmallInt | T::Integer),
+                T::Decimal { precision: None, .. } => int(expr.ty) || matches!(expr.ty, T::Decimal { .. }),
+                _ => false,
+            }
+        }
+        _ => true,
+    };
+    here || e.children().iter().any(|c| may_raise(c))
+}
+
+/// Whether an expression anywhere in `plan` could raise an error ([`may_raise`]), or
+/// it runs an application aggregate.
+fn plan_may_raise(plan: &Plan) -> bool {
+    let udf_agg = |p: &Plan| matches!(&p.node, Node::Aggregate { aggs, .. } if aggs.iter().any(|a| a.udf.is_some()));
+    fn any(p: &Plan, f: &dyn Fn(&Plan) -> bool) -> bool {
+        f(p) || p.children().iter().any(|c| any(c, f))
+    }
+    tree_has(plan, &may_raise) || any(plan, &udf_agg)
 }
 
 /// The parameters (from `base`) `e` reads, added to `out`.
