@@ -326,6 +326,11 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     // The rows are written as the query makes them, so the statement holds one batch,
     // not its whole result (memory_limit). The query was bound before the table
     // existed, so it cannot read the rows it writes.
+    // The form bee's maker follows the table's expected size (`row_former`): the
+    // query's estimated rows until the rows are counted.
+    let id = table.id as u64;
+    ctx.txn.remember_relation_size(id, ctx.bee_cache);
+    let estimate = bq.plan.est.map_or(0, |e| e.rows as u64);
     let w = ctx.txn.writer()?;
     let mut former = None;
     let mut count = 0usize;
@@ -336,12 +341,15 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
             }
             count += 1;
             if count == super::FORM_BEE_MIN_ROWS {
+                ctx.bee_cache.note_relation_size(id, estimate.max(count as u64));
                 former = ctx.row_former(&table, count)?;
             }
             xdml::insert_row_with(w, &table, &b.row_values(k), former.as_mut())?;
         }
         Ok(true)
     })?;
+    // The estimate gives way to the count.
+    ctx.bee_cache.restore_relation_size(id, 0);
     ctx.note_inserts(&table, count);
     ctx.store_relation_size(&table);
     super::analyze::analyze_if_stale(ctx, &table)?;
