@@ -218,3 +218,28 @@ fn streams_and_batches_run_as_their_shape() {
     let r = c.execute_batch("UPDATE t SET s = 3 WHERE k = 7; SELECT s FROM t WHERE k = 7").unwrap();
     assert_eq!(r[1].rows[0].0[0], Value::SmallInt(3));
 }
+
+#[test]
+fn declined_shapes_never_push_live_shapes_out() {
+    let (mut c, _) = pair();
+    let run = |c: &mut Connection, sql: &str| c.execute(sql, &[]).unwrap();
+    // Ten live shapes (their texts differ in the column's alias).
+    let live = |i: usize, k: usize| format!("SELECT tx AS a{i} FROM t WHERE k = {k}");
+    for i in 0..10 {
+        run(&mut c, &live(i, 5));
+    }
+    // Two hundred declined ones (a range: the plan depends on the literal).
+    for i in 0..200 {
+        run(&mut c, &format!("SELECT k AS b{i} FROM t WHERE k < 5"));
+    }
+    let parsed = c.statements_parsed();
+    for i in 0..10 {
+        assert_eq!(run(&mut c, &live(i, 6 + i)).rows[0].0[0], Value::Text(format!("tx{}", 6 + i)));
+    }
+    assert_eq!(c.statements_parsed(), parsed, "the live shapes are still cached");
+    // The declined ones are remembered too: their texts are parsed, their shapes not.
+    for i in 0..200 {
+        run(&mut c, &format!("SELECT k AS b{i} FROM t WHERE k < 6"));
+    }
+    assert_eq!(c.statements_parsed(), parsed + 200);
+}

@@ -531,27 +531,56 @@ impl StatementCache {
 /// Distinct statement shapes a connection keeps (`engine/shape.rs`).
 pub const SHAPE_CACHE_SIZE: usize = 64;
 
-/// The statements of the last [`SHAPE_CACHE_SIZE`] distinct shapes, most recently
-/// used first; `None` for a shape declined (its plan could depend on its literals).
+/// Declined shapes a connection remembers; past this many it forgets them all (each
+/// is then declined once more, at the cost of one plan).
+pub const DECLINED_SHAPES_MAX: usize = 1024;
+
+/// The statements of the last [`SHAPE_CACHE_SIZE`] distinct live shapes, found by
+/// hashing the shape's text, and apart from them the shapes declined (their plans
+/// could depend on their literals), so that statements with declined shapes — a
+/// stream of ranges, IN lists or joins — never push the live ones out.
 #[derive(Default)]
 struct ShapeCache {
-    entries: Vec<(String, Option<Arc<Statement>>)>,
+    /// Each live shape's statement and the tick of its last use: past
+    /// [`SHAPE_CACHE_SIZE`] the least recently used goes.
+    live: rustc_hash::FxHashMap<String, (Arc<Statement>, u64)>,
+    declined: rustc_hash::FxHashSet<String>,
+    tick: u64,
 }
 
 impl ShapeCache {
+    /// `Some(Some(statement))` for a live shape, `Some(None)` for a declined one,
+    /// `None` for a shape not seen (or forgotten).
     fn get(&mut self, text: &str) -> Option<Option<Arc<Statement>>> {
-        let at = self.entries.iter().position(|(t, _)| t == text)?;
-        self.entries[..=at].rotate_right(1);
-        Some(self.entries[0].1.clone())
+        if let Some((stmt, used)) = self.live.get_mut(text) {
+            self.tick += 1;
+            *used = self.tick;
+            return Some(Some(stmt.clone()));
+        }
+        self.declined.contains(text).then_some(None)
     }
 
     fn insert(&mut self, text: String, stmt: Option<Arc<Statement>>) {
-        if let Some(at) = self.entries.iter().position(|(t, _)| *t == text) {
-            self.entries.remove(at);
-        } else if self.entries.len() >= SHAPE_CACHE_SIZE {
-            self.entries.pop();
+        match stmt {
+            None => {
+                self.live.remove(&text);
+                if self.declined.len() >= DECLINED_SHAPES_MAX {
+                    self.declined.clear();
+                }
+                self.declined.insert(text);
+            }
+            Some(stmt) => {
+                self.declined.remove(&text);
+                if !self.live.contains_key(&text)
+                    && self.live.len() >= SHAPE_CACHE_SIZE
+                    && let Some(oldest) = self.live.iter().min_by_key(|(_, (_, used))| *used).map(|(t, _)| t.clone())
+                {
+                    self.live.remove(&oldest);
+                }
+                self.tick += 1;
+                self.live.insert(text, (stmt, self.tick));
+            }
         }
-        self.entries.insert(0, (text, stmt));
     }
 }
 
