@@ -35,7 +35,7 @@ fn main() -> std::io::Result<()> {
         file.write_all_at(&buf, (i * stride) as u64)?;
     }
     file.sync_all()?;
-    let mut report = |name: &str, times: &mut Vec<f64>| {
+    let report = |name: &str, times: &mut Vec<f64>| {
         times.sort_by(f64::total_cmp);
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         println!(
