@@ -1623,7 +1623,7 @@ impl Binder<'_> {
                 .iter()
                 .zip(&targets)
                 .map(|(c, t)| crate::plan::OutputColumn { name: c.name.clone(), ty: *t })
-                .collect();
+                .collect::<Vec<_>>();
             sub.plan = crate::plan::Plan::new(crate::plan::Node::Project { input: Box::new(input), exprs }, schema);
         }
         let mut xs = Vec::with_capacity(items.len());

@@ -92,7 +92,7 @@ enum Recursion {
     /// the base term's columns.
     RecursiveTerm {
         work_table: crate::plan::WorkTableId,
-        schema: Vec<crate::plan::OutputColumn>,
+        schema: crate::plan::Schema,
     },
 }
 

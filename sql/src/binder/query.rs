@@ -11,7 +11,7 @@ use super::types::common_type;
 use super::{Binder, CteDef, Frame, Recursion, ident, is_unknown, object_name};
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, ExprKind};
-use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, SetOpKind, SortKey, WorkTableId};
+use crate::plan::{Access, JoinKind, Node, OutputColumn, Plan, Schema, SetOpKind, SortKey, WorkTableId};
 use crate::types::{DataType, Value};
 
 /// A select-list item: an expression with its output name, or a column `*` expanded
@@ -33,7 +33,7 @@ fn project(input: Plan, exprs: Vec<Expr>, names: Vec<String>) -> Plan {
         .iter()
         .zip(names)
         .map(|(e, n)| out(n, e.ty))
-        .collect();
+        .collect::<Vec<_>>();
     Plan::new(
         Node::Project {
             input: Box::new(input),
@@ -381,7 +381,7 @@ impl Binder<'_> {
         }
         let schema = (0..width)
             .map(|c| out(format!("column{}", c + 1), cols[c].first().map_or(DataType::Text, |e| e.ty)))
-            .collect();
+            .collect::<Vec<_>>();
         Ok(Plan::new(Node::Values { rows }, schema))
     }
 
@@ -912,7 +912,7 @@ impl Binder<'_> {
         if hidden > 0 || !on.is_empty() {
             take_plan(plan, |p| {
                 let exprs = (0..visible).map(|i| Expr::column(i, p.schema[i].ty)).collect();
-                let names = p.schema[..visible].iter().map(|c| c.name.clone()).collect();
+                let names = p.schema.iter().take(visible).map(|c| c.name.clone()).collect();
                 project(p, exprs, names)
             });
         }
@@ -1070,8 +1070,7 @@ impl Binder<'_> {
         };
         let mut exprs: Vec<Expr> = (0..nleft).map(|i| Expr::column(i, p.schema[i].ty)).collect();
         exprs.extend(top);
-        let mut schema = p.schema[..nleft].to_vec();
-        schema.extend(right_schema);
+        let schema = p.schema.slice(0..nleft).concat(&right_schema);
         let mut p = Plan::new(Node::Project { input: Box::new(p), exprs }, schema);
         if let Some(c) = on_cond {
             let schema = p.schema.clone();
@@ -1192,7 +1191,7 @@ impl Binder<'_> {
         ls: &Scope,
         q: &ast::Query,
         rs: &Scope,
-        right_schema: Vec<OutputColumn>,
+        right_schema: Schema,
         kind: JoinKind,
         cond: LateralCond<'_>,
     ) -> Result<Option<(Plan, Scope)>> {
@@ -1311,8 +1310,7 @@ impl Binder<'_> {
         }
         let mut exprs: Vec<Expr> = (0..nleft).map(|i| Expr::column(i, p.schema[i].ty)).collect();
         exprs.extend(values);
-        let mut schema = p.schema[..nleft].to_vec();
-        schema.extend(right_schema);
+        let schema = p.schema.slice(0..nleft).concat(&right_schema);
         let mut p = Plan::new(Node::Project { input: Box::new(p), exprs }, schema);
         let (scope, bound) = self.lateral_condition(ls, rs, nleft, kind, cond)?;
         if let Some(predicate) = bound {
@@ -1385,7 +1383,7 @@ impl Binder<'_> {
                 if let Some(a) = alias
                     && a.columns.is_empty()
                 {
-                    plan.schema[0].name = ident(&a.name);
+                    plan.schema.to_mut()[0].name = ident(&a.name);
                 }
                 self.alias_relation(plan, alias.as_ref(), Some("generate_series".to_string()))
             }
@@ -1569,7 +1567,7 @@ impl Binder<'_> {
         }
         if let Some(t) = self.catalog.table(n) {
             let columns: Vec<usize> = (0..t.columns.len()).collect();
-            let schema = t.columns.iter().map(|c| out(c.name.clone(), c.ty)).collect();
+            let schema = t.columns.iter().map(|c| out(c.name.clone(), c.ty)).collect::<Vec<_>>();
             return Ok((
                 Plan::new(
                     Node::TableScan {
@@ -2596,7 +2594,7 @@ fn with_ties(mut plan: Plan, count: u64, offset: u64) -> Option<Plan> {
         );
         let kept = Plan::new(Node::Filter { input: Box::new(numbered), predicate }, schema.clone());
         let exprs = (0..width).map(|i| Expr::column(i, schema[i].ty)).collect();
-        let names = schema[..width].iter().map(|c| c.name.clone()).collect();
+        let names = schema.iter().take(width).map(|c| c.name.clone()).collect();
         project(kept, exprs, names)
     });
     Some(plan)
@@ -2727,7 +2725,7 @@ struct Settled {
 
 /// The plan a `Node::CteScan` holds until its CTE's WITH settles: no rows, with the
 /// CTE's columns, and `workers` 0, which no real plan has.
-fn cte_placeholder(schema: Vec<crate::plan::OutputColumn>) -> Plan {
+fn cte_placeholder(schema: Schema) -> Plan {
     let mut p = Plan::new(Node::Values { rows: Vec::new() }, schema);
     p.workers = 0;
     p

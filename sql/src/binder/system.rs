@@ -43,7 +43,7 @@ fn values(cols: &[(&str, DataType)], rows: Vec<Vec<Expr>>) -> Plan {
             name: n.to_string(),
             ty: *t,
         })
-        .collect();
+        .collect::<Vec<_>>();
     Plan::new(Node::Values { rows }, schema)
 }
 

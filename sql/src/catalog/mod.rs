@@ -3,9 +3,10 @@
 //! The catalog is a heap reachable from root slot [`CATALOG_ROOT_SLOT`] of the
 //! database header. Each schema object is one tuple holding its serialized definition
 //! ([`codec`]). A transaction that changes the schema works on its own copy of the
-//! [`Catalog`] and rewrites the heap before it commits; the session layer installs
-//! the new copy for everyone when the commit succeeds, so a reader always sees the
-//! catalog that matches its snapshot.
+//! [`Catalog`] and, before it commits, writes the tuples of the objects that changed
+//! (`Catalog::save`: it knows which tuple holds each object as stored); the session
+//! layer installs the new copy for everyone when the commit succeeds, so a reader
+//! always sees the catalog that matches its snapshot.
 
 mod codec;
 mod physical;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use beedb_storage::heap::HeapFile;
 use beedb_storage::tuple::{AttrValue, ColumnFormat, TupleLayout};
-use beedb_storage::{PageId, PageRead, Store, WriteTxn};
+use beedb_storage::{PageId, PageRead, Store, TupleId, WriteTxn};
 
 pub use physical::{UNCONSTRAINED_KEY_SCALE, column_format, index_key_spec, key_kind};
 
@@ -307,7 +308,79 @@ pub struct Catalog {
     /// same tables, views and sequences, so a cached plan made under one may serve
     /// the other when their statistics agree (`engine::plan_cache`). Not stored.
     pub schema_gen: u64,
+    /// Which tuple of the catalog heap holds each object, as the heap stands at the
+    /// state this catalog was read or saved in. Not stored.
+    stored: Arc<Stored>,
 }
+
+/// One stored catalog object's key: its tuple is rewritten only when the object
+/// under the key changes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum ObjectKey {
+    Meta,
+    Table(String),
+    View(String),
+    Sequence(String),
+    Stats(u32),
+}
+
+/// An object as last stored: the definitions are the catalog's own `Arc`s, so an
+/// unchanged one is recognised by pointer, without comparing or encoding it.
+#[derive(Debug, Clone)]
+enum StoredObject {
+    Meta(u32),
+    Table(Arc<TableDef>),
+    View(Arc<ViewDef>),
+    Sequence(Arc<SequenceDef>),
+    Stats(Arc<TableStats>),
+}
+
+/// An object of the catalog being saved.
+enum Current<'a> {
+    Meta(u32),
+    Table(&'a Arc<TableDef>),
+    View(&'a Arc<ViewDef>),
+    Sequence(&'a Arc<SequenceDef>),
+    Stats(u32, &'a TableStats),
+}
+
+impl Current<'_> {
+    fn to_stored(&self) -> StoredObject {
+        match self {
+            Current::Meta(n) => StoredObject::Meta(*n),
+            Current::Table(t) => StoredObject::Table(Arc::clone(t)),
+            Current::View(v) => StoredObject::View(Arc::clone(v)),
+            Current::Sequence(q) => StoredObject::Sequence(Arc::clone(q)),
+            Current::Stats(_, st) => StoredObject::Stats(Arc::new((*st).clone())),
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Current::Meta(next_id) => codec::encode_meta(*next_id),
+            Current::Table(t) => codec::encode_table(t),
+            Current::View(v) => codec::encode_view(v),
+            Current::Sequence(q) => codec::encode_sequence(q),
+            Current::Stats(id, st) => codec::encode_stats(*id, st),
+        }
+    }
+}
+
+/// The catalog heap as last read or saved (see [`Catalog::save`]).
+#[derive(Debug, Clone, Default)]
+struct Stored {
+    objects: BTreeMap<ObjectKey, (TupleId, StoredObject)>,
+    /// Tuples no key owns (a second tuple for one key, never written by this
+    /// version): deleted at the next save.
+    orphans: Vec<TupleId>,
+    /// Tuples deleted or moved, and empty pages, since the heap was last written
+    /// whole: garbage the heap carries (it only appends). Past the live objects'
+    /// count (and a floor), the next save writes a fresh heap.
+    dead: usize,
+}
+
+/// Garbage below which the catalog heap is never rewritten whole.
+const COMPACT_FLOOR: usize = 256;
 
 /// A schema generation no catalog was given before (see [`Catalog::schema_gen`]).
 pub fn fresh_schema_gen() -> u64 {
@@ -342,75 +415,135 @@ impl Catalog {
         let heap = HeapFile::open(first);
         let layout = catalog_layout();
         let mut objects = Vec::new();
-        heap.for_each(r, |_, tuple| {
-            let bytes = match layout.attribute(tuple, 0)? {
-                beedb_storage::tuple::Attr::Bytes(b) => b.to_vec(),
-                beedb_storage::tuple::Attr::External { len, first_page } => {
-                    HeapFile::fetch_external(r, len, first_page)?
-                }
-                beedb_storage::tuple::Attr::Null => Vec::new(),
-            };
-            objects.push(bytes);
-            Ok(())
-        })?;
-        for bytes in objects {
-            match codec::decode(&bytes)? {
+        let (mut pages, mut used_pages) = (0usize, 0usize);
+        for g in heap.pages(r) {
+            let g = g?;
+            let page = g.id();
+            pages += 1;
+            let mut used = false;
+            for (slot, tuple) in beedb_storage::heap::HeapPage::new(&g, page)?.tuples()? {
+                used = true;
+                let bytes = match layout.attribute(tuple, 0)? {
+                    beedb_storage::tuple::Attr::Bytes(b) => b.to_vec(),
+                    beedb_storage::tuple::Attr::External { len, first_page } => {
+                        HeapFile::fetch_external(r, len, first_page)?
+                    }
+                    beedb_storage::tuple::Attr::Null => Vec::new(),
+                };
+                objects.push((TupleId { page, slot }, bytes));
+            }
+            used_pages += used as usize;
+        }
+        let mut stored = Stored { dead: pages - used_pages, ..Stored::default() };
+        for (tid, bytes) in objects {
+            let (key, object) = match codec::decode(&bytes)? {
                 codec::Object::Table(t) => {
                     catalog.next_id = catalog.next_id.max(t.id + 1);
-                    catalog.tables.insert(t.name.clone(), Arc::new(t));
+                    let t = Arc::new(t);
+                    catalog.tables.insert(t.name.clone(), t.clone());
+                    (ObjectKey::Table(t.name.clone()), StoredObject::Table(t))
                 }
                 codec::Object::View(v) => {
-                    catalog.views.insert(v.name.clone(), Arc::new(v));
+                    let v = Arc::new(v);
+                    catalog.views.insert(v.name.clone(), v.clone());
+                    (ObjectKey::View(v.name.clone()), StoredObject::View(v))
                 }
                 codec::Object::Sequence(q) => {
                     catalog.next_id = catalog.next_id.max(q.id + 1);
-                    catalog.sequences.insert(q.name.clone(), Arc::new(q));
+                    let q = Arc::new(q);
+                    catalog.sequences.insert(q.name.clone(), q.clone());
+                    (ObjectKey::Sequence(q.name.clone()), StoredObject::Sequence(q))
                 }
                 codec::Object::Meta { next_id } => {
                     catalog.next_id = catalog.next_id.max(next_id);
+                    (ObjectKey::Meta, StoredObject::Meta(next_id))
                 }
                 codec::Object::Stats { table, stats } => {
-                    catalog.stats.insert(table, stats);
+                    catalog.stats.insert(table, stats.clone());
+                    (ObjectKey::Stats(table), StoredObject::Stats(Arc::new(stats)))
                 }
+            };
+            if let Some((old, _)) = stored.objects.insert(key, (tid, object)) {
+                stored.orphans.push(old);
             }
         }
+        catalog.stored = Arc::new(stored);
         Ok(catalog)
     }
 
-    /// Rewrites the catalog heap inside `w` so it holds exactly this catalog.
-    pub fn save(&mut self, w: &WriteTxn) -> Result<()> {
-        let layout = catalog_layout();
-        let heap = match self.heap {
-            Some(p) => HeapFile::open(p),
-            None => {
-                let h = HeapFile::create(w)?;
-                w.set_root(CATALOG_ROOT_SLOT, h.first_page.0 as u64)?;
-                self.heap = Some(h.first_page);
-                h
-            }
-        };
-        let mut old = Vec::new();
-        heap.for_each(w, |tid, _| {
-            old.push(tid);
-            Ok(())
-        })?;
-        for tid in old {
-            heap.delete(w, tid, &layout)?;
-        }
-        let mut objects = vec![codec::encode_meta(self.next_id)];
-        objects.extend(self.tables.values().map(|t| codec::encode_table(t)));
-        objects.extend(self.views.values().map(|v| codec::encode_view(v)));
-        objects.extend(self.sequences.values().map(|q| codec::encode_sequence(q)));
-        // Statistics of tables that still exist (a dropped table's go with it).
-        objects.extend(
+    /// The objects this catalog stores, by key: the meta entry, the tables, views
+    /// and sequences, and the statistics of tables that still exist (a dropped
+    /// table's go with it).
+    fn objects(&self) -> Vec<(ObjectKey, Current<'_>)> {
+        let ids: std::collections::HashSet<u32> = self.tables.values().map(|t| t.id).collect();
+        let mut out = vec![(ObjectKey::Meta, Current::Meta(self.next_id))];
+        out.extend(self.tables.iter().map(|(n, t)| (ObjectKey::Table(n.clone()), Current::Table(t))));
+        out.extend(self.views.iter().map(|(n, v)| (ObjectKey::View(n.clone()), Current::View(v))));
+        out.extend(self.sequences.iter().map(|(n, q)| (ObjectKey::Sequence(n.clone()), Current::Sequence(q))));
+        out.extend(
             self.stats
                 .iter()
-                .filter(|(id, _)| self.tables.values().any(|t| t.id == **id))
-                .map(|(id, st)| codec::encode_stats(*id, st)),
+                .filter(|(id, _)| ids.contains(id))
+                .map(|(id, st)| (ObjectKey::Stats(*id), Current::Stats(*id, st))),
         );
-        for bytes in objects {
-            heap.insert(w, &[AttrValue::Variable(&bytes)], &layout)?;
+        out
+    }
+
+    /// Writes this catalog into the catalog heap inside `w`, so that the heap holds
+    /// exactly it: only the objects that differ from what the heap holds (as this
+    /// catalog's copy was read or last saved) are written: a changed one's tuple is
+    /// replaced (in place when it fits), a new one inserted, a gone one deleted. So
+    /// a DDL statement writes O(its change), where rewriting every object made n
+    /// CREATE TABLEs O(n²) in time and in file size (2,000: 29 s, a 210 MB file).
+    /// The heap only appends, so deleted and moved tuples leave garbage: once it
+    /// outweighs the live objects, the save writes a fresh heap and frees the old
+    /// one (amortized O(1) per change). All of it is inside `w`: a crash before the
+    /// commit leaves the catalog as it was.
+    pub fn save(&mut self, w: &WriteTxn) -> Result<()> {
+        let layout = catalog_layout();
+        let mut stored = (*self.stored).clone();
+        let live = 1 + self.tables.len() + self.views.len() + self.sequences.len() + self.stats.len();
+        let fresh = match self.heap {
+            None => true,
+            Some(_) => stored.dead > COMPACT_FLOOR.max(live),
+        };
+        if fresh {
+            let h = HeapFile::create(w)?;
+            w.set_root(CATALOG_ROOT_SLOT, h.first_page.0 as u64)?;
+            if let Some(old) = self.heap.replace(h.first_page) {
+                HeapFile::open(old).drop_heap(w, &layout)?;
+            }
+            stored = Stored::default();
         }
+        let heap = HeapFile::open(self.heap.expect("set above"));
+        for tid in std::mem::take(&mut stored.orphans) {
+            heap.delete(w, tid, &layout)?;
+            stored.dead += 1;
+        }
+        let mut old = std::mem::take(&mut stored.objects);
+        for (key, object) in self.objects() {
+            match old.remove(&key) {
+                Some((tid, was)) if same(&was, &object) => {
+                    stored.objects.insert(key, (tid, was));
+                }
+                Some((tid, _)) => {
+                    let bytes = object.encode();
+                    let moved = heap.update(w, tid, &[AttrValue::Variable(&bytes)], &layout)?;
+                    stored.dead += (moved != tid) as usize;
+                    stored.objects.insert(key, (moved, object.to_stored()));
+                }
+                None => {
+                    let bytes = object.encode();
+                    let tid = heap.insert(w, &[AttrValue::Variable(&bytes)], &layout)?;
+                    stored.objects.insert(key, (tid, object.to_stored()));
+                }
+            }
+        }
+        for (tid, _) in old.into_values() {
+            heap.delete(w, tid, &layout)?;
+            stored.dead += 1;
+        }
+        self.stored = Arc::new(stored);
         Ok(())
     }
 
@@ -524,6 +657,22 @@ impl Catalog {
     }
 }
 
+/// Whether a stored object and the catalog's are the same (a definition by
+/// pointer first; statistics, which are not shared, by value, then by encoding,
+/// for a NaN).
+fn same(was: &StoredObject, now: &Current<'_>) -> bool {
+    match (was, now) {
+        (StoredObject::Meta(a), Current::Meta(b)) => a == b,
+        (StoredObject::Table(a), Current::Table(b)) => Arc::ptr_eq(a, b) || a == *b,
+        (StoredObject::View(a), Current::View(b)) => Arc::ptr_eq(a, b) || a == *b,
+        (StoredObject::Sequence(a), Current::Sequence(b)) => Arc::ptr_eq(a, b) || a == *b,
+        (StoredObject::Stats(a), Current::Stats(id, b)) => {
+            **a == **b || codec::encode_stats(*id, a) == codec::encode_stats(*id, b)
+        }
+        _ => false,
+    }
+}
+
 /// The layout of catalog tuples: one variable attribute with the serialized object.
 fn catalog_layout() -> TupleLayout {
     TupleLayout::new(&[ColumnFormat::variable(false)]).expect("a one-column layout")
@@ -585,6 +734,209 @@ mod tests {
         assert_eq!(c.stats.get(&t.id), Some(&TableStats { rows: 6_001_215, pages: 0, columns: vec![] }));
         assert_eq!(c.stats.len(), 1);
         assert_eq!(c.next_id, 1);
+    }
+
+    fn table(id: u32, name: &str, columns: usize) -> TableDef {
+        let cols = (0..columns)
+            .map(|i| ColumnDef { name: format!("c{i}"), ty: DataType::Integer, not_null: false, default: None })
+            .collect();
+        TableDef::new(id, name.into(), cols, PageId(1), vec![]).unwrap()
+    }
+
+    /// Every stored object, encoded, in key order: what a reopened catalog must equal.
+    fn stored_form(c: &Catalog) -> Vec<Vec<u8>> {
+        c.objects().iter().map(|(_, o)| o.encode()).collect()
+    }
+
+    fn heap_pages(store: &Store, c: &Catalog) -> usize {
+        let r = store.begin_read();
+        HeapFile::open(c.heap.unwrap()).pages(&r).count()
+    }
+
+    /// n CREATE TABLEs, each saved in its own transaction, write O(n) tuples: the
+    /// catalog heap holds n small tuples in a few pages. Rewriting every object at
+    /// every save appended 1 + 2 + … + n tuples (500 tables: about 1,500 pages).
+    #[test]
+    fn saving_one_more_table_writes_one_tuple() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(dir.path().join("c.beedb"), StoreOptions::default()).unwrap();
+        let mut c = Catalog::load(&store).unwrap();
+        for i in 0..500 {
+            let w = store.begin_write().unwrap();
+            let t = table(c.next_id, &format!("table_{i}"), 3);
+            c.next_id += 1;
+            c.tables.insert(t.name.clone(), Arc::new(t));
+            c.save(&w).unwrap();
+            w.commit().unwrap();
+        }
+        let pages = heap_pages(&store, &c);
+        assert!(pages <= 20, "{pages} pages for 500 tables");
+        let back = Catalog::load(&store).unwrap();
+        assert_eq!(stored_form(&back), stored_form(&c));
+        // Saving a changed table rewrites its tuple alone; saving an unchanged
+        // catalog rewrites nothing.
+        let tids = |c: &Catalog| c.stored.objects.iter().map(|(k, (tid, _))| (k.clone(), *tid)).collect::<Vec<_>>();
+        let w = store.begin_write().unwrap();
+        let mut same = back.clone();
+        same.save(&w).unwrap();
+        assert_eq!(tids(&same), tids(&back));
+        let mut changed = back.clone();
+        let t = table(changed.tables["table_7"].id, "table_7", 4);
+        changed.tables.insert(t.name.clone(), Arc::new(t));
+        changed.save(&w).unwrap();
+        let differ: Vec<_> = tids(&changed).into_iter().zip(tids(&back)).filter(|(a, b)| a != b).collect();
+        assert!(differ.len() <= 1, "{differ:?}");
+        w.rollback();
+    }
+
+    /// Dropping and creating tables over and over leaves deleted tuples behind (the
+    /// heap appends); past the live objects' count the save writes a fresh heap, so
+    /// the heap stays within a small multiple of its contents.
+    #[test]
+    fn a_catalog_heap_full_of_garbage_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(dir.path().join("c.beedb"), StoreOptions::default()).unwrap();
+        let mut c = Catalog::load(&store).unwrap();
+        let mut most = 0;
+        for i in 0..3000 {
+            let w = store.begin_write().unwrap();
+            let name = format!("t{}", i % 10);
+            if c.tables.remove(&name).is_none() {
+                let t = table(c.next_id, &name, 1 + i % 5);
+                c.next_id += 1;
+                c.tables.insert(name, Arc::new(t));
+            }
+            c.stats.insert(c.next_id - 1, TableStats { rows: i as u64, ..TableStats::default() });
+            c.save(&w).unwrap();
+            w.commit().unwrap();
+            most = most.max(heap_pages(&store, &c));
+            if i % 1000 == 999 {
+                // A reopened catalog knows its tuples too.
+                let back = Catalog::load(&store).unwrap();
+                assert_eq!(stored_form(&back), stored_form(&c));
+                c = back;
+            }
+        }
+        assert!(most <= 12, "the catalog heap grew to {most} pages");
+        assert_eq!(stored_form(&Catalog::load(&store).unwrap()), stored_form(&c));
+    }
+
+    /// Seeded crash runs (the fault-injecting file system, as `storage/tests/crash.rs`)
+    /// of transactions that change the catalog: tables created, changed, dropped;
+    /// statistics (some long enough to be stored out of line), views and sequences;
+    /// some transactions rolled back. Each run crashes at a random write, recovers,
+    /// and the catalog read back must be the last committed one (or the one whose
+    /// commit was in flight); then it goes on from the recovered catalog and crashes
+    /// again. `BEEDB_CRASH_RUNS` sets the runs (default 60).
+    #[test]
+    fn catalog_saves_recover_after_crashes() {
+        let runs: u64 = std::env::var("BEEDB_CRASH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+        for seed in 0..runs {
+            catalog_crash_run(seed).unwrap_or_else(|e| panic!("catalog crash run, seed {seed}: {e}"));
+        }
+    }
+
+    fn random_change(rng: &mut rand::rngs::StdRng, c: &mut Catalog) {
+        use rand::Rng;
+        let name = format!("t{}", rng.random_range(0..12));
+        match rng.random_range(0..7) {
+            0 | 1 => {
+                let columns = rng.random_range(1..6);
+                let t = table(c.next_id, &name, columns);
+                c.next_id += 1;
+                c.tables.insert(name, Arc::new(t));
+            }
+            2 => {
+                c.tables.remove(&name);
+            }
+            3 => {
+                if let Some(t) = c.tables.get(&name) {
+                    let id = t.id;
+                    let n = if rng.random_range(0..4) == 0 { rng.random_range(500..3000) } else { rng.random_range(0..20) };
+                    let column = ColumnStats {
+                        histogram: (0..n).map(|i| Value::Text(format!("value {i}"))).collect(),
+                        ..ColumnStats::default()
+                    };
+                    c.stats.insert(id, TableStats { rows: rng.random_range(0..1_000_000), columns: vec![column], ..TableStats::default() });
+                }
+            }
+            4 => {
+                let v = ViewDef { name: format!("v{}", rng.random_range(0..5)), query: "SELECT 1".repeat(rng.random_range(1..50)), columns: vec![] };
+                if rng.random_range(0..3) == 0 {
+                    c.views.remove(&v.name);
+                } else {
+                    c.views.insert(v.name.clone(), Arc::new(v));
+                }
+            }
+            5 => {
+                let q = SequenceDef {
+                    id: c.next_id,
+                    name: format!("s{}", rng.random_range(0..4)),
+                    ty: DataType::BigInt,
+                    start: 1,
+                    increment: rng.random_range(1..9),
+                    min: 1,
+                    max: i64::MAX,
+                    cycle: false,
+                    owner: None,
+                };
+                c.next_id += 1;
+                c.sequences.insert(q.name.clone(), Arc::new(q));
+            }
+            _ => c.next_id += 1,
+        }
+    }
+
+    fn catalog_crash_run(seed: u64) -> std::result::Result<(), String> {
+        use beedb_storage::file::{FaultConfig, FaultFileSystem};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let fs = FaultFileSystem::new();
+        let path = std::path::Path::new("catalog-crash.beedb");
+        let page_size = [4096, 8192, 65536][(seed % 3) as usize];
+        let opts = StoreOptions { page_size, ..StoreOptions::default() };
+        for round in 0..2 {
+            let (store, _) = Store::open_with(&fs, path, opts.clone()).map_err(|e| format!("round {round}: open: {e}"))?;
+            let mut committed = Catalog::load(&store).map_err(|e| format!("round {round}: load: {e}"))?;
+            let start = fs.operation_count();
+            fs.set_config(FaultConfig { crash_at_op: Some(start + rng.random_range(1..400)), ..Default::default() });
+            let mut in_doubt = None;
+            loop {
+                let Ok(w) = store.begin_write() else { break };
+                let mut next = committed.clone();
+                for _ in 0..rng.random_range(1..6) {
+                    random_change(&mut rng, &mut next);
+                }
+                if next.save(&w).is_err() {
+                    break;
+                }
+                if rng.random_range(0..10) == 0 {
+                    w.rollback();
+                    continue;
+                }
+                match w.commit() {
+                    Ok(()) => committed = next,
+                    Err(_) => {
+                        in_doubt = Some(next);
+                        break;
+                    }
+                }
+            }
+            fs.crash();
+            drop(store);
+            fs.restart(seed.wrapping_mul(31).wrapping_add(round));
+            let (store, _) = Store::open_with(&fs, path, opts.clone()).map_err(|e| format!("round {round}: recovery: {e}"))?;
+            let got = stored_form(&Catalog::load(&store).map_err(|e| format!("round {round}: load after the crash: {e}"))?);
+            if got != stored_form(&committed) && in_doubt.as_ref().map(stored_form) != Some(got.clone()) {
+                return Err(format!("round {round}: the recovered catalog is neither the committed one nor the one in flight"));
+            }
+            if let Some(heap) = Catalog::load(&store).unwrap().heap {
+                let r = store.begin_read();
+                HeapFile::open(heap).verify(&r).map_err(|e| format!("round {round}: {e}"))?;
+            }
+            store.close().map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     fn every_kind_of_value() -> Vec<Value> {

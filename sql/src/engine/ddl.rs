@@ -767,7 +767,7 @@ fn table_has_rows(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<bool> {
 }
 
 fn scan_all(ctx: &Ctx<'_>, t: &Arc<TableDef>) -> Result<Vec<Vec<Value>>> {
-    let schema = t.columns.iter().map(|c| OutputColumn { name: c.name.clone(), ty: c.ty }).collect();
+    let schema = t.columns.iter().map(|c| OutputColumn { name: c.name.clone(), ty: c.ty }).collect::<Vec<_>>();
     let plan = Plan::new(
         Node::TableScan {
             table: t.clone(),

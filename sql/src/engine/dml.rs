@@ -873,7 +873,7 @@ fn with_returning_after(
     let mut all: Vec<Expr> = plan.schema.iter().take(keep).enumerate().map(|(i, c)| Expr::column(i, c.ty)).collect();
     debug_assert!(all.len() >= width);
     all.extend(exprs);
-    let mut schema = plan.schema[..keep].to_vec();
+    let mut schema = plan.schema.slice(0..keep).to_vec();
     schema.extend(columns.iter().cloned());
     (Plan::new(Node::Project { input: Box::new(plan), exprs: all }, schema), Some(columns))
 }
@@ -1049,7 +1049,7 @@ pub fn update(ctx: &mut Ctx<'_>, u: &ast::Update) -> Result<QueryResult> {
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     ctx.note_changes(&table, count);
-    let returned = u.returning.as_ref().map(|_| (bq.plan.schema[returning_at..].to_vec(), returned));
+    let returned = u.returning.as_ref().map(|_| (bq.plan.schema.iter().skip(returning_at).cloned().collect(), returned));
     Ok(written(format!("UPDATE {count}"), count, returned))
 }
 
@@ -1236,7 +1236,7 @@ pub fn delete(ctx: &mut Ctx<'_>, d: &ast::Delete) -> Result<QueryResult> {
     let returned = returned.rows;
     foreign_keys.finish(ctx)?;
     ctx.note_deletes(&table, count);
-    let returned = d.returning.as_ref().map(|_| (bq.plan.schema[n + 1..].to_vec(), returned));
+    let returned = d.returning.as_ref().map(|_| (bq.plan.schema.iter().skip(n + 1).cloned().collect(), returned));
     Ok(written(format!("DELETE {count}"), count, returned))
 }
 

@@ -220,11 +220,27 @@ pub(super) fn run_pipeline_with<S: Send>(
     let Node::TableScan { table, bees, .. } = &p.scan.node else {
         return Err(Error::internal("a parallel pipeline not driven by a table scan"));
     };
-    // The joins' right inputs, once, here.
+    // The joins' right inputs, once, here, outermost first: the order the serial
+    // path builds them in, each before it runs its left input.
     let mut builds = FxHashMap::default();
     for &(id, join_plan) in &p.builds {
         let spec = JoinSpec::of(join_plan).ok_or_else(|| Error::internal("a pipeline build that is not a join"))?;
-        builds.insert(id, join::build(ex, &spec, id)?);
+        let build = join::build(ex, &spec, id)?;
+        // An inner, right or semi join with an empty right side gives no rows, and
+        // the serial join then never runs its left input (`join::probe`), so neither
+        // the joins below it build their right sides. Building them anyway made 2
+        // threads evaluate expressions 1 thread never reaches: a division by zero in
+        // a derived table under a semi join whose IN list was empty failed with
+        // 22012 on 2 threads and gave 0 rows on 1 (fuzz seed 20261128, schema seed
+        // 20261188784568; `tests/parallel_builds.rs`). With the same plan, both must
+        // meet the same rows: build nothing below it. The threads' probes of this
+        // join return at once, as the serial one does, so nothing looks for the
+        // builds below; a right or full join above still outputs its build rows.
+        let empty = build.len() == 0 && spec.kind.outputs_matched_left_only();
+        builds.insert(id, build);
+        if empty {
+            break;
+        }
     }
     // Right and full joins mark the build rows their probes match: each thread its
     // own, added to these once it has finished.

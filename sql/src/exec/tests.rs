@@ -64,7 +64,7 @@ fn scan_plan(t: &Arc<TableDef>, columns: Vec<usize>, access: Access) -> Plan {
             name: t.columns[c].name.clone(),
             ty: t.columns[c].ty,
         })
-        .collect();
+        .collect::<Vec<_>>();
     Plan::new(
         Node::TableScan {
             table: t.clone(),
@@ -109,7 +109,7 @@ fn sorted(mut v: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
     v
 }
 
-fn ocols(p: &[&Plan]) -> Vec<OutputColumn> {
+fn ocols(p: &[&Plan]) -> crate::plan::Schema {
     p.iter().flat_map(|p| p.schema.clone()).collect()
 }
 

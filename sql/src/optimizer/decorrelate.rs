@@ -66,7 +66,7 @@
 use crate::binder::{expr_is_volatile, plan_is_volatile};
 use crate::binder::query_util::{for_each_child_mut, shift_columns};
 use crate::expr::{Expr, ExprKind, SubqueryExpr, SubqueryKind};
-use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Subplan};
+use crate::plan::{AggFunc, JoinKind, JoinMethod, Node, OutputColumn, Plan, Schema, Subplan};
 use crate::types::{DataType, Value};
 
 use super::and_all;
@@ -117,7 +117,7 @@ fn rewrite_filter(
     input: Plan,
     predicate: Expr,
     subs: &[Subplan],
-    schema: Vec<OutputColumn>,
+    schema: Schema,
     marks: &mut usize,
 ) -> Plan {
     let mut parts = Vec::new();
@@ -582,7 +582,7 @@ fn pull_up_through_groups(
     mut groups: Vec<Expr>,
     sets: Vec<Vec<usize>>,
     aggs: Vec<crate::plan::AggCall>,
-    schema: Vec<OutputColumn>,
+    schema: Schema,
     base: usize,
 ) -> Option<Pulled> {
     if groups.is_empty() || !sets.is_empty() {
@@ -620,9 +620,9 @@ fn pull_up_through_groups(
     // The aggregate's own layout is [keys…, aggregates…]; a projection puts the added
     // keys last, so the columns above keep their positions.
     let added = groups.len() - ngroups;
-    let mut agg_schema = schema[..ngroups].to_vec();
-    agg_schema.extend(out_schema[schema.len()..].iter().cloned());
-    agg_schema.extend(schema[ngroups..].iter().cloned());
+    let mut agg_schema = schema.slice(0..ngroups).to_vec();
+    agg_schema.extend(out_schema.iter().skip(schema.len()).cloned());
+    agg_schema.extend(schema.iter().skip(ngroups).cloned());
     let aggregate = Plan::new(Node::Aggregate { input: Box::new(inner.plan), groups, sets, aggs, bee: None }, agg_schema);
     let order: Vec<usize> = (0..ngroups).chain(ngroups + added..ngroups + added + naggs).chain(ngroups..ngroups + added).collect();
     let exprs = order.iter().map(|&i| Expr::column(i, aggregate.schema[i].ty)).collect();
@@ -930,7 +930,7 @@ fn unnest_scalar(s: &SubqueryExpr, ty: DataType, cur: &Plan, subs: &[Subplan]) -
     let aggregate = Plan::new(Node::Aggregate { input: Box::new(agg_input), groups: keys, sets: Vec::new(), aggs, bee: None }, agg_schema);
     let mut exprs = vec![shift_columns(&value, nkeys)];
     let mut schema = vec![OutputColumn { name: "value".into(), ty: value.ty }];
-    for (i, c) in aggregate.schema[..nkeys].iter().enumerate() {
+    for (i, c) in aggregate.schema.iter().take(nkeys).enumerate() {
         exprs.push(Expr::column(i, c.ty));
         schema.push(c.clone());
     }

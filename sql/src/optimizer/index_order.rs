@@ -76,7 +76,7 @@ fn rewrite(plan: Plan, limit: Option<f64>, stats: &dyn Stats) -> Plan {
 /// side in the aggregates' order (the Aggregate's output columns). `None` unless
 /// every aggregate can read an index and doing so is estimated cheaper than the
 /// one scan they would share.
-fn min_maxes(input: &Plan, aggs: &[crate::plan::AggCall], schema: &[crate::plan::OutputColumn], stats: &dyn Stats) -> Option<Plan> {
+fn min_maxes(input: &Plan, aggs: &[crate::plan::AggCall], schema: &crate::plan::Schema, stats: &dyn Stats) -> Option<Plan> {
     let mut cost = 0.0;
     let mut shared_scan = 0.0;
     let mut joined: Option<Plan> = None;

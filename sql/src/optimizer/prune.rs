@@ -22,7 +22,7 @@
 
 use super::{deep, remap};
 use crate::expr::{Expr, ExprKind};
-use crate::plan::{JoinKind, Node, Plan, for_each_window_expr_mut};
+use crate::plan::{JoinKind, Node, Plan, Schema, for_each_window_expr_mut};
 use crate::vector::PhysicalType;
 
 /// Narrows every node of `plan` to the columns read above it; the root keeps all of
@@ -199,7 +199,7 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             if unread < MAX_UNREAD_JOIN_COLUMNS {
                 (node, map)
             } else {
-                let join_schema: Vec<_> = schema.iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c.clone()).collect();
+                let join_schema = kept_schema(&node, &schema, &map);
                 let join = Plan { node, schema: join_schema, est: est.clone(), workers: 1 };
                 let mut exprs = Vec::new();
                 let mut narrowed: ColumnMap = vec![None; n];
@@ -280,6 +280,22 @@ fn prune_node(plan: Plan, mut needed: Vec<bool>) -> (Plan, ColumnMap) {
             (Node::CteScan { cte, name, plan: Box::new(plan) }, identity(n))
         }
     };
-    let schema = schema.into_iter().zip(&map).filter(|(_, m)| m.is_some()).map(|(c, _)| c).collect();
+    let schema = kept_schema(&node, &schema, &map);
     (Plan { node, schema, est, workers: 1 }, map)
+}
+
+/// The columns of `schema` that `map` keeps. Shared, not copied, where it can be
+/// (`plan/schema.rs`): the whole schema when every column stays, and a join's
+/// inputs' schemas for a join that outputs both (a copy per join made a long join
+/// chain's plan quadratic again).
+fn kept_schema(node: &Node, schema: &Schema, map: &ColumnMap) -> Schema {
+    if map.iter().all(Option::is_some) {
+        return schema.clone();
+    }
+    if let Node::Join { left, right, kind, .. } = node
+        && !kind.is_left_only()
+    {
+        return left.schema.concat(&right.schema);
+    }
+    schema.iter().zip(map).filter(|(_, m)| m.is_some()).map(|(c, _)| c.clone()).collect()
 }

@@ -387,7 +387,7 @@ fn push_into(plan: Plan, preds: Vec<Expr>) -> Plan {
 /// and EXCEPT/INTERSECT keep one of several equal values (`1.0` and `1.00` of an
 /// unconstrained numeric, `0.0` and `-0.0`): a conjunct that can tell them apart
 /// (`x::text = '1.00'`) would choose differently below them than above.
-fn sees_only_what_equality_sees(p: &Expr, schema: &[crate::plan::OutputColumn]) -> bool {
+fn sees_only_what_equality_sees(p: &Expr, schema: &crate::plan::Schema) -> bool {
     super::columns_of(p).iter().all(|&i| schema.get(i).is_some_and(|c| equal_values_look_alike(c.ty)))
 }
 

@@ -7,6 +7,9 @@
 pub mod explain;
 pub mod key_source;
 pub mod pipeline;
+pub mod schema;
+
+pub use schema::Schema;
 
 use std::sync::Arc;
 
@@ -366,7 +369,8 @@ pub enum JoinMethod {
 #[derive(Debug, PartialEq)]
 pub struct Plan {
     pub node: Node,
-    pub schema: Vec<OutputColumn>,
+    /// Shared with the inputs' where it extends them (a join's): see [`schema`].
+    pub schema: Schema,
     /// Set by the optimizer's last pass (`None` on plans the optimizer has not seen).
     pub est: Option<Estimate>,
     /// Threads that run this node's input (`optimizer/parallel.rs`): more than one on
@@ -520,8 +524,7 @@ impl Plan {
     /// An inner nested-loop join of `left` and `right` on `on` (over `left`'s columns
     /// then `right`'s), before the optimizer extracts keys and chooses its method.
     pub fn inner_join(left: Plan, right: Plan, on: Option<Expr>) -> Plan {
-        let mut schema = left.schema.clone();
-        schema.extend(right.schema.iter().cloned());
+        let schema = left.schema.concat(&right.schema);
         Plan::new(
             Node::Join {
                 left: Box::new(left),
@@ -536,8 +539,8 @@ impl Plan {
         )
     }
 
-    pub fn new(node: Node, schema: Vec<OutputColumn>) -> Plan {
-        Plan { node, schema, est: None, workers: 1 }
+    pub fn new(node: Node, schema: impl Into<Schema>) -> Plan {
+        Plan { node, schema: schema.into(), est: None, workers: 1 }
     }
 
     pub fn types(&self) -> Vec<DataType> {
