@@ -286,7 +286,7 @@ pub(super) fn table_scan(
             let mut most_on_a_page = 0;
             // Tuples whose join key the build above does not hold are dropped before
             // they are decoded (`key_filter`), until the test stops paying.
-            let mut key_test = super::key_filter::ScanKeyTest::for_scan(ex, id);
+            let mut key_test = super::key_filter::ScanKeyTest::for_scan(ex, id, table);
             let mut key_filtered = 0u64;
             loop {
                 if b.make_room(most_on_a_page, out)? == Flow::Stop {

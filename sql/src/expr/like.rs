@@ -38,6 +38,18 @@ enum Kind {
     Contains(String),
     /// `%` alone (or several): every string.
     All,
+    /// Literals separated by `%` and no `_` (`'%special%requests%'`, `'a%b'`): the
+    /// first literal at the start unless the pattern begins with `%`, the last at the
+    /// end unless it ends with `%`, and the ones between found in order, each the
+    /// leftmost occurrence after the one before (the leftmost leaves the most room
+    /// to the rest, so this is exact). A substring search per literal instead of a
+    /// comparison at every position ([`general`]): TPC-H Q13's
+    /// `NOT LIKE '%special%requests%'` spent about a third of the query in memcmp.
+    Segments {
+        first: Option<String>,
+        middle: Vec<String>,
+        last: Option<String>,
+    },
     General(Vec<Tok>),
 }
 
@@ -48,42 +60,7 @@ impl Pattern {
         escape: Option<char>,
         case_insensitive: bool,
     ) -> Result<Pattern> {
-        let escape = escape.unwrap_or('\\');
-        let mut toks: Vec<Tok> = Vec::new();
-        let mut chars = pattern.chars();
-        let push_lit = |toks: &mut Vec<Tok>, c: char| {
-            let mut buf = String::new();
-            if case_insensitive {
-                buf.extend(c.to_lowercase());
-            } else {
-                buf.push(c);
-            }
-            match toks.last_mut() {
-                Some(Tok::Lit(s)) => s.push_str(&buf),
-                _ => toks.push(Tok::Lit(buf)),
-            }
-        };
-        while let Some(c) = chars.next() {
-            if c == escape {
-                match chars.next() {
-                    Some(e) => push_lit(&mut toks, e),
-                    None => {
-                        return Err(Error::data(
-                            "22025",
-                            "LIKE pattern must not end with escape character",
-                        ));
-                    }
-                }
-            } else if c == '%' {
-                if toks.last() != Some(&Tok::Any) {
-                    toks.push(Tok::Any);
-                }
-            } else if c == '_' {
-                toks.push(Tok::One);
-            } else {
-                push_lit(&mut toks, c);
-            }
-        }
+        let toks = tokens(pattern, escape, case_insensitive)?;
         let kind = match toks.as_slice() {
             [] => Kind::Exact(String::new()),
             [Tok::Lit(s)] => Kind::Exact(s.clone()),
@@ -91,6 +68,7 @@ impl Pattern {
             [Tok::Lit(s), Tok::Any] => Kind::Prefix(s.clone()),
             [Tok::Any, Tok::Lit(s)] => Kind::Suffix(s.clone()),
             [Tok::Any, Tok::Lit(s), Tok::Any] => Kind::Contains(s.clone()),
+            _ if !toks.contains(&Tok::One) => segments(&toks),
             _ => Kind::General(toks),
         };
         Ok(Pattern {
@@ -116,9 +94,89 @@ impl Pattern {
             Kind::Suffix(p) => s.ends_with(p.as_str()),
             Kind::Contains(p) => s.contains(p.as_str()),
             Kind::All => true,
+            Kind::Segments { first, middle, last } => {
+                let mut rest = s;
+                if let Some(p) = first {
+                    match rest.strip_prefix(p.as_str()) {
+                        Some(r) => rest = r,
+                        None => return false,
+                    }
+                }
+                if let Some(p) = last {
+                    // After the first literal: the two may not overlap.
+                    match rest.strip_suffix(p.as_str()) {
+                        Some(r) => rest = r,
+                        None => return false,
+                    }
+                }
+                for p in middle {
+                    match rest.find(p.as_str()) {
+                        Some(at) => rest = &rest[at + p.len()..],
+                        None => return false,
+                    }
+                }
+                true
+            }
             Kind::General(toks) => general(toks, s.as_bytes()),
         }
     }
+}
+
+/// The [`Kind::Segments`] of `toks`: literals and `%` only (merged runs: no two
+/// literals or two `%` in a row), not one of the shorter kinds.
+fn segments(toks: &[Tok]) -> Kind {
+    let mut lits: Vec<String> = toks
+        .iter()
+        .filter_map(|t| match t {
+            Tok::Lit(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    let first = (toks.first() != Some(&Tok::Any) && !lits.is_empty()).then(|| lits.remove(0));
+    let last = (toks.last() != Some(&Tok::Any) && !lits.is_empty()).then(|| lits.pop()).flatten();
+    Kind::Segments { first, middle: lits, last }
+}
+
+/// `pattern` as literal runs and wildcards (a literal folded to lower case when
+/// matching is case-insensitive); `escape` is the escape character (`\` when `None`).
+fn tokens(pattern: &str, escape: Option<char>, case_insensitive: bool) -> Result<Vec<Tok>> {
+    let escape = escape.unwrap_or('\\');
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut chars = pattern.chars();
+    let push_lit = |toks: &mut Vec<Tok>, c: char| {
+        let mut buf = String::new();
+        if case_insensitive {
+            buf.extend(c.to_lowercase());
+        } else {
+            buf.push(c);
+        }
+        match toks.last_mut() {
+            Some(Tok::Lit(s)) => s.push_str(&buf),
+            _ => toks.push(Tok::Lit(buf)),
+        }
+    };
+    while let Some(c) = chars.next() {
+        if c == escape {
+            match chars.next() {
+                Some(e) => push_lit(&mut toks, e),
+                None => {
+                    return Err(Error::data(
+                        "22025",
+                        "LIKE pattern must not end with escape character",
+                    ));
+                }
+            }
+        } else if c == '%' {
+            if toks.last() != Some(&Tok::Any) {
+                toks.push(Tok::Any);
+            }
+        } else if c == '_' {
+            toks.push(Tok::One);
+        } else {
+            push_lit(&mut toks, c);
+        }
+    }
+    Ok(toks)
 }
 
 /// Length of the UTF-8 character starting with byte `b`.
@@ -225,4 +283,60 @@ pub(super) fn like<'a>(
         }
     }
     Ok(bool_col(vals, nulls, konst))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// The literal-and-`%` patterns' matcher against the backtracking one, on random
+    /// patterns (about 5,000 of the 40,000 drawn are of that kind) and strings over a
+    /// small alphabet (so literals occur, overlap and repeat), ASCII and multi-byte,
+    /// case-sensitive and not.
+    #[test]
+    fn segments_match_as_the_general_matcher() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let alphabet = ['a', 'b', 'c', 'é', 'B'];
+        let word = |rng: &mut StdRng, max: usize| -> String {
+            (0..rng.random_range(0..=max)).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect()
+        };
+        let mut segment_patterns = 0;
+        for _ in 0..40_000 {
+            let mut pattern = String::new();
+            for _ in 0..rng.random_range(1..6) {
+                if rng.random_range(0..2) == 0 {
+                    pattern.push('%');
+                } else {
+                    pattern.push_str(&word(&mut rng, 3));
+                }
+            }
+            let ci = rng.random_range(0..4) == 0;
+            let pat = Pattern::compile(&pattern, None, ci).unwrap();
+            let Kind::Segments { .. } = &pat.kind else { continue };
+            segment_patterns += 1;
+            let toks = tokens(&pattern, None, ci).unwrap();
+            for _ in 0..20 {
+                let s = word(&mut rng, 12);
+                let folded = if ci { s.to_lowercase() } else { s.clone() };
+                assert_eq!(pat.matches(&s), general(&toks, folded.as_bytes()), "{s:?} LIKE {pattern:?} (ci {ci})");
+            }
+        }
+        assert!(segment_patterns > 3_000, "{segment_patterns} segment patterns");
+    }
+
+    #[test]
+    fn segments_anchor_and_do_not_overlap() {
+        let m = |s: &str, p: &str| Pattern::compile(p, None, false).unwrap().matches(s);
+        assert!(m("a special request", "%special%request%"));
+        assert!(!m("a request special", "%special%request%"));
+        assert!(!m("aba", "ab%ba"));
+        assert!(m("abba", "ab%ba"));
+        assert!(m("abxba", "ab%x%ba"));
+        assert!(!m("abba", "ab%x%ba"));
+        assert!(m("xabab", "%ab%ab"));
+        assert!(!m("xab", "%ab%ab"));
+        assert!(m("", "%%"));
+    }
 }
