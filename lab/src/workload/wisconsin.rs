@@ -338,8 +338,8 @@ pub(crate) fn set_config(engine: &mut dyn Engine, kind: EngineKind, from: Option
             }
         }
     }
-    // Peers plan with statistics; BeeDB has no ANALYZE yet (its planner does not
-    // use statistics), DuckDB keeps its own.
+    // Every engine plans with statistics: SQLite and PostgreSQL once ANALYZE ran;
+    // BeeDB gathers them itself after COPY and CREATE INDEX, DuckDB keeps its own.
     if matches!(kind, EngineKind::Sqlite | EngineKind::Postgres) {
         engine.run("ANALYZE", &[])?;
     }

@@ -11,7 +11,7 @@ use super::check;
 use super::fk;
 use super::dml::affected;
 use super::sequence;
-use super::query::{optimize, optimize_with, run};
+use super::query::{optimize, optimize_with, run, stream};
 use crate::binder::scope::Scope;
 use crate::binder::types::data_type;
 use crate::binder::{Binder, ident, object_name};
@@ -316,7 +316,6 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
         columns.push(ColumnDef { name: cname, ty: c.ty, not_null: false, default: None });
     }
     let bq = optimize_with(ctx, plan, binder.into_subqueries(), ctx.params)?;
-    let rows = run(ctx, &bq, ctx.params, None)?;
     let w = ctx.txn.writer()?;
     let heap = HeapFile::create(w)?;
     let cat = ctx.txn.catalog_mut();
@@ -324,15 +323,37 @@ fn create_table_as(ctx: &mut Ctx<'_>, name: &str, q: &ast::Query, cols: &[ast::C
     cat.next_id += 1;
     let table = Arc::new(TableDef::new(id, name.to_string(), columns, heap.first_page, vec![])?);
     cat.tables.insert(name.to_string(), table.clone());
-    ctx.note_inserts(&table, rows.len());
-    ctx.store_relation_size(&table);
-    let mut former = ctx.row_former(&table, rows.len())?;
+    // The rows are written as the query makes them, so the statement holds one batch,
+    // not its whole result (memory_limit). The query was bound before the table
+    // existed, so it cannot read the rows it writes.
+    // The form bee's maker follows the table's expected size (`row_former`): the
+    // query's estimated rows until the rows are counted.
+    let id = table.id as u64;
+    ctx.txn.remember_relation_size(id, ctx.bee_cache);
+    let estimate = bq.plan.est.map_or(0, |e| e.rows as u64);
     let w = ctx.txn.writer()?;
-    for r in &rows {
-        xdml::insert_row_with(w, &table, r, former.as_mut())?;
-    }
+    let mut former = None;
+    let mut count = 0usize;
+    stream(ctx, &bq, ctx.params, &mut |b| {
+        for k in 0..b.rows() {
+            if count % super::dml::CHECK_EVERY == 0 {
+                ctx.interrupt.check()?;
+            }
+            count += 1;
+            if count == super::FORM_BEE_MIN_ROWS {
+                ctx.bee_cache.note_relation_size(id, estimate.max(count as u64));
+                former = ctx.row_former(&table, count)?;
+            }
+            xdml::insert_row_with(w, &table, &b.row_values(k), former.as_mut())?;
+        }
+        Ok(true)
+    })?;
+    // The estimate gives way to the count.
+    ctx.bee_cache.restore_relation_size(id, 0);
+    ctx.note_inserts(&table, count);
+    ctx.store_relation_size(&table);
     super::analyze::analyze_if_stale(ctx, &table)?;
-    Ok(affected(format!("SELECT {}", rows.len()), rows.len()))
+    Ok(affected(format!("SELECT {count}"), count))
 }
 
 pub fn create_index(ctx: &mut Ctx<'_>, c: &ast::CreateIndex) -> Result<QueryResult> {

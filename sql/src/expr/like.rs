@@ -1,7 +1,8 @@
 //! `LIKE` / `ILIKE`: patterns compiled once (per batch for a constant pattern, per
 //! distinct pattern otherwise) into literal runs and wildcards, matched by a
 //! backtracking matcher over UTF-8 bytes with one resume point (enough for `%` and
-//! `_`), with fast paths for exact, prefix, suffix and infix patterns.
+//! `_`), with fast paths for exact, prefix, suffix and infix patterns, and for
+//! literals separated by `%` (one substring search per literal, `Kind::Segments`).
 //!
 //! `character(n)` values are matched *with* their padding, as PostgreSQL's
 //! `bpcharlike`, which is `textlike` applied to the stored blank-padded value:
