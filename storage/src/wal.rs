@@ -175,7 +175,10 @@ const FIRST_FRAME_OFFSET: u64 = FRAME_ALIGN;
 /// overflow page after its data, of a free page after its link, of page 0 after the WAL
 /// path. (0, 0) when there is none, or when the page's header does not describe one
 /// consistently (then the whole page is logged). Read from the header in a few
-/// instructions, where scanning the page for its longest run of zeros read every byte.
+/// instructions, where scanning the page for its longest run of zeros read every byte
+/// (a B+tree node also checks that no slot points into its gap: a vectorized minimum
+/// over the slot array). Called once per frame written: the hole of a delta's base is
+/// the one its frame recorded ([`FrameMeta::hole`]), not read again from its image.
 fn hole_of(image: &[u8]) -> (usize, usize) {
     let gap = match page_kind(image) {
         Some(PageKind::Heap) => crate::heap::page::free_gap(image),
@@ -208,6 +211,8 @@ struct FrameInfo {
     stride: u64,
     /// For a delta frame: its base frame, chain depth and body length.
     delta: Option<(Lsn, u16, u32)>,
+    /// The hole its header names: (offset, length).
+    hole: (u32, u32),
 }
 
 /// What the WAL index knows of each frame of the generation.
@@ -221,15 +226,21 @@ struct FrameMeta {
     depth: u16,
     /// Body bytes of those deltas (0 for a full image).
     chain_bytes: u32,
+    /// The hole of the page version this frame logs, (offset, length), as its header
+    /// names it: where the WAL's copy of the version holds zeros. A delta against this
+    /// frame is diffed against it, without reading the base image's header again
+    /// ([`hole_of`] walks a B+tree node's slots).
+    hole: (u32, u32),
 }
 
 impl FrameMeta {
-    fn full(offset: u64) -> FrameMeta {
+    fn full(offset: u64, hole: (u32, u32)) -> FrameMeta {
         FrameMeta {
             offset,
             base: Lsn::IN_DATABASE_FILE,
             depth: 0,
             chain_bytes: 0,
+            hole,
         }
     }
 }
@@ -664,6 +675,7 @@ impl Wal {
             page_count: read_u32(&h, 24),
             stride,
             delta,
+            hole: (hole_off as u32, hole_len as u32),
         };
         if read_u32(&h, 20) & FLAG_DELTA != 0 {
             // Deltas exist from format 3 on.
@@ -808,7 +820,7 @@ impl Wal {
                 break;
             }
             let meta = match f.delta {
-                None => FrameMeta::full(off),
+                None => FrameMeta::full(off, f.hole),
                 Some((b, depth, n)) => {
                     // A delta applies to its page's newest committed frame when its
                     // transaction began, a frame of this generation, one step further
@@ -822,6 +834,7 @@ impl Wal {
                             base: b,
                             depth,
                             chain_bytes: bm.chain_bytes + n,
+                            hole: f.hole,
                         },
                         _ => break,
                     }
@@ -1040,7 +1053,7 @@ impl Wal {
                         .and_then(|i| index.frames.get(i as usize).copied());
                     if let Some(bm) = base_meta.filter(|bm| bm.depth < MAX_DELTA_CHAIN) {
                         let limit = (stored / 2).min(self.page_size.saturating_sub(bm.chain_bytes as usize));
-                        let base_hole = hole_of(base_image);
+                        let base_hole = (bm.hole.0 as usize, bm.hole.1 as usize);
                         if let Some(n) = diff_ranges(fw.image, (hole_off, hole_len), base_image, base_hole, limit, &mut ranges) {
                             delta = Some((base_lsn, bm, n));
                         }
@@ -1079,13 +1092,14 @@ impl Wal {
                         base: base_lsn,
                         depth: bm.depth + 1,
                         chain_bytes: bm.chain_bytes + n as u32,
+                        hole: (hole_off as u32, hole_len as u32),
                     });
                     deltas += 1;
                     frame_checksum(&h, &buf[body_start..], 0, 0)
                 } else {
                     buf.extend_from_slice(&fw.image[..hole_off]);
                     buf.extend_from_slice(&fw.image[hole_off + hole_len..]);
-                    metas.push(FrameMeta::full(offset));
+                    metas.push(FrameMeta::full(offset, (hole_off as u32, hole_len as u32)));
                     frame_checksum(&h, fw.image, hole_off, hole_len)
                 };
                 write_u32(&mut buf[frame_start..], FRAME_CRC_OFFSET, sum);
@@ -1613,73 +1627,132 @@ mod tests {
         }
     }
 
-    /// Seeded transactions over a few heap pages of `ps` bytes, each page logged against
-    /// its newest committed image as the store does; checkpoints (resets) now and then.
-    /// Every version must read back as written, before and after recovery, and the log
-    /// must mix full images and deltas, with chains cut at their bound.
+    /// One seeded change to B+tree leaf `page`: a cell inserted at a random slot (when
+    /// it fits; else a few removed) or removed. A removal leaves the cell's bytes as
+    /// garbage and its slot's two bytes in the gap, so the base a delta is diffed
+    /// against has bytes in its hole that the WAL's copy holds as zeros.
+    fn change_node(rng: &mut rand::rngs::StdRng, page: &mut [u8], id: PageId) {
+        use crate::btree::node;
+        use rand::Rng;
+        for _ in 0..if rng.random_range(0..8) == 0 { 20 } else { 1 } {
+            let count = node::NodeRef::new(page, id).unwrap().count();
+            if count > 0 && rng.random_bool(0.4) {
+                node::remove_cell(page, id, rng.random_range(0..count)).unwrap();
+                continue;
+            }
+            let key: Vec<u8> = (0..rng.random_range(1..40)).map(|_| rng.random()).collect();
+            let val: Vec<u8> = (0..rng.random_range(0..9)).map(|_| rng.random()).collect();
+            if !node::insert_leaf_entry(page, id, rng.random_range(0..=count), &key, &val).unwrap() {
+                for _ in 0..count.min(5) {
+                    let n = node::NodeRef::new(page, id).unwrap().count();
+                    node::remove_cell(page, id, rng.random_range(0..n)).unwrap();
+                }
+            }
+        }
+    }
+
+    /// Seeded transactions over a few heap pages and B+tree leaves of `ps` bytes, each
+    /// page logged against its newest committed image as the store does; checkpoints
+    /// (resets) now and then. Every version must read back as written, before and after
+    /// recovery, and the log must mix full images and deltas, with chains cut at their
+    /// bound. Then more transactions append deltas to the recovered log (their bases'
+    /// holes as recovery read them from the frame headers), and a second recovery must
+    /// read back every version again.
     fn replay_of_deltas_and_full_images(ps: usize, seed: u64) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let fs = MemFileSystem::new();
         let path = Path::new("w");
         let (wal, _) = Wal::open(&fs, path, ps, 42, Lsn(1), false).unwrap();
-        let ids = [1u32, 2, 3, 4];
-        let mut pages: Vec<Vec<u8>> = ids.iter().map(|&i| heap_sized(ps, i, 3, 100)).collect();
+        // Heap pages 1–4, B+tree leaves 5–6.
+        let ids = [1u32, 2, 3, 4, 5, 6];
+        let is_node = |k: usize| ids[k] >= 5;
+        let mut pages: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|&i| {
+                if i >= 5 {
+                    let mut p = vec![0u8; ps];
+                    crate::btree::node::init_node(&mut p, PageId(i), 0, 0);
+                    p
+                } else {
+                    heap_sized(ps, i, 3, 100)
+                }
+            })
+            .collect();
         // Newest committed version of each page: (LSN, image as written).
         let mut newest: Vec<Option<(Lsn, Vec<u8>)>> = vec![None; ids.len()];
         // Every version of the current generation, to read back.
         let mut written: Vec<(PageId, Lsn, Vec<u8>)> = Vec::new();
         let mut max_depth = 0u16;
-        for txn in 1..=300u64 {
-            if rng.random_range(0..60) == 0 {
-                wal.reset(u64::MAX).unwrap();
-                newest.iter_mut().for_each(|n| *n = None);
-                written.clear();
+        let mut node_deltas = 0u64;
+        let mut run = |wal: &Wal, txns: std::ops::RangeInclusive<u64>, resets: bool, written: &mut Vec<(PageId, Lsn, Vec<u8>)>| {
+            for txn in txns {
+                if resets && rng.random_range(0..60) == 0 {
+                    wal.reset(u64::MAX).unwrap();
+                    newest.iter_mut().for_each(|n| *n = None);
+                    written.clear();
+                }
+                let chosen: Vec<usize> = (0..ids.len()).filter(|_| rng.random_bool(0.6)).collect();
+                if chosen.is_empty() {
+                    continue;
+                }
+                for &k in &chosen {
+                    if is_node(k) {
+                        change_node(&mut rng, &mut pages[k], PageId(ids[k]));
+                    } else {
+                        change(&mut rng, &mut pages[k], PageId(ids[k]));
+                    }
+                }
+                let writes: Vec<FrameWrite<'_>> = chosen
+                    .iter()
+                    .map(|&k| FrameWrite {
+                        page: PageId(ids[k]),
+                        image: &pages[k],
+                        base: newest[k].as_ref().map(|(l, img)| (*l, img.as_slice())),
+                    })
+                    .collect();
+                let lsns = wal.append(TxnId(txn), &writes, Some(7)).unwrap();
+                drop(writes);
+                let published: Vec<(PageId, Lsn)> = chosen.iter().map(|&k| PageId(ids[k])).zip(lsns.iter().copied()).collect();
+                wal.publish(&published);
+                for (&k, &lsn) in chosen.iter().zip(&lsns) {
+                    newest[k] = Some((lsn, pages[k].clone()));
+                    written.push((PageId(ids[k]), lsn, logged(&pages[k])));
+                    let meta = wal.index.read().frames[(lsn.0 - wal.index.read().base.0) as usize];
+                    max_depth = max_depth.max(meta.depth);
+                    node_deltas += u64::from(is_node(k) && meta.depth > 0);
+                }
             }
-            let chosen: Vec<usize> = (0..ids.len()).filter(|_| rng.random_bool(0.6)).collect();
-            if chosen.is_empty() {
-                continue;
-            }
-            for &k in &chosen {
-                change(&mut rng, &mut pages[k], PageId(ids[k]));
-            }
-            let writes: Vec<FrameWrite<'_>> = chosen
-                .iter()
-                .map(|&k| FrameWrite {
-                    page: PageId(ids[k]),
-                    image: &pages[k],
-                    base: newest[k].as_ref().map(|(l, img)| (*l, img.as_slice())),
-                })
-                .collect();
-            let lsns = wal.append(TxnId(txn), &writes, Some(5)).unwrap();
-            drop(writes);
-            let published: Vec<(PageId, Lsn)> = chosen.iter().map(|&k| PageId(ids[k])).zip(lsns.iter().copied()).collect();
-            wal.publish(&published);
-            for (&k, &lsn) in chosen.iter().zip(&lsns) {
-                newest[k] = Some((lsn, pages[k].clone()));
-                written.push((PageId(ids[k]), lsn, logged(&pages[k])));
-                let meta = wal.index.read().frames[(lsn.0 - wal.index.read().base.0) as usize];
-                max_depth = max_depth.max(meta.depth);
-            }
-        }
+        };
+        run(&wal, 1..=300, true, &mut written);
         let deltas = wal.delta_frames.load(Ordering::Relaxed);
         assert!(deltas > 100, "{deltas} deltas");
-        assert_eq!(max_depth, MAX_DELTA_CHAIN, "chains reach their bound and are cut there");
         let mut buf = vec![0u8; ps];
-        let check = |wal: &Wal, buf: &mut Vec<u8>| {
-            for (page, lsn, image) in &written {
+        let check = |wal: &Wal, buf: &mut Vec<u8>, written: &[(PageId, Lsn, Vec<u8>)]| {
+            for (page, lsn, image) in written {
                 wal.read_page(*page, *lsn, buf).unwrap();
                 assert!(buf == image, "page {page} at {lsn}");
             }
         };
-        check(&wal, &mut buf);
+        check(&wal, &mut buf, &written);
         drop(wal);
-        let (wal, rec) = Wal::open(&fs, path, ps, 42, Lsn(1), true).unwrap();
+        let (wal, rec) = Wal::open(&fs, path, ps, 42, Lsn(1), false).unwrap();
         assert!(rec.delta_frames > 0 && rec.delta_frames < wal.frame_count(), "{rec:?}");
-        check(&wal, &mut buf);
+        check(&wal, &mut buf, &written);
         for (page, lsn, _) in &written {
             assert!(wal.version_for(*page, *lsn) == *lsn);
         }
+        // Deltas on the recovered frames, then recovery again.
+        let before = wal.delta_frames.load(Ordering::Relaxed);
+        run(&wal, 301..=360, false, &mut written);
+        assert!(wal.delta_frames.load(Ordering::Relaxed) > before, "deltas on recovered bases");
+        check(&wal, &mut buf, &written);
+        drop(wal);
+        let (wal, _) = Wal::open(&fs, path, ps, 42, Lsn(1), true).unwrap();
+        check(&wal, &mut buf, &written);
+        drop(run);
+        assert_eq!(max_depth, MAX_DELTA_CHAIN, "chains reach their bound and are cut there");
+        assert!(node_deltas > 20, "{node_deltas} B+tree node deltas");
     }
 
     #[test]

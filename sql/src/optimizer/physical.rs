@@ -4,7 +4,9 @@
 //!   equality keys, a nested loop otherwise.
 //! - Rule `optimizer_index_join`: a hash join one of whose inputs is a table scan
 //!   with an index on its key columns becomes an index nested-loop join when one
-//!   lookup per row of the other input is estimated cheaper ([`index_join`]).
+//!   lookup per row of the other input is estimated cheaper ([`index_join`]). The
+//!   index's leading columns may also be columns the scan's filter pins to a constant
+//!   (`s_w_id = $1`), looked up with the join keys ([`pinned_columns`]).
 //! - Rule `optimizer_build_side`: a join whose left input is estimated smaller than
 //!   its right swaps them (left and right outer joins trade kinds), so the hash table
 //!   holds the smaller input; a projection restores the column order. Semi, anti and
@@ -276,7 +278,11 @@ fn index_join(plan: Plan, rules: &Rules, stats: &dyn Stats) -> Plan {
 /// How a join's right input can be looked up through an index.
 struct Lookup {
     index: usize,
-    /// The key positions in index column order.
+    /// Key pairs added to the join's (outer constant, inner column): index columns the
+    /// inner scan's filter pins to a constant ([`pinned_columns`]), looked up with the
+    /// join keys.
+    extra: Vec<(Expr, Expr)>,
+    /// The key positions (the join's keys, then `extra`) in index column order.
     order: Vec<usize>,
     /// Right rows fetched per lookup, and the cost of fetching one.
     per_lookup: f64,
@@ -288,6 +294,10 @@ impl Lookup {
     /// naming the index and estimated per lookup.
     fn apply(self, mut join: Plan) -> Plan {
         if let Node::Join { right, left_keys, right_keys, method, .. } = &mut join.node {
+            for (outer, inner) in self.extra {
+                left_keys.push(outer);
+                right_keys.push(inner);
+            }
             *left_keys = self.order.iter().map(|&k| left_keys[k].clone()).collect();
             *right_keys = self.order.iter().map(|&k| right_keys[k].clone()).collect();
             *method = JoinMethod::IndexNestedLoop { index: self.index };
@@ -313,7 +323,10 @@ impl Lookup {
 
 /// Whether `inner` (one input of a join) is a table scan with an index whose leading
 /// columns are exactly the `inner_keys` columns (each a plain column of the same type
-/// as its `outer_keys` counterpart), and what a lookup costs.
+/// as its `outer_keys` counterpart), or, failing that, those columns together with
+/// columns the scan's filter pins to a constant ([`pinned_columns`]: TPC-C's
+/// StockLevel joins `stock` on `s_i_id = ol_i_id` with `s_w_id = $1`, and the primary
+/// key is `(s_w_id, s_i_id)`); and what a lookup costs.
 fn lookup(inner: &Plan, inner_keys: &[Expr], outer_keys: &[Expr], stats: &dyn Stats) -> Option<Lookup> {
     let Node::TableScan { table, columns, with_tid: false, .. } = &inner.node else { return None };
     let mut key_cols = Vec::with_capacity(inner_keys.len());
@@ -326,24 +339,94 @@ fn lookup(inner: &Plan, inner_keys: &[Expr], outer_keys: &[Expr], stats: &dyn St
         key_cols.push(tc);
     }
     let n = key_cols.len();
-    let (index, idx) = table
+    let exact = table
         .indexes
         .iter()
         .enumerate()
         .filter(|(_, i)| i.columns.len() >= n && i.columns[..n].iter().all(|c| key_cols.contains(c)))
-        .min_by_key(|(_, i)| i.columns.len())?;
+        .min_by_key(|(_, i)| i.columns.len());
+    // Failing an index on the join keys alone: one whose leading columns are the join
+    // keys and pinned columns, all join keys among them.
+    let (index, idx, extra) = match exact {
+        Some((index, idx)) => (index, idx, Vec::new()),
+        None => {
+            // (scan column, table column, constant), join key columns left out.
+            let pinned: Vec<(usize, usize, Expr)> = pinned_columns(inner)
+                .into_iter()
+                .filter(|(_, tc, _)| !key_cols.contains(tc))
+                .collect();
+            if pinned.is_empty() {
+                return None;
+            }
+            let is_pinned = |c: &usize| pinned.iter().any(|p| p.1 == *c);
+            let (index, idx, m) = table
+                .indexes
+                .iter()
+                .enumerate()
+                .filter_map(|(x, i)| {
+                    let m = i.columns.iter().take_while(|c| key_cols.contains(c) || is_pinned(c)).count();
+                    key_cols.iter().all(|k| i.columns[..m].contains(k)).then_some((x, i, m))
+                })
+                .min_by_key(|(_, i, m)| (i.columns.len() - m, i.columns.len()))?;
+            let mut extra = Vec::new();
+            for c in &idx.columns[..m] {
+                if let Some((sc, tc, k)) = pinned.iter().find(|p| p.1 == *c) {
+                    key_cols.push(*tc);
+                    extra.push((k.clone(), Expr::column(*sc, table.columns[*tc].ty)));
+                }
+            }
+            (index, idx, extra)
+        }
+    };
+    let n = key_cols.len();
     let order: Vec<usize> = idx.columns[..n].iter().map(|c| key_cols.iter().position(|k| k == c).unwrap_or(0)).collect();
     let table_rows = cardinality::table_rows(table, stats);
     let per_lookup = if idx.unique && idx.columns.len() == n {
         1.0
     } else {
-        let distinct: f64 = (0..inner_keys.len())
-            .map(|k| match inner_keys[k].kind {
+        let distinct: f64 = inner_keys
+            .iter()
+            .chain(extra.iter().map(|(_, e)| e))
+            .map(|k| match k.kind {
                 ExprKind::Column(c) => cardinality::distinct(inner, c, table_rows, stats),
                 _ => 1.0,
             })
             .product();
         (table_rows / distinct.max(1.0)).max(1.0)
     };
-    Some(Lookup { index, order, per_lookup, row_cost: cost::index_row(table, index, stats) })
+    Some(Lookup { index, extra, order, per_lookup, row_cost: cost::index_row(table, index, stats) })
+}
+
+/// The columns of a table scan's output its filter pins to one value: conjuncts
+/// `column = constant` (a non-NULL literal or a parameter, of the column's type), for
+/// integer and date columns only, where `=` is identity and an index lookup finds
+/// exactly the rows the comparison keeps (the filter stays on the scan anyway). As
+/// (scan column, table column, the constant).
+fn pinned_columns(scan: &Plan) -> Vec<(usize, usize, Expr)> {
+    use crate::expr::CmpOp;
+    use crate::types::DataType;
+    let Node::TableScan { table, columns, filter: Some(f), .. } = &scan.node else { return Vec::new() };
+    let mut parts = Vec::new();
+    super::conjuncts(f.clone(), &mut parts);
+    let constant = |e: &Expr| match &e.kind {
+        ExprKind::Literal(v) => !v.is_null(),
+        ExprKind::Param(_) => true,
+        _ => false,
+    };
+    let mut out: Vec<(usize, usize, Expr)> = Vec::new();
+    for p in parts {
+        let ExprKind::Compare { op: CmpOp::Eq, left, right } = &p.kind else { continue };
+        let (c, k) = match (&left.kind, &right.kind) {
+            (ExprKind::Column(c), _) if constant(right) => (*c, (**right).clone()),
+            (_, ExprKind::Column(c)) if constant(left) => (*c, (**left).clone()),
+            _ => continue,
+        };
+        let Some(&tc) = columns.get(c) else { continue };
+        let ty = table.columns[tc].ty;
+        let exact = matches!(ty, DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Date);
+        if exact && ty == k.ty && !out.iter().any(|(x, ..)| *x == c) {
+            out.push((c, tc, k));
+        }
+    }
+    out
 }

@@ -472,8 +472,14 @@ pub(crate) fn free_gap(buf: &[u8]) -> Option<(usize, usize)> {
     if start > content || content > buf.len() {
         return None;
     }
-    let cells_above = (0..count).all(|i| read_u16(buf, SLOT_ARRAY_OFF + SLOT_SIZE * i) as usize >= content);
-    cells_above.then(|| (start, content - start))
+    // The lowest slot, as a minimum over the whole array (no early exit), which the
+    // compiler vectorizes: a commit logs every changed node, and testing slot by slot
+    // cost a few instructions per cell (about 14k per commit of a Wisconsin DELETE on
+    // two non-unique indexes of 8 KiB leaves).
+    let lowest = buf[SLOT_ARRAY_OFF..start]
+        .chunks_exact(SLOT_SIZE)
+        .fold(u16::MAX, |m, s| m.min(u16::from_le_bytes([s[0], s[1]])));
+    (count == 0 || lowest as usize >= content).then(|| (start, content - start))
 }
 
 /// Formats `buf` as an empty node of `level` (a leaf at level 0) with root `flags`.
