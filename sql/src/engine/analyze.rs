@@ -678,7 +678,7 @@ mod tests {
                 ["1.5", "-1.5", "0", "1.50", "123456789012345678901234567890"].iter().map(|s| Value::Decimal(Decimal::parse(s).unwrap())).collect(),
             ),
             (DataType::Text, ["b", "a", "", "ab", "a ", "é", "a", "B"].iter().map(|s| Value::Text(s.to_string())).collect()),
-            (DataType::Char(Some(3)), ["b  ", "a  ", "   ", "ab ", "a  ", "B  "].iter().map(|s| Value::Char(s.to_string())).collect()),
+            (DataType::Char(3), ["b  ", "a  ", "   ", "ab ", "a  ", "B  "].iter().map(|s| Value::Char(s.to_string())).collect()),
         ];
         for (ty, vals) in columns {
             let mut v = Vector::new(ty.clone(), vals.len() + 1);
