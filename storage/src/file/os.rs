@@ -11,6 +11,39 @@ use super::{FileSystem, OpenOptions, StorageFile};
 /// How many symbolic links `canonical_path` follows before giving up (Linux's limit).
 const MAX_LINK_HOPS: usize = 40;
 
+/// How long an open waits for the database file's lock before it reports the
+/// database locked. Not for a second process that keeps the database open (it gets
+/// the error after this wait), but for a lock this process just released: a `flock`
+/// belongs to the open file description, and a child that another thread of the
+/// process is forking at that moment holds a copy of every descriptor until it
+/// execs (close-on-exec). Closing a database and opening it again while any thread
+/// spawns a process could then fail at random (seen in `tests/kill.rs` about once in
+/// a hundred runs); the window is the fork-to-exec time, well under this wait.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Takes `file`'s exclusive lock, retrying with a growing pause while another
+/// description holds it, for at most `wait`; then `WouldBlock`.
+fn lock_within(file: &File, path: &Path, wait: std::time::Duration) -> io::Result<()> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} is locked", path.display()),
+                ));
+            }
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
 /// The operating system's files. The database file is locked with an exclusive
 /// advisory lock (`flock`) held as long as the handle lives, so a second process
 /// opening the same database gets a clear error instead of a second writer.
@@ -59,16 +92,7 @@ impl FileSystem for OsFileSystem {
             .truncate(false)
             .open(path)?;
         if options.lock_exclusive {
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        format!("{} is locked", path.display()),
-                    ));
-                }
-                Err(TryLockError::Error(e)) => return Err(e),
-            }
+            lock_within(&file, path, LOCK_WAIT)?;
         }
         Ok(Arc::new(OsFile { file }))
     }
@@ -123,5 +147,38 @@ impl FileSystem for OsFileSystem {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn lock_open(path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+        OsFileSystem.open(path, OpenOptions { create: false, lock_exclusive: true })
+    }
+
+    /// A lock another description releases within [`LOCK_WAIT`] (a forked child's copy
+    /// of the descriptor, until it execs) is taken; one held past it is reported.
+    #[test]
+    fn a_lock_released_within_the_wait_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let other = || std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let holder = other();
+        holder.try_lock().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(holder);
+        });
+        assert!(lock_open(&path).is_ok(), "the lock was free again after 50 ms");
+        release.join().unwrap();
+        let holder = other();
+        holder.try_lock().unwrap();
+        let started = std::time::Instant::now();
+        let e = lock_open(&path).err().expect("a lock held throughout is reported");
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(started.elapsed() >= LOCK_WAIT);
     }
 }
